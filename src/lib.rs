@@ -1,0 +1,3 @@
+//! refundsim
+#![warn(missing_docs)]
+pub mod sim;

@@ -1,0 +1,338 @@
+//! refundsim's own single-threaded executor over virtual time.
+//!
+//! Tasks are polled by [`Sim::run`]; when no task is ready the clock jumps to the earliest pending
+//! timer. Timers are ordered by `(deadline, sequence number)`, so events at the same instant fire in
+//! the order they were scheduled, and a run is a pure function of its inputs.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
+
+use super::time::SimTime;
+use super::timer::{Sleep, Timeout};
+
+type Task = Pin<Box<dyn Future<Output = ()>>>;
+
+/// Ready queue shared with wakers. Wakers must be `Send + Sync`, hence the `Mutex`; it is never
+/// contended because everything runs on one thread.
+#[derive(Default)]
+struct ReadyQueue {
+    queue: VecDeque<u64>,
+}
+
+struct TaskWaker {
+    id: u64,
+    ready: Arc<Mutex<ReadyQueue>>,
+}
+
+impl Wake for TaskWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        let mut ready = self.ready.lock().expect("ready queue poisoned");
+        if !ready.queue.contains(&self.id) {
+            ready.queue.push_back(self.id);
+        }
+    }
+}
+
+pub(super) struct Inner {
+    now: Cell<SimTime>,
+    next_seq: Cell<u64>,
+    next_task: Cell<u64>,
+    /// Pending timers keyed by `(deadline, sequence)`: the tie-break order for same-instant events.
+    timers: RefCell<BTreeMap<(SimTime, u64), Waker>>,
+    tasks: RefCell<BTreeMap<u64, Option<Task>>>,
+    ready: Arc<Mutex<ReadyQueue>>,
+    events_processed: Cell<u64>,
+}
+
+/// A handle to one simulation: its virtual clock, timers and tasks. Cheap to clone; every clone
+/// refers to the same simulation. Not `Send`: a simulation lives on one thread.
+#[derive(Clone)]
+pub struct Sim {
+    pub(super) inner: Rc<Inner>,
+}
+
+impl Default for Sim {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Statistics of a finished [`Sim::run`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunStats {
+    /// Virtual time when the run went quiescent (no ready task, no pending timer).
+    pub end: SimTime,
+    /// Task polls plus timer firings: the engine's unit of work ("events").
+    pub events: u64,
+    /// Tasks still parked when the run ended (waiting on something that can never happen).
+    pub parked_tasks: usize,
+}
+
+impl Sim {
+    /// A new simulation at virtual time 0 with no tasks.
+    pub fn new() -> Self {
+        Sim {
+            inner: Rc::new(Inner {
+                now: Cell::new(SimTime::ZERO),
+                next_seq: Cell::new(0),
+                next_task: Cell::new(0),
+                timers: RefCell::new(BTreeMap::new()),
+                tasks: RefCell::new(BTreeMap::new()),
+                ready: Arc::new(Mutex::new(ReadyQueue::default())),
+                events_processed: Cell::new(0),
+            }),
+        }
+    }
+
+    /// The current virtual time.
+    pub fn now(&self) -> SimTime {
+        self.inner.now.get()
+    }
+
+    /// Starts `fut` as a new task and returns a handle to its output. Dropping the handle detaches
+    /// the task: it keeps running (this is how a timed-out call's "zombie" work continues).
+    pub fn spawn<F, T>(&self, fut: F) -> JoinHandle<T>
+    where
+        F: Future<Output = T> + 'static,
+        T: 'static,
+    {
+        let slot = Rc::new(RefCell::new(JoinSlot { value: None, waker: None }));
+        let writer = slot.clone();
+        let task: Task = Box::pin(async move {
+            let value = fut.await;
+            let mut slot = writer.borrow_mut();
+            slot.value = Some(value);
+            if let Some(w) = slot.waker.take() {
+                w.wake();
+            }
+        });
+        let id = self.inner.next_task.get();
+        self.inner.next_task.set(id + 1);
+        self.inner.tasks.borrow_mut().insert(id, Some(task));
+        self.inner.ready.lock().expect("ready queue poisoned").queue.push_back(id);
+        JoinHandle { slot }
+    }
+
+    /// A future that completes at `now + d`.
+    pub fn sleep(&self, d: SimTime) -> Sleep {
+        self.sleep_until(self.now().saturating_add(d))
+    }
+
+    /// A future that completes at virtual instant `deadline` (at once if it has passed).
+    pub fn sleep_until(&self, deadline: SimTime) -> Sleep {
+        Sleep::new(self.clone(), deadline)
+    }
+
+    /// Runs `fut` with a time limit of `d`: `Ok(output)` if it completes first, else
+    /// `Err(Elapsed)`, and `fut` is dropped. When both are due at the same instant the future wins.
+    pub fn timeout<F: Future>(&self, d: SimTime, fut: F) -> Timeout<F> {
+        Timeout::new(fut, self.sleep(d))
+    }
+
+    pub(super) fn register_timer(&self, deadline: SimTime, waker: Waker) -> u64 {
+        let seq = self.inner.next_seq.get();
+        self.inner.next_seq.set(seq + 1);
+        self.inner.timers.borrow_mut().insert((deadline, seq), waker);
+        seq
+    }
+
+    pub(super) fn update_timer(&self, deadline: SimTime, seq: u64, waker: &Waker) {
+        if let Some(w) = self.inner.timers.borrow_mut().get_mut(&(deadline, seq)) {
+            if !w.will_wake(waker) {
+                *w = waker.clone();
+            }
+        }
+    }
+
+    pub(super) fn cancel_timer(&self, deadline: SimTime, seq: u64) {
+        self.inner.timers.borrow_mut().remove(&(deadline, seq));
+    }
+
+    /// Number of pending timers (for tests and diagnostics).
+    pub fn pending_timers(&self) -> usize {
+        self.inner.timers.borrow().len()
+    }
+
+    /// Moves the clock to `t` without running tasks, firing (waking) every timer due by then in
+    /// `(deadline, sequence)` order. For driving futures by hand in tests; [`Sim::run`] does this
+    /// itself. Panics if `t` is in the past (a broken internal invariant).
+    pub fn advance_to(&self, t: SimTime) {
+        assert!(t >= self.now(), "virtual time cannot go backwards");
+        loop {
+            let next = {
+                let mut timers = self.inner.timers.borrow_mut();
+                match timers.first_key_value() {
+                    Some((&(due, _), _)) if due <= t => timers.pop_first(),
+                    _ => None,
+                }
+            };
+            match next {
+                Some(((due, _), waker)) => {
+                    self.inner.now.set(due);
+                    waker.wake();
+                }
+                None => break,
+            }
+        }
+        self.inner.now.set(t);
+    }
+
+    /// Runs until no task is ready and no timer is pending, then returns statistics.
+    /// Ready tasks run in wake order; then the clock jumps to the earliest timer.
+    pub fn run(&self) -> RunStats {
+        loop {
+            self.run_ready();
+            let next = self.inner.timers.borrow_mut().pop_first();
+            match next {
+                Some(((due, _), waker)) => {
+                    debug_assert!(due >= self.now());
+                    self.inner.now.set(due.max(self.now()));
+                    self.count_event();
+                    waker.wake();
+                }
+                None => break,
+            }
+        }
+        RunStats {
+            end: self.now(),
+            events: self.inner.events_processed.get(),
+            parked_tasks: self.inner.tasks.borrow().len(),
+        }
+    }
+
+    fn count_event(&self) {
+        self.inner.events_processed.set(self.inner.events_processed.get() + 1);
+    }
+
+    fn pop_ready(&self) -> Option<u64> {
+        self.inner.ready.lock().expect("ready queue poisoned").queue.pop_front()
+    }
+
+    fn run_ready(&self) {
+        while let Some(id) = self.pop_ready() {
+            let task = match self.inner.tasks.borrow_mut().get_mut(&id) {
+                Some(slot) => slot.take(),
+                None => None,
+            };
+            let Some(mut task) = task else { continue };
+            self.count_event();
+            let waker = Waker::from(Arc::new(TaskWaker { id, ready: self.inner.ready.clone() }));
+            let mut cx = Context::from_waker(&waker);
+            match task.as_mut().poll(&mut cx) {
+                Poll::Ready(()) => {
+                    self.inner.tasks.borrow_mut().remove(&id);
+                }
+                Poll::Pending => {
+                    if let Some(slot) = self.inner.tasks.borrow_mut().get_mut(&id) {
+                        *slot = Some(task);
+                    }
+                }
+            }
+        }
+    }
+}
+
+struct JoinSlot<T> {
+    value: Option<T>,
+    waker: Option<Waker>,
+}
+
+/// The output of a spawned task, as a future. Dropping it detaches (does not cancel) the task.
+pub struct JoinHandle<T> {
+    slot: Rc<RefCell<JoinSlot<T>>>,
+}
+
+impl<T> JoinHandle<T> {
+    /// Whether the task has finished.
+    pub fn is_finished(&self) -> bool {
+        self.slot.borrow().value.is_some()
+    }
+}
+
+impl<T> Future for JoinHandle<T> {
+    type Output = T;
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        let mut slot = self.slot.borrow_mut();
+        match slot.value.take() {
+            Some(v) => Poll::Ready(v),
+            None => {
+                slot.waker = Some(cx.waker().clone());
+                Poll::Pending
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_instant_events_run_in_schedule_order() {
+        let sim = Sim::new();
+        let log = Rc::new(RefCell::new(Vec::new()));
+        for (i, ms) in [(0, 5u64), (1, 3), (2, 5), (3, 3)] {
+            let (s, log) = (sim.clone(), log.clone());
+            sim.spawn(async move {
+                s.sleep(SimTime::from_millis(ms)).await;
+                log.borrow_mut().push((s.now().as_nanos() / 1_000_000, i));
+            });
+        }
+        let stats = sim.run();
+        assert_eq!(*log.borrow(), vec![(3, 1), (3, 3), (5, 0), (5, 2)]);
+        assert_eq!(stats.end, SimTime::from_millis(5));
+        assert_eq!(stats.parked_tasks, 0);
+    }
+
+    #[test]
+    fn join_handle_returns_output_and_detached_tasks_keep_running() {
+        let sim = Sim::new();
+        let done = Rc::new(Cell::new(SimTime::ZERO));
+        let (s, d) = (sim.clone(), done.clone());
+        let out = Rc::new(Cell::new(0));
+        let o = out.clone();
+        sim.spawn(async move {
+            let s2 = s.clone();
+            let zombie = s.spawn(async move {
+                s2.sleep(SimTime::from_millis(9700)).await;
+                d.set(s2.now());
+                7
+            });
+            let r = s.timeout(SimTime::from_secs(8), zombie).await;
+            assert!(r.is_err());
+            assert_eq!(s.now(), SimTime::from_secs(8));
+            let h = s.spawn(async { 41 });
+            o.set(h.await);
+        });
+        sim.run();
+        assert_eq!(out.get(), 41);
+        assert_eq!(done.get(), SimTime::from_millis(9700), "the timed-out work still finished");
+    }
+
+    #[test]
+    fn timeout_prefers_future_at_equal_instant_and_cancels_timer() {
+        let sim = Sim::new();
+        let s = sim.clone();
+        let res = Rc::new(Cell::new(None));
+        let r = res.clone();
+        sim.spawn(async move {
+            let s2 = s.clone();
+            let v = s.timeout(SimTime::from_secs(1), async move {
+                s2.sleep(SimTime::from_secs(1)).await;
+                5
+            });
+            r.set(Some(v.await.ok()));
+            assert_eq!(s.pending_timers(), 0);
+        });
+        sim.run();
+        assert_eq!(res.get(), Some(Some(5)));
+    }
+}

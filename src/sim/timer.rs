@@ -1,0 +1,135 @@
+//! Timer futures: [`Sleep`] and [`Timeout`].
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use super::executor::Sim;
+use super::time::SimTime;
+
+/// Completes when virtual time reaches its deadline. Created by [`Sim::sleep`] and
+/// [`Sim::sleep_until`]. Dropping it cancels its timer.
+pub struct Sleep {
+    sim: Sim,
+    deadline: SimTime,
+    seq: Option<u64>,
+}
+
+impl Sleep {
+    pub(super) fn new(sim: Sim, deadline: SimTime) -> Self {
+        Sleep { sim, deadline, seq: None }
+    }
+
+    /// The virtual instant this sleep completes at.
+    pub fn deadline(&self) -> SimTime {
+        self.deadline
+    }
+}
+
+impl Future for Sleep {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.sim.now() >= self.deadline {
+            if let Some(seq) = self.seq.take() {
+                self.sim.cancel_timer(self.deadline, seq);
+            }
+            return Poll::Ready(());
+        }
+        match self.seq {
+            Some(seq) => self.sim.update_timer(self.deadline, seq, cx.waker()),
+            None => {
+                let seq = self.sim.register_timer(self.deadline, cx.waker().clone());
+                self.seq = Some(seq);
+            }
+        }
+        Poll::Pending
+    }
+}
+
+impl Drop for Sleep {
+    fn drop(&mut self) {
+        if let Some(seq) = self.seq.take() {
+            self.sim.cancel_timer(self.deadline, seq);
+        }
+    }
+}
+
+/// The error of a [`Timeout`] whose time limit passed first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("deadline elapsed")]
+pub struct Elapsed;
+
+/// Runs a future with a time limit; created by [`Sim::timeout`]. The inner future is polled first,
+/// so a future that completes at exactly the deadline wins.
+pub struct Timeout<F> {
+    fut: Pin<Box<F>>,
+    sleep: Sleep,
+}
+
+impl<F: Future> Timeout<F> {
+    pub(super) fn new(fut: F, sleep: Sleep) -> Self {
+        Timeout { fut: Box::pin(fut), sleep }
+    }
+}
+
+impl<F: Future> Future for Timeout<F> {
+    type Output = Result<F::Output, Elapsed>;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if let Poll::Ready(v) = self.fut.as_mut().poll(cx) {
+            return Poll::Ready(Ok(v));
+        }
+        match Pin::new(&mut self.sleep).poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(Elapsed)),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio_test::{assert_pending, assert_ready, task};
+
+    #[test]
+    fn sleep_polled_by_hand_wakes_at_its_deadline() {
+        let sim = Sim::new();
+        let mut sleep = task::spawn(sim.sleep(SimTime::from_millis(400)));
+        assert_pending!(sleep.poll());
+        assert_eq!(sim.pending_timers(), 1);
+        sim.advance_to(SimTime::from_millis(399));
+        assert!(!sleep.is_woken());
+        assert_pending!(sleep.poll());
+        sim.advance_to(SimTime::from_millis(400));
+        assert!(sleep.is_woken());
+        assert_ready!(sleep.poll());
+        assert_eq!(sim.pending_timers(), 0);
+    }
+
+    #[test]
+    fn dropping_a_sleep_cancels_its_timer() {
+        let sim = Sim::new();
+        let mut sleep = task::spawn(sim.sleep(SimTime::from_secs(8)));
+        assert_pending!(sleep.poll());
+        drop(sleep);
+        assert_eq!(sim.pending_timers(), 0);
+    }
+
+    #[test]
+    fn timeout_polled_by_hand_reports_elapsed() {
+        let sim = Sim::new();
+        let inner = sim.sleep(SimTime::from_millis(9700));
+        let mut t = task::spawn(sim.timeout(SimTime::from_secs(8), inner));
+        assert_pending!(t.poll());
+        sim.advance_to(SimTime::from_secs(8));
+        assert!(t.is_woken());
+        assert_eq!(assert_ready!(t.poll()), Err(Elapsed));
+    }
+
+    #[test]
+    fn zero_sleep_is_ready_at_once() {
+        let sim = Sim::new();
+        let mut s = task::spawn(sim.sleep(SimTime::ZERO));
+        assert_ready!(s.poll());
+        assert_eq!(sim.pending_timers(), 0);
+    }
+}
