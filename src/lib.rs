@@ -1,3 +1,5 @@
 //! refundsim
 #![warn(missing_docs)]
+pub mod model;
+pub mod scenario;
 pub mod sim;

@@ -8,7 +8,10 @@ use std::time::Duration;
 ///
 /// Never a float: two runs that add the same durations land on the same instant bit for bit.
 /// Also used for spans of virtual time (the difference of two instants), see [`SimTime::as_duration`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(transparent)]
 pub struct SimTime(u64);
 
 impl SimTime {

@@ -1,0 +1,2 @@
+//! The model: one file per real component.
+pub mod stripe;

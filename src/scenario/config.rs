@@ -1,0 +1,728 @@
+//! The scenario file's types (DESIGN §4). Sections mirror the components of DESIGN §1.
+//!
+//! Durations are humantime strings (`"8s"`, `"400ms"`, `"53m"`); money is integer cents in fields
+//! ending `_cents`; rates end `_per_s`. Unknown fields are errors. Each default is written beside
+//! its field and is the value in the incident unless said otherwise.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+fn d_ms(ms: u64) -> Duration {
+    Duration::from_millis(ms)
+}
+
+/// A whole scenario: one world to simulate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Scenario {
+    /// Short name, printed in summaries and replay commands.
+    pub name: String,
+    /// Free text: what the scenario demonstrates. Default: empty.
+    #[serde(default)]
+    pub description: String,
+    /// Root seed used when `--seed` is not given. Default: 1.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// How long new work (tickets, background load, reconciliation runs) keeps arriving. After the
+    /// horizon, in-flight work drains to completion. At most 30 days.
+    #[serde(with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub horizon: Duration,
+    /// UTC instant (RFC 3339, e.g. `"2024-05-14T16:00:00Z"`) that virtual time 0 maps to, so
+    /// stories print wall-clock times like the incident log. Default: midnight, `00:00:00.000`.
+    #[serde(default)]
+    pub clock_origin: Option<String>,
+    /// Refund tickets: a rate schedule or an explicit list.
+    pub arrivals: Arrivals,
+    /// Other requests that share the refunds service's connection pool. Default: none.
+    #[serde(default)]
+    pub background_load: BackgroundLoad,
+    /// The LLM agent's timing and retry rule.
+    #[serde(default)]
+    pub agent: Agent,
+    /// Tool definitions (Anthropic / MCP shape). Default: the incident's `issue_refund`, which has
+    /// no annotations and is therefore not idempotent.
+    #[serde(default = "default_tools")]
+    pub tools: Vec<ToolDefinition>,
+    /// The tool executor: timeout and what happens on a timeout.
+    #[serde(default)]
+    pub executor: Executor,
+    /// The refunds service, its connection pool and idempotency-key mode.
+    #[serde(default)]
+    pub refunds_service: RefundsService,
+    /// The fake Stripe: latency, idempotency-key retention, rate limit and faults.
+    #[serde(default)]
+    pub stripe: Stripe,
+    /// Humans who take escalated tickets.
+    #[serde(default)]
+    pub humans: Humans,
+    /// The reconciliation job that alerts on tickets with more than one refund.
+    #[serde(default)]
+    pub reconciliation: Reconciliation,
+    /// Bounds on report metrics, by metric name (e.g. `{"duplicate_refund_tickets": {"max": 0}}`).
+    /// Default: the safety invariants hold (no duplicates, no over-refund, no lost refund, no
+    /// conservation violation).
+    #[serde(default = "default_expect")]
+    pub expect: BTreeMap<String, Bound>,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+/// The incident's tool definition (`fixtures/issue_refund.tool.json`), as published.
+pub fn default_tools() -> Vec<ToolDefinition> {
+    let t: ToolDefinition = serde_json::from_str(include_str!("../../scenarios/issue_refund.tool.json"))
+        .expect("embedded tool definition is valid");
+    vec![t]
+}
+
+/// The default `expect`: the safety invariants of DESIGN §3 hold.
+pub fn default_expect() -> BTreeMap<String, Bound> {
+    [
+        "duplicate_refund_tickets",
+        "over_refund_cents",
+        "lost_refunds",
+        "conservation_violations",
+    ]
+    .into_iter()
+    .map(|m| (m.to_string(), Bound { min: None, max: Some(0.0) }))
+    .collect()
+}
+
+/// An inclusive bound on one metric of a run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Bound {
+    /// The metric must be ≥ this. Default: unbounded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<f64>,
+    /// The metric must be ≤ this. Default: unbounded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<f64>,
+}
+
+/// A lognormal distribution of durations given by its median and 99th percentile.
+/// `sigma = (ln p99 − ln p50) / 2.3263`; `p99 == p50` makes it a constant.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct LatencyDist {
+    /// Median.
+    #[serde(with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub p50: Duration,
+    /// 99th percentile; must be ≥ `p50`.
+    #[serde(with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub p99: Duration,
+}
+
+impl LatencyDist {
+    /// A lognormal with median `p50` and 99th percentile `p99`.
+    pub fn new(p50: Duration, p99: Duration) -> Self {
+        LatencyDist { p50, p99 }
+    }
+}
+
+/// Where refund tickets come from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Arrivals {
+    /// Id of the first generated ticket; later ones count up. Default: 1.
+    #[serde(default = "default_first_ticket")]
+    pub first_ticket_id: u64,
+    /// A piecewise-constant Poisson rate schedule: phases run back to back from time 0. Ignored
+    /// when `tickets` is given. Default: empty.
+    #[serde(default)]
+    pub schedule: Vec<RatePhase>,
+    /// An explicit, recorded list of tickets. When non-empty it replaces `schedule`.
+    #[serde(default)]
+    pub tickets: Vec<TicketSpec>,
+    /// Refund amount of generated tickets (cents): lognormal by median and p99, clamped to
+    /// `[min_cents, max_cents]`. Default: p50 $120, p99 $600, min $5, max $2,000.
+    #[serde(default)]
+    pub amount: AmountDist,
+    /// A generated ticket's charge is `amount × U(min, max)`, rounded up: a factor ≥ 2 lets a
+    /// duplicate partial refund succeed; 1 makes the refund a full refund. Default: 2.0 to 4.0.
+    #[serde(default)]
+    pub charge_factor: FactorRange,
+}
+
+fn default_first_ticket() -> u64 {
+    1
+}
+
+/// One phase of the arrival rate schedule.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct RatePhase {
+    /// A name for reports (e.g. `"burst"`). Default: `phase{i}`.
+    #[serde(default)]
+    pub label: Option<String>,
+    /// How long the phase lasts.
+    #[serde(with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub duration: Duration,
+    /// Mean ticket arrivals per second during the phase (Poisson); ≥ 0.
+    pub rate_per_s: f64,
+}
+
+/// One recorded ticket.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct TicketSpec {
+    /// Ticket id (unique).
+    pub id: u64,
+    /// When the ticket opens, after time 0.
+    #[serde(with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub opened_at: Duration,
+    /// Approved refund amount in cents; > 0.
+    pub amount_cents: u64,
+    /// The charge being refunded, in cents; ≥ `amount_cents`.
+    pub charge_amount_cents: u64,
+}
+
+/// Distribution of refund amounts in cents.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct AmountDist {
+    /// Median refund, cents.
+    pub p50_cents: u64,
+    /// 99th-percentile refund, cents; ≥ `p50_cents`.
+    pub p99_cents: u64,
+    /// Smallest refund, cents; > 0.
+    pub min_cents: u64,
+    /// Largest refund, cents; ≥ `min_cents`.
+    pub max_cents: u64,
+}
+
+impl Default for AmountDist {
+    fn default() -> Self {
+        AmountDist { p50_cents: 12_000, p99_cents: 60_000, min_cents: 500, max_cents: 200_000 }
+    }
+}
+
+/// A uniform range of multipliers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct FactorRange {
+    /// Lower end; ≥ 1.
+    pub min: f64,
+    /// Upper end; ≥ `min`.
+    pub max: f64,
+}
+
+impl Default for FactorRange {
+    fn default() -> Self {
+        FactorRange { min: 2.0, max: 4.0 }
+    }
+}
+
+/// Requests from other features that share the refunds service's pool.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct BackgroundLoad {
+    /// Poisson arrivals per second, until the horizon. Default: 0 (off).
+    #[serde(default)]
+    pub rate_per_s: f64,
+    /// How long each one holds a pool connection. Default: p50 300 ms, p99 1.5 s.
+    #[serde(default = "default_bg_hold")]
+    pub hold: LatencyDist,
+}
+
+fn default_bg_hold() -> LatencyDist {
+    LatencyDist::new(d_ms(300), d_ms(1500))
+}
+
+impl Default for BackgroundLoad {
+    fn default() -> Self {
+        BackgroundLoad { rate_per_s: 0.0, hold: default_bg_hold() }
+    }
+}
+
+/// The LLM agent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Agent {
+    /// The tool the agent calls to refund. Must be in `tools`. Default: `issue_refund`.
+    #[serde(default = "default_tool_name")]
+    pub tool: String,
+    /// Time from reading a ticket or a tool result to the model's decision. Default: p50 30 ms,
+    /// p99 120 ms (the incident log shows 29 ms).
+    #[serde(default = "default_think")]
+    pub think_time: LatencyDist,
+    /// Time from the decision to the tool call reaching the executor. Default: 4 ms (incident log).
+    #[serde(default = "default_overhead", with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub call_overhead: Duration,
+    /// The retry rule from the system prompt.
+    #[serde(default)]
+    pub retry: RetryRule,
+}
+
+fn default_tool_name() -> String {
+    "issue_refund".into()
+}
+fn default_think() -> LatencyDist {
+    LatencyDist::new(d_ms(30), d_ms(120))
+}
+fn default_overhead() -> Duration {
+    d_ms(4)
+}
+
+impl Default for Agent {
+    fn default() -> Self {
+        Agent {
+            tool: default_tool_name(),
+            think_time: default_think(),
+            call_overhead: default_overhead(),
+            retry: RetryRule::default(),
+        }
+    }
+}
+
+/// Which tools the retry rule applies to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AppliesTo {
+    /// "If a tool call fails, you may retry it once" — any tool (the incident).
+    AnyTool,
+    /// Only tools whose annotations say `readOnlyHint` or `idempotentHint` (the fix).
+    IdempotentTools,
+}
+
+/// The model's retry rule.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct RetryRule {
+    /// Retries allowed per ticket after a failed call. Default: 1.
+    #[serde(default = "one")]
+    pub max_retries: u32,
+    /// Which tools may be retried. Default: `any_tool` (the incident).
+    #[serde(default = "any_tool")]
+    pub applies_to: AppliesTo,
+    /// Probability the model does what the rule says (retry when allowed, escalate when not);
+    /// otherwise it does the opposite. In `[0, 1]`. Default: 1.
+    #[serde(default = "one_f")]
+    pub compliance: f64,
+    /// Probability a retry carries a different amount ("argument drift"). Default: 0.
+    #[serde(default)]
+    pub amount_drift_probability: f64,
+    /// Cents added to the amount of a drifted retry. Default: 100.
+    #[serde(default = "hundred")]
+    pub amount_drift_cents: i64,
+}
+
+fn one() -> u32 {
+    1
+}
+fn one_f() -> f64 {
+    1.0
+}
+fn hundred() -> i64 {
+    100
+}
+fn any_tool() -> AppliesTo {
+    AppliesTo::AnyTool
+}
+
+impl Default for RetryRule {
+    fn default() -> Self {
+        RetryRule {
+            max_retries: 1,
+            applies_to: AppliesTo::AnyTool,
+            compliance: 1.0,
+            amount_drift_probability: 0.0,
+            amount_drift_cents: 100,
+        }
+    }
+}
+
+/// A tool definition in the Anthropic / MCP shape.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ToolDefinition {
+    /// Tool name.
+    pub name: String,
+    /// Description shown to the model. Default: empty.
+    #[serde(default)]
+    pub description: String,
+    /// JSON Schema of the input (Anthropic `input_schema`, MCP `inputSchema`).
+    #[serde(default, alias = "inputSchema", skip_serializing_if = "Option::is_none")]
+    pub input_schema: Option<serde_json::Value>,
+    /// A bare parameter block, as in the incident's published definition (not a full schema).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parameters: Option<serde_json::Value>,
+    /// MCP ToolAnnotations. Absent means all defaults: not read-only, destructive, not
+    /// idempotent, open-world.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<ToolAnnotations>,
+}
+
+impl ToolDefinition {
+    /// Retry-eligible under `applies_to: idempotent_tools`: `readOnlyHint || idempotentHint`.
+    pub fn is_idempotent(&self) -> bool {
+        self.annotations.as_ref().is_some_and(|a| a.read_only_hint || a.idempotent_hint)
+    }
+}
+
+/// MCP ToolAnnotations (spec 2025-03-26), with the spec's defaults.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ToolAnnotations {
+    /// Human-readable title. Default: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The tool does not modify its environment. Default: false.
+    #[serde(default)]
+    pub read_only_hint: bool,
+    /// The tool may perform destructive updates. Default: true.
+    #[serde(default = "yes")]
+    pub destructive_hint: bool,
+    /// Calling it again with the same arguments has no additional effect. Default: false.
+    #[serde(default)]
+    pub idempotent_hint: bool,
+    /// The tool interacts with an open world of external entities. Default: true.
+    #[serde(default = "yes")]
+    pub open_world_hint: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// What the executor does when a call times out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OnTimeout {
+    /// Tell the model the call failed (the incident: an `info` outcome shown as `fail`).
+    ReportError,
+    /// Poll the refunds service's `get_status` for the ticket before telling the model anything.
+    ProbeStatus,
+}
+
+/// The tool executor.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Executor {
+    /// Time limit of one tool call. Default: 8 s (the incident; the fix uses 15 s).
+    #[serde(default = "default_timeout", with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub timeout: Duration,
+    /// What a timeout does. Default: `report_error`.
+    #[serde(default = "report_error")]
+    pub on_timeout: OnTimeout,
+    /// With `probe_status`: time between status probes. Default: 1 s.
+    #[serde(default = "default_probe_interval", with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub probe_interval: Duration,
+    /// With `probe_status`: how long to keep probing a `pending` ticket before reporting
+    /// "outcome unknown, do not retry" to the model. Default: 60 s.
+    #[serde(default = "default_probe_max", with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub probe_max_wait: Duration,
+    /// An executor-level retry layer under the model (e.g. LangChain ToolRetryMiddleware).
+    /// Default: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<ExecutorRetry>,
+}
+
+fn default_timeout() -> Duration {
+    Duration::from_secs(8)
+}
+fn report_error() -> OnTimeout {
+    OnTimeout::ReportError
+}
+fn default_probe_interval() -> Duration {
+    Duration::from_secs(1)
+}
+fn default_probe_max() -> Duration {
+    Duration::from_secs(60)
+}
+
+impl Default for Executor {
+    fn default() -> Self {
+        Executor {
+            timeout: default_timeout(),
+            on_timeout: OnTimeout::ReportError,
+            probe_interval: default_probe_interval(),
+            probe_max_wait: default_probe_max(),
+            retry: None,
+        }
+    }
+}
+
+/// An executor-level retry layer; defaults are LangChain ToolRetryMiddleware's.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ExecutorRetry {
+    /// Retries after the first attempt. Default: 2.
+    #[serde(default = "two")]
+    pub max_retries: u32,
+    /// Delay before the first retry. Default: 1 s.
+    #[serde(default = "default_probe_interval", with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub initial_delay: Duration,
+    /// Multiplier per retry. Default: 2.
+    #[serde(default = "two_f")]
+    pub backoff_factor: f64,
+    /// Cap on one delay. Default: 60 s.
+    #[serde(default = "default_probe_max", with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub max_delay: Duration,
+    /// Relative jitter: each delay is multiplied by `U(1 − jitter, 1 + jitter)`. Default: 0.25.
+    #[serde(default = "quarter")]
+    pub jitter: f64,
+}
+
+fn two() -> u32 {
+    2
+}
+fn two_f() -> f64 {
+    2.0
+}
+fn quarter() -> f64 {
+    0.25
+}
+
+/// How the refunds service derives Stripe's `Idempotency-Key`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyMode {
+    /// No key (the incident).
+    None,
+    /// A fresh key per request: protects only the SDK's own network retries.
+    PerAttempt,
+    /// `refund_{ticket}_{nonce}`, the nonce written once per ticket (the fix).
+    PerTicket,
+}
+
+/// The refunds service.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct RefundsService {
+    /// Connections in the pool to Stripe; ≥ 1. FIFO wait. Default: 8.
+    #[serde(default = "default_pool")]
+    pub pool_size: u32,
+    /// Give up waiting for a connection after this long (answer 503). Default: wait forever.
+    #[serde(default, with = "humantime_serde::option", skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub acquire_timeout: Option<Duration>,
+    /// Idempotency-key mode. Default: `none` (the incident).
+    #[serde(default = "key_none")]
+    pub idempotency_key: KeyMode,
+    /// Drop work whose caller's deadline passed before it got a connection (deadline
+    /// propagation). Default: false (the incident).
+    #[serde(default)]
+    pub deadline_propagation: bool,
+    /// Local dedup: a pending row per ticket; a second request for a ticket with a pending or
+    /// refunded row waits for / returns that row's result instead of calling Stripe. Default: false.
+    #[serde(default)]
+    pub local_dedup: bool,
+    /// Service time outside the pool and Stripe (parsing, ledger writes). Default: 20 ms.
+    #[serde(default = "default_service_overhead", with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub overhead: Duration,
+    /// The Stripe SDK inside the service.
+    #[serde(default)]
+    pub stripe_client: StripeClient,
+}
+
+fn default_pool() -> u32 {
+    8
+}
+fn key_none() -> KeyMode {
+    KeyMode::None
+}
+fn default_service_overhead() -> Duration {
+    d_ms(20)
+}
+
+impl Default for RefundsService {
+    fn default() -> Self {
+        RefundsService {
+            pool_size: default_pool(),
+            acquire_timeout: None,
+            idempotency_key: KeyMode::None,
+            deadline_propagation: false,
+            local_dedup: false,
+            overhead: default_service_overhead(),
+            stripe_client: StripeClient::default(),
+        }
+    }
+}
+
+/// The Stripe SDK's network retries (stripe-node / stripe-python rules).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct StripeClient {
+    /// Network retries inside one logical call, reusing one key (auto-generated when the
+    /// service sends none). Default: 0 (the incident; stripe-node's own default is 1… set 2 to
+    /// model the common configuration).
+    #[serde(default)]
+    pub max_network_retries: u32,
+    /// The SDK's own request timeout. Default: 80 s (stripe-node).
+    #[serde(default = "default_sdk_timeout", with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub timeout: Duration,
+}
+
+fn default_sdk_timeout() -> Duration {
+    Duration::from_secs(80)
+}
+
+impl Default for StripeClient {
+    fn default() -> Self {
+        StripeClient { max_network_retries: 0, timeout: default_sdk_timeout() }
+    }
+}
+
+/// The fake Stripe (DESIGN §6).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Stripe {
+    /// `POST /v1/refunds` latency. Default: p50 350 ms, p99 1.5 s.
+    #[serde(default = "default_stripe_latency")]
+    pub latency: LatencyDist,
+    /// How long an idempotency key is kept; an older key runs as a fresh request. Default: 24 h.
+    #[serde(default = "default_retention", with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub idempotency_key_retention: Duration,
+    /// Requests per second before 429 `rate_limit` (live mode 100, sandbox 25). Default: 100.
+    #[serde(default = "default_rate_limit")]
+    pub rate_limit_per_s: u32,
+    /// Injected faults. Default: none.
+    #[serde(default)]
+    pub faults: Faults,
+}
+
+fn default_stripe_latency() -> LatencyDist {
+    LatencyDist::new(d_ms(350), d_ms(1500))
+}
+fn default_retention() -> Duration {
+    Duration::from_secs(24 * 3600)
+}
+fn default_rate_limit() -> u32 {
+    100
+}
+
+impl Default for Stripe {
+    fn default() -> Self {
+        Stripe {
+            latency: default_stripe_latency(),
+            idempotency_key_retention: default_retention(),
+            rate_limit_per_s: default_rate_limit(),
+            faults: Faults::default(),
+        }
+    }
+}
+
+/// Fault probabilities per Stripe request, each in `[0, 1]`. Default: all 0.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Faults {
+    /// The refund is created, then the response is a 500 (outcome unknown to the client).
+    #[serde(default)]
+    pub error_500_after_commit: f64,
+    /// The refund is created, then the response is lost (client sees a connection reset).
+    #[serde(default)]
+    pub response_lost_after_commit: f64,
+    /// 429 `lock_timeout` with `Stripe-Should-Retry: true`, before anything runs.
+    #[serde(default)]
+    pub lock_timeout: f64,
+    /// The request's latency is multiplied by `latency_spike_factor`.
+    #[serde(default)]
+    pub latency_spike: f64,
+    /// Multiplier for a latency spike. Default: 10.
+    #[serde(default = "ten")]
+    pub latency_spike_factor: f64,
+    /// The refund is created with status `pending` (money still moves).
+    #[serde(default)]
+    pub refund_pending: f64,
+    /// The refund is created with status `failed` (no money moves).
+    #[serde(default)]
+    pub refund_failed: f64,
+}
+
+fn ten() -> f64 {
+    10.0
+}
+
+/// Humans who take escalated tickets.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Humans {
+    /// Whether anyone takes escalations; if not, an escalated ticket with no refund is lost.
+    /// Default: true.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Time from escalation to a human acting. Default: p50 20 min, p99 2 h.
+    #[serde(default = "default_pickup")]
+    pub pickup_delay: LatencyDist,
+    /// Probability the human checks the Stripe dashboard for an existing refund first; otherwise
+    /// they issue a manual refund (no idempotency key). In `[0, 1]`. Default: 0.8.
+    #[serde(default = "default_check")]
+    pub check_probability: f64,
+}
+
+fn default_pickup() -> LatencyDist {
+    LatencyDist::new(Duration::from_secs(20 * 60), Duration::from_secs(2 * 3600))
+}
+fn default_check() -> f64 {
+    0.8
+}
+
+impl Default for Humans {
+    fn default() -> Self {
+        Humans { enabled: true, pickup_delay: default_pickup(), check_probability: default_check() }
+    }
+}
+
+/// The reconciliation job.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Reconciliation {
+    /// Whether the job runs. Default: false (the incident had none; the fix adds it).
+    #[serde(default)]
+    pub enabled: bool,
+    /// Time between runs; the first run is at one interval, the last at or before the horizon.
+    /// Default: 1 h.
+    #[serde(default = "default_recon", with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub interval: Duration,
+}
+
+fn default_recon() -> Duration {
+    Duration::from_secs(3600)
+}
+
+impl Default for Reconciliation {
+    fn default() -> Self {
+        Reconciliation { enabled: false, interval: default_recon() }
+    }
+}
