@@ -1,5 +1,7 @@
 //! refundsim
 #![warn(missing_docs)]
+pub mod check;
+pub mod history;
 pub mod model;
 pub mod scenario;
 pub mod sim;

@@ -3,9 +3,17 @@
 //! request latency between [`FakeStripe::begin`] and [`FakeStripe::commit`] — so every rule is
 //! unit-tested without an executor.
 //!
-//! STUB: signatures fixed; bodies are being written.
+//! # Order of checks in [`FakeStripe::begin`]
+//!
+//! 1. **Rate limiter** (runs before everything else, so its 429s are never saved under a key).
+//! 2. **Object lock** (`lock_timeout` injected by the caller): 429 with `Stripe-Should-Retry: true`.
+//! 3. **Parameter validation**: key length, amount, charge. Failures are not saved.
+//! 4. **Idempotency layer** (only with a key): mismatch → 400 `idempotency_error`, still executing
+//!    → 409 `idempotency_key_in_use`, finished → replay the saved response.
+//! 5. **Execution**: the key (if any) is recorded as executing and an [`ExecToken`] is handed out;
+//!    [`FakeStripe::commit`] applies the refund rules and saves the result under the key.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
@@ -64,7 +72,10 @@ pub enum RefundStatus {
 impl RefundStatus {
     /// Whether money moves (or has moved) for a refund in this status.
     pub fn moves_money(self) -> bool {
-        matches!(self, RefundStatus::Pending | RefundStatus::RequiresAction | RefundStatus::Succeeded)
+        matches!(
+            self,
+            RefundStatus::Pending | RefundStatus::RequiresAction | RefundStatus::Succeeded
+        )
     }
 }
 
@@ -171,36 +182,863 @@ pub enum Delivered {
     ConnectionLost,
 }
 
+impl Response {
+    /// The refund in the body, if the body is a refund object.
+    pub fn refund(&self) -> Option<&Refund> {
+        match &self.body {
+            Body::Refund(r) => Some(r),
+            Body::Error { .. } => None,
+        }
+    }
+
+    /// The error `code`, if the body is an error object that has one.
+    pub fn error_code(&self) -> Option<&str> {
+        match &self.body {
+            Body::Error { code, .. } => code.as_deref(),
+            Body::Refund(_) => None,
+        }
+    }
+
+    /// The error `type`, if the body is an error object.
+    pub fn error_type(&self) -> Option<ErrorType> {
+        match &self.body {
+            Body::Error { kind, .. } => Some(*kind),
+            Body::Refund(_) => None,
+        }
+    }
+
+    /// An error response that is not a replay.
+    fn error(
+        status: u16,
+        kind: ErrorType,
+        code: Option<&str>,
+        param: Option<&str>,
+        message: String,
+    ) -> Self {
+        Response {
+            status,
+            body: Body::Error {
+                kind,
+                code: code.map(str::to_owned),
+                param: param.map(str::to_owned),
+                message,
+            },
+            idempotent_replayed: false,
+            should_retry: None,
+        }
+    }
+}
+
+/// Stripe's limit on the length of an `Idempotency-Key`.
+pub const MAX_IDEMPOTENCY_KEY_CHARS: usize = 255;
+
+/// The rate limiter's sliding window: one second.
+const RATE_WINDOW: SimTime = SimTime::from_secs(1);
+
+/// What the idempotency layer remembers about one key.
+#[derive(Debug)]
+struct KeyEntry {
+    /// The execution that owns the entry (a later, fresh execution after expiry replaces it).
+    exec: u64,
+    /// The parameters first used with the key (compared on reuse).
+    params: RefundParams,
+    /// When the key was first used; the entry expires `retention` later.
+    created: SimTime,
+    /// `None` while the endpoint is executing; then the saved response (never marked replayed).
+    saved: Option<Response>,
+}
+
 /// The fake Stripe account.
+///
+/// One instance is one Stripe account: idempotency keys, charges and refunds are scoped to it.
 #[derive(Debug)]
 pub struct FakeStripe {
-    #[allow(dead_code)]
+    /// Charge id → charged amount in cents.
     charges: BTreeMap<String, u64>,
+    /// How long a key is kept; a request whose key entry is at least this old runs fresh.
+    retention: SimTime,
+    /// Requests per second before 429 `rate_limit`; 0 means unlimited.
+    rate_limit_per_s: u32,
+    /// Arrival times of the requests in the current rate-limit window (non-decreasing).
+    window: Vec<SimTime>,
+    /// Idempotency key → entry.
+    keys: BTreeMap<String, KeyEntry>,
+    /// Executions handed out by `begin` and not yet committed.
+    in_flight: BTreeSet<u64>,
+    /// Executions started so far (the next [`ExecToken::exec`] is this plus one).
+    execs: u64,
+    /// Every refund created, in creation order; its index + 1 is the number in its id.
+    refunds: Vec<Refund>,
 }
 
 impl FakeStripe {
-    /// An account with key retention `retention` and a rate limit of `rate_limit_per_s`.
-    pub fn new(_retention: SimTime, _rate_limit_per_s: u32) -> Self {
-        todo!()
+    /// An account with key retention `retention` and a rate limit of `rate_limit_per_s`
+    /// requests per sliding one-second window (`0` = unlimited). Stripe keeps keys for 24 h and
+    /// limits live mode to 100 and sandbox to 25 requests per second.
+    pub fn new(retention: SimTime, rate_limit_per_s: u32) -> Self {
+        FakeStripe {
+            charges: BTreeMap::new(),
+            retention,
+            rate_limit_per_s,
+            window: Vec::new(),
+            keys: BTreeMap::new(),
+            in_flight: BTreeSet::new(),
+            execs: 0,
+            refunds: Vec::new(),
+        }
     }
-    /// Registers a charge of `amount_cents` that refunds may draw on.
-    pub fn add_charge(&mut self, _charge: &str, _amount_cents: u64) {
-        todo!()
+
+    /// Registers a charge of `amount_cents` that refunds may draw on. Registering an existing
+    /// charge again replaces its amount (its refunds stay).
+    pub fn add_charge(&mut self, charge: &str, amount_cents: u64) {
+        self.charges.insert(charge.to_owned(), amount_cents);
     }
+
     /// Receives a request at `now`. `lock_timeout` injects a 429 `lock_timeout`.
-    pub fn begin(&mut self, _now: SimTime, _req: StripeRequest, _lock_timeout: bool) -> Begin {
-        todo!()
+    ///
+    /// Checks run in Stripe's order, and only the last step saves anything under the key:
+    /// - **Rate limit**: every request reaching the API is counted at the edge (rejected ones
+    ///   too); when more than `rate_limit_per_s` arrived in the window `(now − 1 s, now]`, the
+    ///   answer is 429 `rate_limit_error`, code `rate_limit`, no `Stripe-Should-Retry` header.
+    ///   Rate limiters run before the idempotency layer: nothing is saved.
+    /// - **Object lock**: with `lock_timeout`, 429 `rate_limit_error`, code `lock_timeout`,
+    ///   `Stripe-Should-Retry: true`; nothing is saved.
+    /// - **Parameter validation** (not saved under the key, so a corrected retry with the same
+    ///   key executes): a key over 255 characters, `amount` of 0 (`param: amount`), or an
+    ///   unknown charge (code `resource_missing`, `param: charge`) → 400
+    ///   `invalid_request_error`.
+    /// - **Idempotency layer**, only with a key whose entry is younger than the retention: other
+    ///   parameters → 400 `idempotency_error` (nothing created or saved); the first request still
+    ///   executing → 409 `idempotency_error`, code `idempotency_key_in_use` (nothing saved, the
+    ///   client may retry); finished → the saved status and body replayed with
+    ///   `Idempotent-Replayed: true` and no new refund. An expired entry is replaced.
+    /// - **Execute**: the key (if any) is recorded as executing with these parameters and
+    ///   `created = now`, and an [`ExecToken`] is returned for [`FakeStripe::commit`].
+    pub fn begin(&mut self, now: SimTime, req: StripeRequest, lock_timeout: bool) -> Begin {
+        if self.rate_limited(now) {
+            return Begin::Respond(Response::error(
+                429,
+                ErrorType::RateLimitError,
+                Some("rate_limit"),
+                None,
+                "Too many requests hit the API too quickly. We recommend an exponential backoff of your requests."
+                    .to_owned(),
+            ));
+        }
+        if lock_timeout {
+            let mut resp = Response::error(
+                429,
+                ErrorType::RateLimitError,
+                Some("lock_timeout"),
+                None,
+                "This object cannot be accessed right now because another API request or Stripe process is \
+                 currently accessing it. If you see this error intermittently, retry the request."
+                    .to_owned(),
+            );
+            resp.should_retry = Some(true);
+            return Begin::Respond(resp);
+        }
+        if let Some(resp) = self.validate(&req) {
+            return Begin::Respond(resp);
+        }
+        if let Some(key) = &req.idempotency_key {
+            if let Some(resp) = self.idempotency_check(now, key, &req.params) {
+                return Begin::Respond(resp);
+            }
+        }
+        self.execs += 1;
+        let exec = self.execs;
+        if let Some(key) = &req.idempotency_key {
+            let entry = KeyEntry {
+                exec,
+                params: req.params.clone(),
+                created: now,
+                saved: None,
+            };
+            self.keys.insert(key.clone(), entry);
+        }
+        self.in_flight.insert(exec);
+        Begin::Execute(ExecToken { exec, request: req })
     }
+
     /// Finishes an execution at `now` with the refund created in `status` (if the refund rules allow).
-    pub fn commit(&mut self, _now: SimTime, _token: ExecToken, _status: RefundStatus, _fault: CommitFault) -> Delivered {
-        todo!()
+    ///
+    /// Refund rules, against the money already moving on the charge (refunds whose status
+    /// [moves money](RefundStatus::moves_money); `failed`/`canceled` ones do not count):
+    /// - nothing left (fully refunded) → 400 `invalid_request_error`, code
+    ///   `charge_already_refunded`;
+    /// - `amount` more than what is left → 400 `invalid_request_error`, `param: amount`;
+    /// - otherwise a refund `re_…` is created in `status` (partial refunds may repeat until the
+    ///   charge is exhausted) and the answer is 200 with the refund object.
+    ///
+    /// The endpoint has started executing, so its result — 4xx included — is saved under the key
+    /// (if any) and replayed to later requests with the same key. Faults:
+    /// - [`CommitFault::Error500`]: whatever the endpoint did stands (a refund may exist), but the
+    ///   response is 500 `api_error`; that 500 is what is saved and replayed.
+    /// - [`CommitFault::ResponseLost`]: the real response is saved, but the client gets
+    ///   [`Delivered::ConnectionLost`].
+    ///
+    /// # Panics
+    /// If `token` was not handed out by [`FakeStripe::begin`] of this account or was already
+    /// committed (a bug in the caller).
+    pub fn commit(
+        &mut self,
+        now: SimTime,
+        token: ExecToken,
+        status: RefundStatus,
+        fault: CommitFault,
+    ) -> Delivered {
+        assert!(
+            self.in_flight.remove(&token.exec),
+            "FakeStripe::commit: execution {} is not in flight (never begun or already committed)",
+            token.exec
+        );
+        let req = token.request;
+        let mut resp = self.execute(now, &req, status);
+        if fault == CommitFault::Error500 {
+            resp = Response::error(
+                500,
+                ErrorType::ApiError,
+                None,
+                None,
+                "An unknown error occurred while processing your request.".to_owned(),
+            );
+        }
+        if let Some(key) = &req.idempotency_key {
+            // Only the execution that owns the entry saves; if the key expired meanwhile and a
+            // fresh request took it over, that newer execution owns it.
+            if let Some(entry) = self.keys.get_mut(key) {
+                if entry.exec == token.exec {
+                    entry.saved = Some(resp.clone());
+                }
+            }
+        }
+        match fault {
+            CommitFault::ResponseLost => Delivered::ConnectionLost,
+            CommitFault::None | CommitFault::Error500 => Delivered::Response(resp),
+        }
     }
+
     /// Every refund created, in creation order.
     pub fn refunds(&self) -> &[Refund] {
-        todo!()
+        &self.refunds
     }
+
     /// Refunds of one charge, in creation order (what a human sees on the dashboard).
-    pub fn refunds_for_charge(&self, _charge: &str) -> Vec<&Refund> {
-        todo!()
+    pub fn refunds_for_charge(&self, charge: &str) -> Vec<&Refund> {
+        self.refunds.iter().filter(|r| r.charge == charge).collect()
+    }
+
+    /// The amount of `charge` not yet refunded (refunds in a status that moves money count;
+    /// `failed`/`canceled` ones do not), or `None` for an unknown charge.
+    pub fn remaining_cents(&self, charge: &str) -> Option<u64> {
+        let amount = *self.charges.get(charge)?;
+        Some(amount.saturating_sub(self.refunded_cents(charge)))
+    }
+
+    /// The key retention this account was created with.
+    pub fn retention(&self) -> SimTime {
+        self.retention
+    }
+
+    /// Executions begun and not yet committed (each must end in exactly one commit).
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    /// Counts the request at the edge and says whether it exceeds the rate limit.
+    fn rate_limited(&mut self, now: SimTime) -> bool {
+        if self.rate_limit_per_s == 0 {
+            return false;
+        }
+        // Keep arrivals in (now − 1 s, now]; written as `t + 1 s > now` so it holds before 1 s.
+        self.window.retain(|&t| t.saturating_add(RATE_WINDOW) > now);
+        self.window.push(now);
+        self.window.len() > self.rate_limit_per_s as usize
+    }
+
+    /// Parameter validation, before the idempotency layer (failures are not saved).
+    fn validate(&self, req: &StripeRequest) -> Option<Response> {
+        if let Some(key) = &req.idempotency_key {
+            let len = key.chars().count();
+            if len > MAX_IDEMPOTENCY_KEY_CHARS {
+                return Some(Response::error(
+                    400,
+                    ErrorType::InvalidRequestError,
+                    None,
+                    None,
+                    format!(
+                        "Idempotency key is too long: {len} characters; the maximum is \
+                         {MAX_IDEMPOTENCY_KEY_CHARS}."
+                    ),
+                ));
+            }
+        }
+        let p = &req.params;
+        if p.amount_cents == 0 {
+            return Some(Response::error(
+                400,
+                ErrorType::InvalidRequestError,
+                None,
+                Some("amount"),
+                "Invalid positive integer: amount must be at least 1.".to_owned(),
+            ));
+        }
+        if !self.charges.contains_key(&p.charge) {
+            return Some(Self::no_such_charge(&p.charge));
+        }
+        None
+    }
+
+    /// The idempotency layer for a request carrying `key`: `Some` answers without executing.
+    fn idempotency_check(
+        &self,
+        now: SimTime,
+        key: &str,
+        params: &RefundParams,
+    ) -> Option<Response> {
+        let entry = self.keys.get(key)?;
+        if now.saturating_sub(entry.created) >= self.retention {
+            return None; // expired: runs as a fresh request and replaces the entry
+        }
+        if entry.params != *params {
+            return Some(Response::error(
+                400,
+                ErrorType::IdempotencyError,
+                None,
+                None,
+                format!(
+                    "Keys for idempotent requests can only be used with the same parameters they were first used \
+                     with. Try using a key other than '{key}' if you meant to execute a different request."
+                ),
+            ));
+        }
+        match &entry.saved {
+            None => Some(Response::error(
+                409,
+                ErrorType::IdempotencyError,
+                Some("idempotency_key_in_use"),
+                None,
+                format!(
+                    "There is currently another in-progress request using this Idempotency-Key (that probably \
+                     means you submitted twice, and the other request is still going through): {key}. Please \
+                     try again later."
+                ),
+            )),
+            Some(saved) => {
+                let mut replay = saved.clone();
+                replay.idempotent_replayed = true;
+                Some(replay)
+            }
+        }
+    }
+
+    /// The refund rules of the endpoint; creates the refund when they allow it.
+    fn execute(&mut self, now: SimTime, req: &StripeRequest, status: RefundStatus) -> Response {
+        let p = &req.params;
+        let Some(remaining) = self.remaining_cents(&p.charge) else {
+            return Self::no_such_charge(&p.charge);
+        };
+        if remaining == 0 {
+            return Response::error(
+                400,
+                ErrorType::InvalidRequestError,
+                Some("charge_already_refunded"),
+                None,
+                format!("Charge {} has already been refunded.", p.charge),
+            );
+        }
+        if p.amount_cents > remaining {
+            return Response::error(
+                400,
+                ErrorType::InvalidRequestError,
+                None,
+                Some("amount"),
+                format!(
+                    "Refund amount ({}) is greater than unrefunded amount on charge ({}).",
+                    cents(p.amount_cents),
+                    cents(remaining)
+                ),
+            );
+        }
+        let refund = Refund {
+            id: format!("re_{:08}", self.refunds.len() + 1),
+            charge: p.charge.clone(),
+            amount_cents: p.amount_cents,
+            status,
+            created: now,
+            origin: req.origin,
+        };
+        self.refunds.push(refund.clone());
+        Response {
+            status: 200,
+            body: Body::Refund(refund),
+            idempotent_replayed: false,
+            should_retry: None,
+        }
+    }
+
+    /// Sum of the refunds of `charge` that move money.
+    fn refunded_cents(&self, charge: &str) -> u64 {
+        self.refunds
+            .iter()
+            .filter(|r| r.charge == charge && r.status.moves_money())
+            .map(|r| r.amount_cents)
+            .sum()
+    }
+
+    /// 400 `resource_missing` for an unknown charge.
+    fn no_such_charge(charge: &str) -> Response {
+        Response::error(
+            400,
+            ErrorType::InvalidRequestError,
+            Some("resource_missing"),
+            Some("charge"),
+            format!("No such charge: '{charge}'"),
+        )
+    }
+}
+
+/// `$12.34` for 1234 cents.
+fn cents(c: u64) -> String {
+    format!("${}.{:02}", c / 100, c % 100)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DAY: SimTime = SimTime::from_secs(24 * 3600);
+
+    fn account() -> FakeStripe {
+        let mut s = FakeStripe::new(DAY, 100);
+        s.add_charge("ch_1", 10_000);
+        s
+    }
+
+    fn req(key: Option<&str>, amount_cents: u64, request: u64) -> StripeRequest {
+        StripeRequest {
+            idempotency_key: key.map(str::to_owned),
+            params: RefundParams {
+                charge: "ch_1".to_owned(),
+                amount_cents,
+                reason: "requested_by_customer".to_owned(),
+                ticket: 7,
+            },
+            origin: Origin {
+                ticket: 7,
+                request: Some(request),
+            },
+        }
+    }
+
+    fn ms(n: u64) -> SimTime {
+        SimTime::from_millis(n)
+    }
+
+    /// `begin` must execute; returns the token.
+    fn must_execute(s: &mut FakeStripe, now: SimTime, r: StripeRequest) -> ExecToken {
+        match s.begin(now, r, false) {
+            Begin::Execute(t) => t,
+            Begin::Respond(resp) => panic!("expected execution, got {resp:?}"),
+        }
+    }
+
+    /// `begin` must answer without executing; returns the response.
+    fn must_respond(s: &mut FakeStripe, now: SimTime, r: StripeRequest) -> Response {
+        match s.begin(now, r, false) {
+            Begin::Respond(resp) => resp,
+            Begin::Execute(t) => panic!("expected an answer, got execution {}", t.exec),
+        }
+    }
+
+    fn delivered(d: Delivered) -> Response {
+        match d {
+            Delivered::Response(r) => r,
+            Delivered::ConnectionLost => panic!("expected a response, connection lost"),
+        }
+    }
+
+    /// Begin at `now`, commit 400 ms later as `succeeded` without faults.
+    fn call(s: &mut FakeStripe, now: SimTime, r: StripeRequest) -> Response {
+        let t = must_execute(s, now, r);
+        delivered(s.commit(now + ms(400), t, RefundStatus::Succeeded, CommitFault::None))
+    }
+
+    fn error_fields(r: &Response) -> (ErrorType, Option<&str>, Option<&str>) {
+        match &r.body {
+            Body::Error {
+                kind, code, param, ..
+            } => (*kind, code.as_deref(), param.as_deref()),
+            Body::Refund(rf) => panic!("expected an error, got refund {}", rf.id),
+        }
+    }
+
+    #[test]
+    fn same_key_same_params_replays_without_new_refund() {
+        let mut s = account();
+        let first = call(&mut s, ms(0), req(Some("k1"), 2_500, 1));
+        assert_eq!(first.status, 200);
+        assert!(!first.idempotent_replayed);
+        assert_eq!(first.refund().unwrap().id, "re_00000001");
+
+        let again = must_respond(&mut s, ms(9_000), req(Some("k1"), 2_500, 2));
+        assert_eq!(again.status, 200);
+        assert!(again.idempotent_replayed);
+        assert_eq!(again.refund().unwrap().id, "re_00000001");
+        assert_eq!(
+            again.refund().unwrap().origin.request,
+            Some(1),
+            "the saved body is the first one"
+        );
+        assert_eq!(s.refunds().len(), 1);
+        assert_eq!(s.remaining_cents("ch_1"), Some(7_500));
+    }
+
+    #[test]
+    fn same_key_different_params_is_idempotency_error() {
+        let mut s = account();
+        call(&mut s, ms(0), req(Some("k1"), 2_500, 1));
+        let resp = must_respond(&mut s, ms(1_000), req(Some("k1"), 2_600, 2));
+        assert_eq!(resp.status, 400);
+        assert_eq!(
+            error_fields(&resp),
+            (ErrorType::IdempotencyError, None, None)
+        );
+        assert!(!resp.idempotent_replayed);
+        assert_eq!(s.refunds().len(), 1);
+        // Nothing was saved: the original parameters still replay the original refund.
+        let replay = must_respond(&mut s, ms(2_000), req(Some("k1"), 2_500, 3));
+        assert_eq!((replay.status, replay.idempotent_replayed), (200, true));
+        assert_eq!(replay.refund().unwrap().id, "re_00000001");
+    }
+
+    #[test]
+    fn same_key_while_executing_is_409_then_replayed_after_commit() {
+        let mut s = account();
+        let t = must_execute(&mut s, ms(0), req(Some("k1"), 2_500, 1));
+        assert_eq!(s.in_flight(), 1);
+        let conflict = must_respond(&mut s, ms(100), req(Some("k1"), 2_500, 2));
+        assert_eq!(conflict.status, 409);
+        assert_eq!(
+            error_fields(&conflict),
+            (
+                ErrorType::IdempotencyError,
+                Some("idempotency_key_in_use"),
+                None
+            )
+        );
+        assert!(s.refunds().is_empty());
+
+        let first = delivered(s.commit(ms(9_700), t, RefundStatus::Succeeded, CommitFault::None));
+        assert_eq!(first.status, 200);
+        assert_eq!(s.in_flight(), 0);
+        // The 409 was not saved: the retry now gets the first request's result.
+        let retry = must_respond(&mut s, ms(10_000), req(Some("k1"), 2_500, 3));
+        assert_eq!((retry.status, retry.idempotent_replayed), (200, true));
+        assert_eq!(retry.refund().unwrap().id, "re_00000001");
+        assert_eq!(s.refunds().len(), 1);
+    }
+
+    #[test]
+    fn expired_key_runs_as_fresh_request() {
+        let mut s = FakeStripe::new(SimTime::from_secs(60), 0);
+        s.add_charge("ch_1", 10_000);
+        call(&mut s, ms(0), req(Some("k1"), 2_500, 1));
+        // Just inside retention: replayed.
+        let inside = must_respond(&mut s, ms(59_999), req(Some("k1"), 2_500, 2));
+        assert!(inside.idempotent_replayed);
+        // At the retention boundary the key is gone: a second refund.
+        let fresh = call(&mut s, ms(60_000), req(Some("k1"), 2_500, 3));
+        assert_eq!(fresh.status, 200);
+        assert!(!fresh.idempotent_replayed);
+        assert_eq!(fresh.refund().unwrap().id, "re_00000002");
+        assert_eq!(s.refunds().len(), 2);
+        assert_eq!(s.remaining_cents("ch_1"), Some(5_000));
+        // The entry was replaced: a replay now returns the second refund.
+        let replay = must_respond(&mut s, ms(61_000), req(Some("k1"), 2_500, 4));
+        assert_eq!(replay.refund().unwrap().id, "re_00000002");
+    }
+
+    #[test]
+    fn expired_key_taken_over_while_first_still_executing() {
+        let mut s = FakeStripe::new(SimTime::from_secs(1), 0);
+        s.add_charge("ch_1", 10_000);
+        let old = must_execute(&mut s, ms(0), req(Some("k1"), 1_000, 1));
+        let new = must_execute(&mut s, ms(1_500), req(Some("k1"), 1_000, 2));
+        // The old execution finishing does not overwrite the new owner's entry.
+        s.commit(ms(1_600), old, RefundStatus::Succeeded, CommitFault::None);
+        let conflict = must_respond(&mut s, ms(1_700), req(Some("k1"), 1_000, 3));
+        assert_eq!(conflict.status, 409);
+        s.commit(ms(1_800), new, RefundStatus::Succeeded, CommitFault::None);
+        let replay = must_respond(&mut s, ms(1_900), req(Some("k1"), 1_000, 4));
+        assert_eq!(replay.refund().unwrap().id, "re_00000002");
+    }
+
+    #[test]
+    fn rate_limit_429_is_not_saved() {
+        let mut s = FakeStripe::new(DAY, 2);
+        s.add_charge("ch_1", 10_000);
+        call(&mut s, ms(0), req(Some("a"), 100, 1));
+        call(&mut s, ms(500), req(Some("b"), 100, 2));
+        let limited = must_respond(&mut s, ms(999), req(Some("k1"), 100, 3));
+        assert_eq!(limited.status, 429);
+        assert_eq!(
+            error_fields(&limited),
+            (ErrorType::RateLimitError, Some("rate_limit"), None)
+        );
+        assert_eq!(limited.should_retry, None);
+        assert!(!limited.idempotent_replayed);
+        assert_eq!(s.refunds().len(), 2);
+        // At 1.5 s the window (0.5 s, 1.5 s] holds the 999 ms request and this one: 2 ≤ 2.
+        let later = call(&mut s, ms(1_500), req(Some("k1"), 100, 4));
+        assert_eq!(later.status, 200);
+        assert!(!later.idempotent_replayed, "the 429 was not saved under k1");
+        assert_eq!(later.refund().unwrap().id, "re_00000003");
+    }
+
+    #[test]
+    fn rate_limit_zero_is_unlimited() {
+        let mut s = FakeStripe::new(DAY, 0);
+        s.add_charge("ch_1", 1_000_000);
+        for i in 0..500 {
+            assert_eq!(call(&mut s, ms(0), req(None, 1, i)).status, 200);
+        }
+        assert_eq!(s.refunds().len(), 500);
+    }
+
+    #[test]
+    fn lock_timeout_429_should_retry_and_not_saved() {
+        let mut s = account();
+        let resp = match s.begin(ms(0), req(Some("k1"), 2_500, 1), true) {
+            Begin::Respond(r) => r,
+            Begin::Execute(_) => panic!("lock_timeout must not execute"),
+        };
+        assert_eq!(resp.status, 429);
+        assert_eq!(
+            error_fields(&resp),
+            (ErrorType::RateLimitError, Some("lock_timeout"), None)
+        );
+        assert_eq!(resp.should_retry, Some(true));
+        assert!(s.refunds().is_empty());
+        let retry = call(&mut s, ms(600), req(Some("k1"), 2_500, 2));
+        assert_eq!((retry.status, retry.idempotent_replayed), (200, false));
+    }
+
+    #[test]
+    fn key_longer_than_255_chars_is_400() {
+        let mut s = account();
+        let ok_key = "k".repeat(255);
+        assert_eq!(call(&mut s, ms(0), req(Some(&ok_key), 100, 1)).status, 200);
+        let long = "k".repeat(256);
+        let resp = must_respond(&mut s, ms(10), req(Some(&long), 100, 2));
+        assert_eq!(resp.status, 400);
+        assert_eq!(
+            error_fields(&resp),
+            (ErrorType::InvalidRequestError, None, None)
+        );
+        assert!(matches!(&resp.body, Body::Error { message, .. } if message.contains("too long")));
+        assert_eq!(s.refunds().len(), 1);
+    }
+
+    #[test]
+    fn validation_failure_is_not_saved() {
+        let mut s = account();
+        let bad = must_respond(&mut s, ms(0), req(Some("k1"), 0, 1));
+        assert_eq!(bad.status, 400);
+        assert_eq!(
+            error_fields(&bad),
+            (ErrorType::InvalidRequestError, None, Some("amount"))
+        );
+        // Different parameters with the same key: no idempotency error, because nothing was saved.
+        let good = call(&mut s, ms(100), req(Some("k1"), 2_500, 2));
+        assert_eq!((good.status, good.idempotent_replayed), (200, false));
+        assert_eq!(s.refunds().len(), 1);
+    }
+
+    #[test]
+    fn unknown_charge_is_resource_missing() {
+        let mut s = account();
+        let mut r = req(Some("k1"), 100, 1);
+        r.params.charge = "ch_nope".to_owned();
+        let resp = must_respond(&mut s, ms(0), r);
+        assert_eq!(resp.status, 400);
+        assert_eq!(
+            error_fields(&resp),
+            (
+                ErrorType::InvalidRequestError,
+                Some("resource_missing"),
+                Some("charge")
+            )
+        );
+        assert_eq!(s.remaining_cents("ch_nope"), None);
+        // Not saved: the key is still free.
+        assert_eq!(call(&mut s, ms(10), req(Some("k1"), 100, 2)).status, 200);
+    }
+
+    #[test]
+    fn partial_refunds_repeat_until_exhausted() {
+        let mut s = account();
+        for i in 0..4u64 {
+            let resp = call(&mut s, ms(i * 1_000), req(Some(&format!("k{i}")), 2_500, i));
+            assert_eq!(resp.status, 200);
+            assert_eq!(resp.refund().unwrap().amount_cents, 2_500);
+        }
+        assert_eq!(s.remaining_cents("ch_1"), Some(0));
+        let ids: Vec<&str> = s
+            .refunds_for_charge("ch_1")
+            .iter()
+            .map(|r| r.id.as_str())
+            .collect();
+        assert_eq!(
+            ids,
+            ["re_00000001", "re_00000002", "re_00000003", "re_00000004"]
+        );
+    }
+
+    #[test]
+    fn fully_refunded_charge_is_charge_already_refunded() {
+        let mut s = account();
+        call(&mut s, ms(0), req(None, 10_000, 1));
+        let resp = call(&mut s, ms(1_000), req(None, 1, 2));
+        assert_eq!(resp.status, 400);
+        assert_eq!(
+            error_fields(&resp),
+            (
+                ErrorType::InvalidRequestError,
+                Some("charge_already_refunded"),
+                None
+            )
+        );
+        assert_eq!(s.refunds().len(), 1);
+    }
+
+    #[test]
+    fn more_than_remaining_is_invalid_amount() {
+        let mut s = account();
+        call(&mut s, ms(0), req(None, 6_000, 1));
+        let resp = call(&mut s, ms(1_000), req(None, 4_001, 2));
+        assert_eq!(resp.status, 400);
+        assert_eq!(
+            error_fields(&resp),
+            (ErrorType::InvalidRequestError, None, Some("amount"))
+        );
+        assert!(matches!(&resp.body, Body::Error { message, .. } if message.contains("($40.00)")));
+        assert_eq!(s.remaining_cents("ch_1"), Some(4_000));
+        assert_eq!(call(&mut s, ms(2_000), req(None, 4_000, 3)).status, 200);
+        assert_eq!(s.remaining_cents("ch_1"), Some(0));
+    }
+
+    #[test]
+    fn endpoint_4xx_is_saved_and_replayed() {
+        let mut s = account();
+        call(&mut s, ms(0), req(None, 10_000, 1));
+        let first = call(&mut s, ms(1_000), req(Some("k1"), 500, 2));
+        assert_eq!(first.error_code(), Some("charge_already_refunded"));
+        assert!(!first.idempotent_replayed);
+        let replay = must_respond(&mut s, ms(2_000), req(Some("k1"), 500, 3));
+        assert_eq!(replay.status, 400);
+        assert_eq!(replay.error_code(), Some("charge_already_refunded"));
+        assert!(replay.idempotent_replayed);
+        assert_eq!(replay.body, first.body);
+    }
+
+    #[test]
+    fn error_500_after_commit_creates_refund_and_replays_500() {
+        let mut s = account();
+        let t = must_execute(&mut s, ms(0), req(Some("k1"), 2_500, 1));
+        let resp = delivered(s.commit(ms(400), t, RefundStatus::Succeeded, CommitFault::Error500));
+        assert_eq!(resp.status, 500);
+        assert_eq!(resp.error_type(), Some(ErrorType::ApiError));
+        assert_eq!(s.refunds().len(), 1, "the refund exists despite the 500");
+        assert_eq!(
+            s.refunds()[0].origin,
+            Origin {
+                ticket: 7,
+                request: Some(1)
+            }
+        );
+        let replay = must_respond(&mut s, ms(1_000), req(Some("k1"), 2_500, 2));
+        assert_eq!((replay.status, replay.idempotent_replayed), (500, true));
+        assert_eq!(replay.error_type(), Some(ErrorType::ApiError));
+        assert_eq!(s.refunds().len(), 1);
+    }
+
+    #[test]
+    fn response_lost_after_commit_then_retry_replays_200() {
+        let mut s = account();
+        let t = must_execute(&mut s, ms(0), req(Some("k1"), 2_500, 1));
+        let d = s.commit(
+            ms(9_700),
+            t,
+            RefundStatus::Succeeded,
+            CommitFault::ResponseLost,
+        );
+        assert_eq!(d, Delivered::ConnectionLost);
+        assert_eq!(s.refunds().len(), 1);
+        assert_eq!(s.refunds()[0].created, ms(9_700));
+        let retry = must_respond(&mut s, ms(10_000), req(Some("k1"), 2_500, 2));
+        assert_eq!((retry.status, retry.idempotent_replayed), (200, true));
+        assert_eq!(retry.refund().unwrap().id, s.refunds()[0].id);
+        assert_eq!(s.refunds().len(), 1);
+    }
+
+    #[test]
+    fn no_key_every_request_creates_a_refund() {
+        // The incident: the retry carried no key, so Stripe refunded twice.
+        let mut s = account();
+        let a = call(&mut s, ms(0), req(None, 2_500, 1));
+        let b = call(&mut s, ms(8_030), req(None, 2_500, 2));
+        assert_eq!((a.status, b.status), (200, 200));
+        assert!(!b.idempotent_replayed);
+        assert_ne!(a.refund().unwrap().id, b.refund().unwrap().id);
+        assert_eq!(s.refunds_for_charge("ch_1").len(), 2);
+        assert_eq!(s.remaining_cents("ch_1"), Some(5_000));
+    }
+
+    #[test]
+    fn failed_refund_does_not_consume_the_charge() {
+        let mut s = account();
+        let t = must_execute(&mut s, ms(0), req(None, 10_000, 1));
+        let resp = delivered(s.commit(ms(400), t, RefundStatus::Failed, CommitFault::None));
+        assert_eq!(resp.status, 200);
+        assert_eq!(resp.refund().unwrap().status, RefundStatus::Failed);
+        assert_eq!(s.remaining_cents("ch_1"), Some(10_000));
+        let t = must_execute(&mut s, ms(1_000), req(None, 10_000, 2));
+        let resp = delivered(s.commit(ms(1_400), t, RefundStatus::Canceled, CommitFault::None));
+        assert_eq!(resp.refund().unwrap().status, RefundStatus::Canceled);
+        let t = must_execute(&mut s, ms(2_000), req(None, 10_000, 3));
+        let resp = delivered(s.commit(ms(2_400), t, RefundStatus::Pending, CommitFault::None));
+        assert_eq!(resp.refund().unwrap().id, "re_00000003");
+        assert_eq!(s.remaining_cents("ch_1"), Some(0), "pending moves money");
+        assert_eq!(s.refunds_for_charge("ch_1").len(), 3);
+    }
+
+    #[test]
+    #[should_panic(expected = "not in flight")]
+    fn double_commit_panics() {
+        let mut s = account();
+        let t = must_execute(&mut s, ms(0), req(None, 100, 1));
+        s.commit(ms(1), t.clone(), RefundStatus::Succeeded, CommitFault::None);
+        s.commit(ms(2), t, RefundStatus::Succeeded, CommitFault::None);
+    }
+
+    #[test]
+    fn error_body_serializes_like_stripe() {
+        let resp = Response::error(
+            409,
+            ErrorType::IdempotencyError,
+            Some("idempotency_key_in_use"),
+            None,
+            "m".into(),
+        );
+        let json = serde_json::to_value(&resp.body).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "object": "error", "type": "idempotency_error", "code": "idempotency_key_in_use",
+                "param": null, "message": "m"
+            })
+        );
     }
 }

@@ -1,0 +1,361 @@
+//! Invariants and metrics evaluated over a history (DESIGN §3), independent of the model code
+//! that produced it, plus the scenario's `expect` bounds.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use crate::history::{Decision, Event, EventKind, History, HumanAction, Outcome};
+use crate::model::ModelGauges;
+use crate::scenario::Bound;
+use crate::sim::SimTime;
+
+/// p50 / p99 / max of a latency sample, in milliseconds (nearest-rank percentiles).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Percentiles {
+    /// Sample size.
+    pub count: usize,
+    /// Median, ms.
+    pub p50_ms: f64,
+    /// 99th percentile, ms.
+    pub p99_ms: f64,
+    /// Maximum, ms.
+    pub max_ms: f64,
+}
+
+impl Percentiles {
+    /// Nearest-rank percentiles of `ns` (sorted here).
+    pub fn of(mut ns: Vec<u64>) -> Self {
+        ns.sort_unstable();
+        let rank = |p: f64| -> f64 {
+            if ns.is_empty() {
+                return 0.0;
+            }
+            let i = ((p * ns.len() as f64).ceil() as usize).clamp(1, ns.len()) - 1;
+            ns[i] as f64 / 1e6
+        };
+        Percentiles { count: ns.len(), p50_ms: rank(0.50), p99_ms: rank(0.99), max_ms: rank(1.0) }
+    }
+}
+
+/// Latency distributions of a run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Latencies {
+    /// Refunds-service response time per request (what a tool call takes if nobody times out,
+    /// including late responses).
+    pub tool_call: Percentiles,
+    /// Time ticket requests waited for a pool connection.
+    pub pool_wait: Percentiles,
+    /// Stripe `POST /v1/refunds` round trips as the SDK saw them.
+    pub stripe: Percentiles,
+}
+
+/// One invariant's verdict.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct InvariantResult {
+    /// Name (`at_most_one_refund_per_ticket`, …).
+    pub name: String,
+    /// Whether it held.
+    pub holds: bool,
+    /// Count of offending tickets or items.
+    pub violations: u64,
+    /// First offending ticket, if any.
+    pub first_ticket: Option<u64>,
+}
+
+/// Every figure computed from one run's history. Names and units are stable; see
+/// `docs/report.md`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Metrics {
+    /// Tickets opened.
+    pub tickets: u64,
+    /// Tool calls the model made (first calls and retries).
+    pub tool_calls: u64,
+    /// Executor timeouts.
+    pub executor_timeouts: u64,
+    /// Model retries.
+    pub retries: u64,
+    /// Tickets escalated to a human.
+    pub escalations: u64,
+    /// Refund objects that move money (any caller).
+    pub refunds_created: u64,
+    /// Tickets with more than one money-moving refund (invariant 1).
+    pub duplicate_refund_tickets: u64,
+    /// Refunds beyond the first per ticket.
+    pub extra_refunds: u64,
+    /// Σ over tickets of max(0, refunded − approved), cents (invariant 2).
+    pub over_refund_cents: u64,
+    /// Tickets that ended with no refund (invariant 3).
+    pub lost_refunds: u64,
+    /// Tool results shown as `fail` for a call whose refund exists (invariant 4).
+    pub false_failures: u64,
+    /// Manual refunds by humans.
+    pub manual_refunds: u64,
+    /// Stripe responses replayed from an idempotency key.
+    pub stripe_replays: u64,
+    /// Stripe 409 `idempotency_key_in_use`.
+    pub stripe_409: u64,
+    /// Stripe 400s (idempotency errors, charge already refunded, invalid amount).
+    pub stripe_400: u64,
+    /// Stripe 429s.
+    pub stripe_429: u64,
+    /// Stripe 500s.
+    pub stripe_500: u64,
+    /// Stripe requests whose response never arrived (connection lost or SDK timeout).
+    pub stripe_no_response: u64,
+    /// Broken conservation rules (invariant 5); always 0 unless the model is broken.
+    pub conservation_violations: u64,
+    /// Most requests waiting for a pool connection at once.
+    pub max_pool_queue_depth: u64,
+    /// Reconciliation alerts raised (tickets flagged).
+    pub reconciliation_alerts: u64,
+    /// Virtual time of the first reconciliation alert, ns.
+    pub first_alert_ns: Option<u64>,
+    /// Longest time from a duplicate's creation to its alert, ns.
+    pub max_time_to_alert_ns: Option<u64>,
+    /// Duplicated tickets by arrival phase label.
+    pub duplicates_by_phase: BTreeMap<String, u64>,
+    /// Duplicated ticket ids, ascending.
+    pub duplicated_ticket_ids: Vec<u64>,
+    /// Latencies.
+    pub latency: Latencies,
+    /// Invariants of DESIGN §3.
+    pub invariants: Vec<InvariantResult>,
+}
+
+impl Metrics {
+    /// A metric by its report name, as `f64` (for `expect` bounds). `None` for unknown names.
+    pub fn get(&self, name: &str) -> Option<f64> {
+        let v = serde_json::to_value(self).ok()?;
+        v.get(name)?.as_f64()
+    }
+}
+
+#[derive(Default)]
+struct TicketFacts {
+    approved: u64,
+    phase: String,
+    refunds: Vec<(u64, SimTime)>,
+    refunded_attempts: BTreeSet<u32>,
+    tool_calls: BTreeMap<u32, u32>,
+    tool_results: BTreeMap<u32, u32>,
+    final_ok: bool,
+    escalated: bool,
+}
+
+/// Computes every metric and invariant from `history` and the model gauges.
+pub fn evaluate(history: &History, gauges: &ModelGauges) -> Metrics {
+    let mut m = Metrics::default();
+    let mut t: BTreeMap<u64, TicketFacts> = BTreeMap::new();
+    let mut service_calls: BTreeMap<u64, (u32, u32)> = BTreeMap::new();
+    let (mut tool_lat, mut pool_lat, mut stripe_lat) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut acquires, mut releases) = (0u64, 0u64);
+    let mut fails: Vec<(u64, u32)> = Vec::new();
+    for Event { t_ns, ticket, attempt, call, kind } in &history.events {
+        let facts = ticket.map(|id| t.entry(id).or_default());
+        match kind {
+            EventKind::TicketOpened { amount_cents, phase, .. } => {
+                m.tickets += 1;
+                if let Some(f) = facts {
+                    f.approved = *amount_cents;
+                    f.phase = phase.clone();
+                }
+            }
+            EventKind::ToolCall { .. } => {
+                m.tool_calls += 1;
+                if let (Some(f), Some(a)) = (facts, attempt) {
+                    *f.tool_calls.entry(*a).or_default() += 1;
+                }
+            }
+            EventKind::ToolResult { outcome, .. } => {
+                if let (Some(f), Some(a)) = (facts, attempt) {
+                    *f.tool_results.entry(*a).or_default() += 1;
+                    f.final_ok = *outcome == Outcome::Ok;
+                    if *outcome == Outcome::Fail {
+                        fails.push((ticket.unwrap_or(0), *a));
+                    }
+                }
+            }
+            EventKind::ServiceRequest { .. } => {
+                service_calls.entry(call.unwrap_or(0)).or_default().0 += 1;
+            }
+            EventKind::ServiceResponse { latency_ns, .. } => {
+                service_calls.entry(call.unwrap_or(0)).or_default().1 += 1;
+                tool_lat.push(*latency_ns);
+            }
+            EventKind::PoolAcquire { waited_ns } => {
+                acquires += 1;
+                pool_lat.push(*waited_ns);
+            }
+            EventKind::PoolTimeout { waited_ns } => pool_lat.push(*waited_ns),
+            EventKind::PoolRelease => releases += 1,
+            EventKind::StripeResponse { status, outcome, latency_ns, .. } => {
+                stripe_lat.push(*latency_ns);
+                match (*status, outcome.as_str()) {
+                    (200, "replayed") => m.stripe_replays += 1,
+                    (409, _) => m.stripe_409 += 1,
+                    (400, _) => m.stripe_400 += 1,
+                    (429, _) => m.stripe_429 += 1,
+                    (s, _) if s >= 500 => m.stripe_500 += 1,
+                    (0, _) => m.stripe_no_response += 1,
+                    _ => {}
+                }
+            }
+            EventKind::RefundCreated { amount_cents, moves_money, by, .. } => {
+                if by == "human" {
+                    m.manual_refunds += 1;
+                }
+                if *moves_money {
+                    m.refunds_created += 1;
+                    if let Some(f) = facts {
+                        f.refunds.push((*amount_cents, *t_ns));
+                        if let Some(a) = attempt {
+                            f.refunded_attempts.insert(*a);
+                        }
+                    }
+                }
+            }
+            EventKind::ExecutorTimeout { .. } => m.executor_timeouts += 1,
+            EventKind::ModelDecision { decision: Decision::Retry, .. } => m.retries += 1,
+            EventKind::Escalation { .. } => {
+                m.escalations += 1;
+                if let Some(f) = facts {
+                    f.escalated = true;
+                }
+            }
+            EventKind::Human { action: HumanAction::ManualRefund | HumanAction::FoundExisting } => {}
+            EventKind::ReconciliationAlert { tickets, duplicate_at_ns } => {
+                m.reconciliation_alerts += tickets.len() as u64;
+                m.first_alert_ns.get_or_insert(t_ns.as_nanos());
+                for d in duplicate_at_ns {
+                    let lag = t_ns.as_nanos().saturating_sub(*d);
+                    m.max_time_to_alert_ns = Some(m.max_time_to_alert_ns.unwrap_or(0).max(lag));
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut inv = Invariants::default();
+    for (&id, f) in &t {
+        let n = f.refunds.len() as u64;
+        if n > 1 {
+            m.duplicate_refund_tickets += 1;
+            m.extra_refunds += n - 1;
+            m.duplicated_ticket_ids.push(id);
+            *m.duplicates_by_phase.entry(f.phase.clone()).or_default() += 1;
+            inv.hit("at_most_one_refund_per_ticket", id);
+        }
+        let total: u64 = f.refunds.iter().map(|r| r.0).sum();
+        if total > f.approved {
+            m.over_refund_cents += total - f.approved;
+            inv.hit("no_over_refund", id);
+        }
+        if n == 0 {
+            m.lost_refunds += 1;
+            inv.hit("no_lost_refund", id);
+        }
+        let calls_ok = f.tool_calls.iter().all(|(a, c)| *c == 1 && f.tool_results.get(a) == Some(&1))
+            && f.tool_results.len() == f.tool_calls.len();
+        let ended = f.final_ok || f.escalated;
+        if !calls_ok || !ended {
+            m.conservation_violations += 1;
+            inv.hit("conservation", id);
+        }
+    }
+    for (ticket, attempt) in fails {
+        if t.get(&ticket).is_some_and(|f| f.refunded_attempts.contains(&attempt)) {
+            m.false_failures += 1;
+            inv.hit("truthful_tool_results", ticket);
+        }
+    }
+    let unanswered = service_calls.values().filter(|(req, resp)| *req != 1 || *resp != 1).count() as u64;
+    let pool_leak = u64::from(acquires != releases || gauges.pool_acquired != gauges.pool_released);
+    let stripe_open = gauges.stripe_in_flight as u64;
+    let structural = unanswered + pool_leak + stripe_open;
+    if structural > 0 {
+        m.conservation_violations += structural;
+        inv.count("conservation", structural);
+    }
+    m.max_pool_queue_depth = u64::from(gauges.max_pool_queue_depth);
+    m.latency = Latencies {
+        tool_call: Percentiles::of(tool_lat),
+        pool_wait: Percentiles::of(pool_lat),
+        stripe: Percentiles::of(stripe_lat),
+    };
+    m.invariants = inv.finish();
+    m
+}
+
+#[derive(Default)]
+struct Invariants {
+    found: BTreeMap<&'static str, (u64, Option<u64>)>,
+}
+
+impl Invariants {
+    fn hit(&mut self, name: &'static str, ticket: u64) {
+        let e = self.found.entry(name).or_insert((0, None));
+        e.0 += 1;
+        e.1.get_or_insert(ticket);
+    }
+    fn count(&mut self, name: &'static str, n: u64) {
+        self.found.entry(name).or_insert((0, None)).0 += n;
+    }
+    fn finish(self) -> Vec<InvariantResult> {
+        INVARIANTS
+            .iter()
+            .map(|&name| {
+                let (violations, first_ticket) = self.found.get(name).copied().unwrap_or((0, None));
+                InvariantResult { name: name.into(), holds: violations == 0, violations, first_ticket }
+            })
+            .collect()
+    }
+}
+
+/// The invariants of DESIGN §3, in order.
+pub const INVARIANTS: &[&str] = &[
+    "at_most_one_refund_per_ticket",
+    "no_over_refund",
+    "no_lost_refund",
+    "truthful_tool_results",
+    "conservation",
+];
+
+/// One `expect` bound's verdict.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ExpectationResult {
+    /// Metric name.
+    pub metric: String,
+    /// Its value in this run.
+    pub value: f64,
+    /// Lower bound.
+    pub min: Option<f64>,
+    /// Upper bound.
+    pub max: Option<f64>,
+    /// Whether the value is within the bounds.
+    pub ok: bool,
+}
+
+/// Checks each bound against `metrics`. An unknown metric name fails its bound (value NaN);
+/// the loader rejects those before a run.
+pub fn expectations(metrics: &Metrics, expect: &BTreeMap<String, Bound>) -> Vec<ExpectationResult> {
+    expect
+        .iter()
+        .map(|(name, b)| {
+            let value = metrics.get(name).unwrap_or(f64::NAN);
+            let ok = !value.is_nan() && b.min.is_none_or(|lo| value >= lo) && b.max.is_none_or(|hi| value <= hi);
+            ExpectationResult { metric: name.clone(), value, min: b.min, max: b.max, ok }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let p = Percentiles::of((1..=100).map(|ms| ms * 1_000_000).collect());
+        assert_eq!((p.p50_ms, p.p99_ms, p.max_ms, p.count), (50.0, 99.0, 100.0, 100));
+        assert_eq!(Percentiles::of(vec![]).max_ms, 0.0);
+    }
+}

@@ -1,0 +1,213 @@
+//! The typed event record every run produces (DESIGN §4, "Trace").
+
+use serde::{Deserialize, Serialize};
+
+use crate::sim::SimTime;
+
+/// One thing that happened, at one virtual instant.
+///
+/// `ticket`, `attempt` (the model's tool-call number for the ticket, 0 = first call) and `call`
+/// (the refunds-service request id, unique per run) are set where they apply.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// Virtual time, ns since scenario start.
+    pub t_ns: SimTime,
+    /// Ticket id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ticket: Option<u64>,
+    /// Model attempt number for the ticket (0 = first tool call, 1 = first retry, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
+    /// Refunds-service request id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<u64>,
+    /// What happened.
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// A tool call's outcome in Jepsen's history vocabulary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Known to have succeeded.
+    Ok,
+    /// Known to have failed (or shown to the model as failed).
+    Fail,
+    /// Indeterminate: the outcome is unknown.
+    Info,
+}
+
+/// The refunds service's view of a ticket, as returned by `get_status`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "status")]
+pub enum TicketStatus {
+    /// No refund and nothing in flight.
+    None,
+    /// A request is in flight.
+    Pending,
+    /// A refund exists.
+    Refunded {
+        /// Its id.
+        refund_id: String,
+    },
+}
+
+/// What the model decided after reading a tool result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// Call the tool again.
+    Retry,
+    /// Hand the ticket to a human.
+    Escalate,
+}
+
+/// What a human did with an escalated ticket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HumanAction {
+    /// Checked the dashboard, found a refund, closed the ticket.
+    FoundExisting,
+    /// Issued a manual refund (no idempotency key).
+    ManualRefund,
+}
+
+/// Event kinds and their details.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum EventKind {
+    /// A refund ticket opened; `amount_cents` is what support approved.
+    TicketOpened {
+        /// Approved refund, cents.
+        amount_cents: u64,
+        /// The charge being refunded, cents.
+        charge_amount_cents: u64,
+        /// Arrival-schedule phase label.
+        phase: String,
+    },
+    /// The model called the tool.
+    ToolCall {
+        /// Tool name.
+        tool: String,
+        /// `amount` argument, cents.
+        amount_cents: u64,
+    },
+    /// The executor sent a request to the refunds service.
+    ServiceRequest {
+        /// Executor-level try within the tool call (0 unless an executor retry layer is on).
+        exec_try: u32,
+    },
+    /// A refunds-service request started waiting for a pool connection.
+    PoolWait {
+        /// Waiters in the pool queue including this one (ticket and background requests).
+        queue_depth: u32,
+    },
+    /// A request got a pool connection.
+    PoolAcquire {
+        /// Time spent waiting, ns.
+        waited_ns: u64,
+    },
+    /// A request gave up waiting for a pool connection (acquire timeout).
+    PoolTimeout {
+        /// Time spent waiting, ns.
+        waited_ns: u64,
+    },
+    /// A connection went back to the pool.
+    PoolRelease,
+    /// Work dropped before reaching Stripe because the caller's deadline had passed.
+    RequestDropped,
+    /// An HTTP request to Stripe's `POST /v1/refunds`.
+    StripeRequest {
+        /// `Idempotency-Key`, when sent.
+        idempotency_key: Option<String>,
+        /// Amount, cents.
+        amount_cents: u64,
+        /// SDK network try (0 = first).
+        sdk_try: u32,
+    },
+    /// Stripe's answer (or its absence) as the client saw it.
+    StripeResponse {
+        /// HTTP status; 0 when the connection was lost or the SDK timed out.
+        status: u16,
+        /// `created`, `replayed`, `idempotency_key_in_use`, `idempotency_error`,
+        /// `charge_already_refunded`, `invalid_request`, `rate_limited`, `lock_timeout`,
+        /// `api_error`, `connection_lost`, `sdk_timeout`.
+        outcome: String,
+        /// Refund id in the body, if any.
+        refund_id: Option<String>,
+        /// Time from request to answer, ns.
+        latency_ns: u64,
+    },
+    /// A refund object came into existence at Stripe.
+    RefundCreated {
+        /// `re_…`.
+        refund_id: String,
+        /// Cents.
+        amount_cents: u64,
+        /// Refund status (`succeeded`, `pending`, `failed`, …).
+        status: String,
+        /// Whether money moves (status not `failed`/`canceled`).
+        moves_money: bool,
+        /// `service` or `human`.
+        by: String,
+    },
+    /// The refunds service answered a request.
+    ServiceResponse {
+        /// Whether a refund is reported.
+        ok: bool,
+        /// The refund reported.
+        refund_id: Option<String>,
+        /// Error text when not ok.
+        error: Option<String>,
+        /// The executor had already given up on this request (a late, "zombie" response).
+        late: bool,
+        /// Time from request to response, ns.
+        latency_ns: u64,
+    },
+    /// The executor's timeout fired.
+    ExecutorTimeout {
+        /// The timeout, ns.
+        after_ns: u64,
+        /// What the executor does next: `report_error` or `probe_status`.
+        action: String,
+    },
+    /// The executor probed `get_status(ticket)`.
+    Probe {
+        /// The answer.
+        status: TicketStatus,
+    },
+    /// The tool result shown to the model.
+    ToolResult {
+        /// `ok`, `fail` or `info` (indeterminate).
+        outcome: Outcome,
+        /// The text the model read.
+        shown: String,
+        /// The refund id shown, if any.
+        refund_id: Option<String>,
+    },
+    /// The model's decision after a non-ok result.
+    ModelDecision {
+        /// Retry or escalate.
+        decision: Decision,
+        /// What the model said.
+        text: String,
+    },
+    /// The ticket went to a human.
+    Escalation {
+        /// Why.
+        reason: String,
+    },
+    /// A human acted on an escalated ticket.
+    Human {
+        /// What they did.
+        action: HumanAction,
+    },
+    /// The reconciliation job found tickets with more than one refund.
+    ReconciliationAlert {
+        /// Newly found tickets.
+        tickets: Vec<u64>,
+        /// For each, when its second refund was created (ns), in the same order.
+        duplicate_at_ns: Vec<u64>,
+    },
+}

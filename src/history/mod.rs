@@ -1,0 +1,21 @@
+//! The history: the typed event record of a run, and its JSONL trace format.
+
+mod event;
+mod trace;
+
+pub use event::{Decision, Event, EventKind, HumanAction, Outcome, TicketStatus};
+pub use trace::{read_trace, write_trace, TraceError};
+
+/// All events of one run, in the order they happened (time, then sequence).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct History {
+    /// The events.
+    pub events: Vec<Event>,
+}
+
+impl History {
+    /// Events of one ticket, in order.
+    pub fn ticket(&self, ticket: u64) -> impl Iterator<Item = &Event> {
+        self.events.iter().filter(move |e| e.ticket == Some(ticket))
+    }
+}

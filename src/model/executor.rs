@@ -1,0 +1,139 @@
+//! The tool executor: runs a tool call against the refunds service with a timeout; on a timeout
+//! either reports an error (the incident) or probes the ticket's status first (the fix). An
+//! optional retry layer (LangChain ToolRetryMiddleware style) sits under the model.
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use super::dist;
+use super::refunds_service::{get_status, issue, ServiceRequest, ServiceResult};
+use super::world::{Ids, World};
+use crate::history::{EventKind, Outcome, TicketStatus};
+use crate::scenario::{ExecutorRetry, OnTimeout};
+use crate::sim::SimTime;
+
+/// The tool result shown to the model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolReply {
+    /// `ok`, `fail`, or `info` (told "unknown, do not retry").
+    pub outcome: Outcome,
+    /// What the model reads.
+    pub shown: String,
+    /// Refund id shown.
+    pub refund_id: Option<String>,
+    /// Whether the last try ended in an executor timeout.
+    pub timed_out: bool,
+}
+
+impl ToolReply {
+    fn ok(id: String) -> Self {
+        ToolReply {
+            outcome: Outcome::Ok,
+            shown: format!("{{ status: \"refunded\", refund_id: \"{id}\" }}"),
+            refund_id: Some(id),
+            timed_out: false,
+        }
+    }
+    fn fail(text: String, timed_out: bool) -> Self {
+        ToolReply { outcome: Outcome::Fail, shown: format!("{{ error: \"{text}\" }}"), refund_id: None, timed_out }
+    }
+}
+
+/// Delay before executor retry `n` (1-based): `initial · factor^(n−1)`, capped, times
+/// `U(1 − jitter, 1 + jitter)`.
+fn retry_delay(r: &ExecutorRetry, n: u32, u: f64) -> SimTime {
+    let base = r.initial_delay.as_secs_f64() * r.backoff_factor.powi(n as i32 - 1);
+    let capped = base.min(r.max_delay.as_secs_f64());
+    let jittered = capped * (1.0 - r.jitter + 2.0 * r.jitter * u);
+    SimTime::from_nanos((jittered.max(0.0) * 1e9) as u64)
+}
+
+/// Runs the model's tool call `attempt` for `ticket` and returns what the model is shown. The
+/// `tool_result` event is recorded by the caller.
+pub async fn call_tool(w: Rc<World>, ticket: u64, attempt: u32, amount_cents: u64) -> ToolReply {
+    let cfg = &w.cfg.executor;
+    let timeout = SimTime::from_duration(cfg.timeout);
+    let max_tries = cfg.retry.as_ref().map_or(0, |r| r.max_retries);
+    let mut jitter_rng = w.stream("executor_retry", &[ticket, u64::from(attempt)]);
+    let mut exec_try = 0;
+    loop {
+        let call = w.next_call_id();
+        let ids = Ids::call(ticket, attempt, call);
+        w.record(ids, EventKind::ServiceRequest { exec_try });
+        let req = ServiceRequest { ticket, attempt, call, exec_try, amount_cents, deadline: w.now() + timeout };
+        let gone = Rc::new(Cell::new(false));
+        let work = w.sim.spawn(issue(w.clone(), req, gone.clone()));
+        let reply = match w.sim.timeout(timeout, work).await {
+            Ok(ServiceResult::Refunded(id)) => return ToolReply::ok(id),
+            Ok(ServiceResult::Error(e)) => ToolReply::fail(e, false),
+            Err(_) => {
+                gone.set(true);
+                let action = match cfg.on_timeout {
+                    OnTimeout::ReportError => "report_error",
+                    OnTimeout::ProbeStatus => "probe_status",
+                };
+                w.record(ids, EventKind::ExecutorTimeout { after_ns: timeout.as_nanos(), action: action.into() });
+                match cfg.on_timeout {
+                    OnTimeout::ReportError => {
+                        ToolReply::fail(format!("timeout after {}ms", timeout.as_nanos() / 1_000_000), true)
+                    }
+                    OnTimeout::ProbeStatus => return probe(&w, ids).await,
+                }
+            }
+        };
+        match &cfg.retry {
+            Some(r) if exec_try < max_tries => {
+                exec_try += 1;
+                let u = dist::uniform(&mut jitter_rng, 0.0, 1.0);
+                w.sim.sleep(retry_delay(r, exec_try, u)).await;
+            }
+            _ => return reply,
+        }
+    }
+}
+
+/// After a timeout: polls `get_status(ticket)` every `probe_interval` for up to `probe_max_wait`.
+/// `refunded` → ok with the refund id; `none` → fail ("no refund was made", a true failure);
+/// still `pending` at the end → info ("outcome unknown, do not retry").
+async fn probe(w: &World, ids: Ids) -> ToolReply {
+    let cfg = &w.cfg.executor;
+    let ticket = ids.ticket.unwrap_or(0);
+    let start = w.now();
+    loop {
+        let status = get_status(w, ticket);
+        w.record(ids, EventKind::Probe { status: status.clone() });
+        match status {
+            TicketStatus::Refunded { refund_id } => return ToolReply::ok(refund_id),
+            TicketStatus::None => {
+                return ToolReply::fail("timed out; status probe shows no refund was made".into(), true)
+            }
+            TicketStatus::Pending => {
+                if w.now() - start >= SimTime::from_duration(cfg.probe_max_wait) {
+                    return ToolReply {
+                        outcome: Outcome::Info,
+                        shown: "{ status: \"pending\", note: \"outcome unknown; do not retry\" }".into(),
+                        refund_id: None,
+                        timed_out: true,
+                    };
+                }
+                w.sim.sleep(SimTime::from_duration(cfg.probe_interval)).await;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn retry_delay_follows_tool_retry_middleware_defaults() {
+        let r: ExecutorRetry = serde_json::from_str("{}").unwrap();
+        assert_eq!(r.max_retries, 2);
+        assert_eq!(retry_delay(&r, 1, 0.5), SimTime::from_secs(1));
+        assert_eq!(retry_delay(&r, 2, 0.5), SimTime::from_secs(2));
+        assert_eq!(retry_delay(&r, 2, 0.0), SimTime::from_millis(1500));
+        assert_eq!(retry_delay(&r, 10, 0.5), SimTime::from_duration(Duration::from_secs(60)));
+    }
+}

@@ -1,0 +1,191 @@
+//! The refunds service: ledger row, idempotency key, FIFO pool wait, the Stripe call, the answer.
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use rand::Rng;
+
+use super::stripe::RefundParams;
+use super::stripe_client::{create_refund, CallResult};
+use super::world::{Ids, World};
+use crate::history::{EventKind, TicketStatus};
+use crate::scenario::KeyMode;
+use crate::sim::SimTime;
+
+/// How often a request waiting on another request's pending row (local dedup) re-reads it.
+pub const DEDUP_POLL: SimTime = SimTime::from_millis(100);
+
+/// One `POST /refunds` from the tool executor.
+#[derive(Clone, Debug)]
+pub struct ServiceRequest {
+    /// Ticket.
+    pub ticket: u64,
+    /// Model attempt.
+    pub attempt: u32,
+    /// Request id.
+    pub call: u64,
+    /// Executor-level try.
+    pub exec_try: u32,
+    /// Amount, cents.
+    pub amount_cents: u64,
+    /// When the caller gives up (used by deadline propagation).
+    pub deadline: SimTime,
+}
+
+/// The service's answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ServiceResult {
+    /// `{status: "refunded", refund_id}`.
+    Refunded(String),
+    /// An error, with its text.
+    Error(String),
+}
+
+/// `get_status(ticket)`: `refunded`, `pending` or `none` from the ledger.
+pub fn get_status(w: &World, ticket: u64) -> TicketStatus {
+    w.ledger.borrow().status(ticket)
+}
+
+fn idempotency_key(w: &World, req: &ServiceRequest) -> Option<String> {
+    match w.cfg.refunds_service.idempotency_key {
+        KeyMode::None => None,
+        KeyMode::PerAttempt => Some(format!("refund_{}_{}", req.ticket, req.call)),
+        KeyMode::PerTicket => {
+            let mut ledger = w.ledger.borrow_mut();
+            let row = ledger.row(req.ticket);
+            let nonce = row.nonce.get_or_insert_with(|| {
+                let n: u64 = w.stream("nonce", &[req.ticket]).random();
+                format!("{n:016x}")
+            });
+            Some(format!("refund_{}_{}", req.ticket, nonce))
+        }
+    }
+}
+
+/// Handles one request. `caller_gone` is set by the executor when it stops waiting, so the
+/// answer is traced as a late ("zombie") response. Whatever happens, the request's pending row is
+/// cleared and any pool connection is returned before this returns.
+pub async fn issue(w: Rc<World>, req: ServiceRequest, caller_gone: Rc<Cell<bool>>) -> ServiceResult {
+    let ids = Ids::call(req.ticket, req.attempt, req.call);
+    let start = w.now();
+    w.ledger.borrow_mut().row(req.ticket).in_flight += 1;
+    let result = handle(&w, &req, ids).await;
+    {
+        let mut ledger = w.ledger.borrow_mut();
+        let row = ledger.row(req.ticket);
+        row.in_flight -= 1;
+        if let ServiceResult::Refunded(id) = &result {
+            row.refund_id.get_or_insert_with(|| id.clone());
+        }
+    }
+    let (ok, refund_id, error) = match &result {
+        ServiceResult::Refunded(id) => (true, Some(id.clone()), None),
+        ServiceResult::Error(e) => (false, None, Some(e.clone())),
+    };
+    w.record(
+        ids,
+        EventKind::ServiceResponse {
+            ok,
+            refund_id,
+            error,
+            late: caller_gone.get(),
+            latency_ns: (w.now() - start).as_nanos(),
+        },
+    );
+    result
+}
+
+async fn handle(w: &Rc<World>, req: &ServiceRequest, ids: Ids) -> ServiceResult {
+    let cfg = &w.cfg.refunds_service;
+    w.sim.sleep(SimTime::from_duration(cfg.overhead)).await;
+    if cfg.local_dedup {
+        if let Some(id) = wait_for_other_requests(w, req.ticket).await {
+            return ServiceResult::Refunded(id);
+        }
+    }
+    let key = idempotency_key(w, req);
+    let Some(permit) = acquire(w, ids).await else {
+        return ServiceResult::Error("pool acquire timeout (503)".into());
+    };
+    if cfg.deadline_propagation && w.now() >= req.deadline {
+        drop(permit);
+        release(w, ids);
+        w.record(ids, EventKind::RequestDropped);
+        return ServiceResult::Error("deadline exceeded before reaching Stripe".into());
+    }
+    let params = RefundParams {
+        charge: World::charge_id(req.ticket),
+        amount_cents: req.amount_cents,
+        reason: "requested_by_customer".into(),
+        ticket: req.ticket,
+    };
+    let result = create_refund(w.clone(), key, params, ids, req.exec_try).await;
+    drop(permit);
+    release(w, ids);
+    match result {
+        CallResult::Refunded(id) => ServiceResult::Refunded(id),
+        CallResult::Failed(e) => ServiceResult::Error(e),
+    }
+}
+
+/// Local dedup: while another request of this ticket is in flight, wait; return the ticket's
+/// recorded refund if there is one.
+async fn wait_for_other_requests(w: &World, ticket: u64) -> Option<String> {
+    loop {
+        let (others, refund) = {
+            let mut ledger = w.ledger.borrow_mut();
+            let row = ledger.row(ticket);
+            (row.in_flight > 1, row.refund_id.clone())
+        };
+        if refund.is_some() {
+            return refund;
+        }
+        if !others {
+            return None;
+        }
+        w.sim.sleep(DEDUP_POLL).await;
+    }
+}
+
+/// Waits in FIFO order for a pool connection, up to the acquire timeout.
+pub async fn acquire(w: &World, ids: Ids) -> Option<tokio::sync::OwnedSemaphorePermit> {
+    let g = &w.pool_gauges;
+    g.waiting.set(g.waiting.get() + 1);
+    g.max_waiting.set(g.max_waiting.get().max(g.waiting.get()));
+    let traced = ids.ticket.is_some();
+    if traced {
+        w.record(ids, EventKind::PoolWait { queue_depth: g.waiting.get() });
+    }
+    let start = w.now();
+    let fut = w.pool.clone().acquire_owned();
+    let permit = match w.cfg.refunds_service.acquire_timeout {
+        Some(limit) => w.sim.timeout(SimTime::from_duration(limit), fut).await.ok().and_then(Result::ok),
+        None => fut.await.ok(),
+    };
+    g.waiting.set(g.waiting.get() - 1);
+    let waited_ns = (w.now() - start).as_nanos();
+    match permit {
+        Some(p) => {
+            g.acquired.set(g.acquired.get() + 1);
+            if traced {
+                w.record(ids, EventKind::PoolAcquire { waited_ns });
+            }
+            Some(p)
+        }
+        None => {
+            if traced {
+                w.record(ids, EventKind::PoolTimeout { waited_ns });
+            }
+            None
+        }
+    }
+}
+
+/// Books a connection's return (the permit itself is dropped by the caller).
+pub fn release(w: &World, ids: Ids) {
+    let g = &w.pool_gauges;
+    g.released.set(g.released.get() + 1);
+    if ids.ticket.is_some() {
+        w.record(ids, EventKind::PoolRelease);
+    }
+}

@@ -1,0 +1,156 @@
+//! The Stripe SDK inside the refunds service: one logical `refunds.create` call, with optional
+//! network retries that reuse one idempotency key (stripe-node / stripe-python rules).
+
+use std::rc::Rc;
+
+use super::dist;
+use super::stripe::{Body, Delivered, ErrorType, RefundParams, Response, StripeRequest, Origin};
+use super::stripe_api::{serve, Caller};
+use super::world::{Ids, World};
+use crate::history::EventKind;
+use crate::sim::SimTime;
+
+/// How a logical call ended, as the refunds service sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CallResult {
+    /// A refund object came back (new or replayed); its id and whether money moves.
+    Refunded(String),
+    /// An error response or no response; the text names it.
+    Failed(String),
+}
+
+/// Classifies a delivery for the trace: `(http status, outcome name, refund id)`.
+pub fn classify(d: &Delivered) -> (u16, &'static str, Option<String>) {
+    match d {
+        Delivered::ConnectionLost => (0, "connection_lost", None),
+        Delivered::Response(r) => {
+            let outcome = match &r.body {
+                Body::Refund(_) if r.idempotent_replayed => "replayed",
+                Body::Refund(_) => "created",
+                Body::Error { kind, code, .. } => match (r.status, kind, code.as_deref()) {
+                    (409, _, _) => "idempotency_key_in_use",
+                    (_, ErrorType::IdempotencyError, _) => "idempotency_error",
+                    (_, _, Some("charge_already_refunded")) => "charge_already_refunded",
+                    (_, _, Some("lock_timeout")) => "lock_timeout",
+                    (429, _, _) => "rate_limited",
+                    (s, _, _) if s >= 500 => "api_error",
+                    _ => "invalid_request",
+                },
+            };
+            let id = match &r.body {
+                Body::Refund(re) => Some(re.id.clone()),
+                Body::Error { .. } => None,
+            };
+            (r.status, outcome, id)
+        }
+    }
+}
+
+/// stripe-node's `_shouldRetry`: connection errors and timeouts, 409, ≥ 500, and 429 only with
+/// `Stripe-Should-Retry: true`; the header's `false` forbids a retry.
+fn should_retry(d: Option<&Delivered>) -> bool {
+    match d {
+        None | Some(Delivered::ConnectionLost) => true,
+        Some(Delivered::Response(Response { should_retry: Some(h), .. })) => *h,
+        Some(Delivered::Response(r)) => r.status == 409 || r.status >= 500,
+    }
+}
+
+/// stripe-node's backoff before network retry `n` (1-based): `min(0.5·2^(n−1), 5) s × U(0.5, 1)`,
+/// at least 0.5 s.
+fn backoff(n: u32, u: f64) -> SimTime {
+    let base = (0.5 * 2f64.powi(n as i32 - 1)).min(5.0);
+    let secs = (base * (0.5 + 0.5 * u)).max(0.5);
+    SimTime::from_nanos((secs * 1e9) as u64)
+}
+
+/// One logical `refunds.create(charge, amount, reason)` from the refunds service. `key` is the
+/// service's idempotency key; with network retries on and no key, the SDK generates one per
+/// logical call. Stripe draws are keyed by `(ticket, attempt, exec_try, sdk_try)`.
+pub async fn create_refund(
+    w: Rc<World>,
+    key: Option<String>,
+    params: RefundParams,
+    ids: Ids,
+    exec_try: u32,
+) -> CallResult {
+    let cfg = &w.cfg.refunds_service.stripe_client;
+    let ticket = params.ticket;
+    let call = ids.call.unwrap_or(0);
+    let key = key.or_else(|| (cfg.max_network_retries > 0).then(|| format!("stripe-node-retry-{ticket}-{call}")));
+    let mut backoff_rng = w.stream("sdk_backoff", &[ticket, call]);
+    let mut try_no = 0;
+    loop {
+        let req = StripeRequest {
+            idempotency_key: key.clone(),
+            params: params.clone(),
+            origin: Origin { ticket, request: ids.call },
+        };
+        w.record(
+            ids,
+            EventKind::StripeRequest {
+                idempotency_key: key.clone(),
+                amount_cents: params.amount_cents,
+                sdk_try: try_no,
+            },
+        );
+        let attempt = u64::from(ids.attempt.unwrap_or(0));
+        let rng = w.stream("stripe", &[ticket, attempt, u64::from(exec_try), u64::from(try_no)]);
+        let start = w.now();
+        let server = w.sim.spawn(serve(w.clone(), req, ids, Caller::Service, rng));
+        let got = w.sim.timeout(SimTime::from_duration(cfg.timeout), server).await.ok();
+        let latency_ns = (w.now() - start).as_nanos();
+        let (status, outcome, refund_id) = match &got {
+            Some(d) => classify(d),
+            None => (0, "sdk_timeout", None),
+        };
+        w.record(
+            ids,
+            EventKind::StripeResponse { status, outcome: outcome.into(), refund_id: refund_id.clone(), latency_ns },
+        );
+        if let (200, Some(id)) = (status, refund_id) {
+            return CallResult::Refunded(id);
+        }
+        if try_no < cfg.max_network_retries && should_retry(got.as_ref()) {
+            try_no += 1;
+            let u = dist::uniform(&mut backoff_rng, 0.0, 1.0);
+            w.sim.sleep(backoff(try_no, u)).await;
+            continue;
+        }
+        return CallResult::Failed(format!("stripe {outcome} (HTTP {status})"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_follows_stripe_node() {
+        assert_eq!(backoff(1, 1.0), SimTime::from_millis(500));
+        assert_eq!(backoff(1, 0.0), SimTime::from_millis(500), "floor 0.5 s");
+        assert_eq!(backoff(2, 1.0), SimTime::from_secs(1));
+        assert_eq!(backoff(5, 1.0), SimTime::from_secs(5), "capped at 5 s");
+        assert_eq!(backoff(5, 0.0), SimTime::from_millis(2500));
+    }
+
+    #[test]
+    fn retry_rules() {
+        assert!(should_retry(None));
+        assert!(should_retry(Some(&Delivered::ConnectionLost)));
+        let resp = |status, should_retry| {
+            Delivered::Response(Response {
+                status,
+                body: Body::Error { kind: ErrorType::ApiError, code: None, param: None, message: String::new() },
+                idempotent_replayed: false,
+                should_retry,
+            })
+        };
+        assert!(should_retry(Some(&resp(409, None))));
+        assert!(should_retry(Some(&resp(500, None))));
+        assert!(!should_retry(Some(&resp(429, None))));
+        assert!(should_retry(Some(&resp(429, Some(true)))));
+        assert!(!should_retry(Some(&resp(500, Some(false)))));
+        assert!(!should_retry(Some(&resp(400, None))));
+    }
+}
