@@ -4,7 +4,7 @@ mod event;
 mod trace;
 
 pub use event::{Decision, Event, EventKind, HumanAction, Outcome, TicketStatus};
-pub use trace::{read_trace, write_trace, TraceError};
+pub use trace::{clock_time, read_trace, write_trace, TraceError};
 
 /// All events of one run, in the order they happened (time, then sequence).
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -1,0 +1,146 @@
+//! One ticket's story, printed like the incident log (`HH:MM:SS.mmm  what happened`).
+
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+
+use crate::history::{clock_time, Decision, Event, EventKind, History, HumanAction, Outcome, TicketStatus};
+use crate::sim::SimTime;
+
+fn ordinal(attempt: u32) -> String {
+    match attempt {
+        0 => "FIRST".into(),
+        1 => "SECOND".into(),
+        2 => "THIRD".into(),
+        n => format!("#{}", n + 1),
+    }
+}
+
+fn dollars(cents: u64) -> String {
+    format!("${}.{:02}", cents / 100, cents % 100)
+}
+
+fn line(e: &Event, attempts: &BTreeMap<u64, u32>) -> Option<String> {
+    let call = e.call.unwrap_or(0);
+    let which = e.call.and_then(|c| attempts.get(&c)).map(|a| ordinal(*a)).unwrap_or_default();
+    Some(match &e.kind {
+        EventKind::TicketOpened { amount_cents, charge_amount_cents, phase } => format!(
+            "ticket opened ({phase}): approved refund {} of a {} charge",
+            dollars(*amount_cents),
+            dollars(*charge_amount_cents)
+        ),
+        EventKind::ToolCall { tool, amount_cents } => {
+            format!("tool_call {tool}(ticket={}, amount={amount_cents})", e.ticket.unwrap_or(0))
+        }
+        EventKind::PoolAcquire { waited_ns } if *waited_ns >= 1_000_000_000 => format!(
+            "refunds-service: call #{call} got a Stripe connection after waiting {}",
+            SimTime::from_nanos(*waited_ns)
+        ),
+        EventKind::PoolTimeout { waited_ns } => {
+            format!("refunds-service: call #{call} gave up waiting for a connection after {}", SimTime::from_nanos(*waited_ns))
+        }
+        EventKind::RequestDropped => format!("refunds-service: call #{call} dropped, its caller's deadline passed"),
+        EventKind::StripeResponse { status, outcome, refund_id, .. } => format!(
+            "stripe: POST /v1/refunds for call #{call} → {} {outcome}{}",
+            if *status == 0 { "no response,".to_string() } else { status.to_string() },
+            refund_id.as_ref().map(|r| format!(" {r}")).unwrap_or_default()
+        ),
+        EventKind::RefundCreated { refund_id, amount_cents, status, by, .. } => {
+            let who = if by == "human" { "manual refund by a human".to_string() } else { format!("for the {which} call") };
+            format!("stripe: refund {refund_id} created, {} {status} ({who})", dollars(*amount_cents))
+        }
+        EventKind::ExecutorTimeout { after_ns, action } => match action.as_str() {
+            "probe_status" => format!("tool_executor: timeout after {}ms, probing refund status", after_ns / 1_000_000),
+            _ => format!("tool_executor: timeout after {}ms, injecting error result", after_ns / 1_000_000),
+        },
+        EventKind::Probe { status } => format!(
+            "tool_executor: get_status(ticket={}) → {}",
+            e.ticket.unwrap_or(0),
+            match status {
+                TicketStatus::None => "none".to_string(),
+                TicketStatus::Pending => "pending".to_string(),
+                TicketStatus::Refunded { refund_id } => format!("refunded {refund_id}"),
+            }
+        ),
+        EventKind::ToolResult { outcome, shown, .. } => {
+            let tag = match outcome {
+                Outcome::Ok => "",
+                Outcome::Fail => " [fail]",
+                Outcome::Info => " [info]",
+            };
+            format!("tool_result: {shown}{tag}")
+        }
+        EventKind::ServiceResponse { late: true, ok, refund_id, error, .. } => format!(
+            "[async, arrives after executor gave up] refunds-service response for the {which} call: {}",
+            match (ok, refund_id, error) {
+                (true, Some(id), _) => format!("{{ status: \"refunded\", refund_id: \"{id}\" }}"),
+                (_, _, Some(err)) => format!("{{ error: \"{err}\" }}"),
+                _ => "{}".into(),
+            }
+        ),
+        EventKind::ModelDecision { text, decision } => match decision {
+            Decision::Retry | Decision::Escalate => format!("model: \"{text}\""),
+        },
+        EventKind::Escalation { .. } => "escalated to a human".into(),
+        EventKind::Human { action: HumanAction::FoundExisting } => {
+            "human: checked the Stripe dashboard, found a refund, closed the ticket".into()
+        }
+        EventKind::Human { action: HumanAction::ManualRefund } => {
+            "human: issued a manual refund from the dashboard (no idempotency key)".into()
+        }
+        _ => return None,
+    })
+}
+
+/// Lines of `ticket`'s story, each `HH:MM:SS.mmm  text` from `origin`. Empty when the ticket
+/// never opened.
+pub fn story(history: &History, ticket: u64, origin: Option<SystemTime>) -> Vec<String> {
+    let attempts: BTreeMap<u64, u32> =
+        history.ticket(ticket).filter_map(|e| Some((e.call?, e.attempt?))).collect();
+    history
+        .ticket(ticket)
+        .filter_map(|e| line(e, &attempts).map(|l| format!("{}  {l}", clock_time(origin, e.t_ns))))
+        .collect()
+}
+
+/// Tickets whose story has the incident's shape: the first call took 8–12 s and came back late
+/// after an executor timeout, the model retried, the retry answered in under 3 s, and the ticket
+/// ended with exactly two refunds.
+pub fn incident_shaped(history: &History) -> Vec<u64> {
+    #[derive(Default)]
+    struct S {
+        first_late_ns: Option<u64>,
+        timed_out: bool,
+        retried: bool,
+        retry_call_at: Option<SimTime>,
+        retry_ok_in: Option<SimTime>,
+        refunds: u32,
+    }
+    let mut by: BTreeMap<u64, S> = BTreeMap::new();
+    for e in &history.events {
+        let Some(t) = e.ticket else { continue };
+        let s = by.entry(t).or_default();
+        match (&e.kind, e.attempt) {
+            (EventKind::ServiceResponse { late: true, ok: true, latency_ns, .. }, Some(0)) => {
+                s.first_late_ns = Some(*latency_ns)
+            }
+            (EventKind::ExecutorTimeout { .. }, Some(0)) => s.timed_out = true,
+            (EventKind::ModelDecision { decision: Decision::Retry, .. }, Some(0)) => s.retried = true,
+            (EventKind::ToolCall { .. }, Some(1)) => s.retry_call_at = Some(e.t_ns),
+            (EventKind::ToolResult { outcome: Outcome::Ok, .. }, Some(1)) => {
+                s.retry_ok_in = s.retry_call_at.map(|c| e.t_ns - c)
+            }
+            (EventKind::RefundCreated { moves_money: true, .. }, _) => s.refunds += 1,
+            _ => {}
+        }
+    }
+    by.into_iter()
+        .filter(|(_, s)| {
+            s.first_late_ns.is_some_and(|ns| (8_000_000_000..=12_000_000_000).contains(&ns))
+                && s.timed_out
+                && s.retried
+                && s.retry_ok_in.is_some_and(|d| d < SimTime::from_secs(3))
+                && s.refunds == 2
+        })
+        .map(|(t, _)| t)
+        .collect()
+}

@@ -1,0 +1,135 @@
+//! The text summary of one run.
+
+use std::fmt::Write;
+use std::time::SystemTime;
+
+use crate::check::Percentiles;
+use crate::history::clock_time;
+use crate::run::RunReport;
+use crate::sim::SimTime;
+
+/// How many duplicated ticket ids the summary lists.
+pub const LISTED_DUPLICATES: usize = 10;
+
+fn dollars(cents: u64) -> String {
+    let whole = (cents / 100).to_string();
+    let mut grouped = String::new();
+    for (i, c) in whole.chars().enumerate() {
+        if i > 0 && (whole.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    format!("${grouped}.{:02}", cents % 100)
+}
+
+fn pct(p: &Percentiles) -> String {
+    format!("p50 {:.0} ms · p99 {:.0} ms · max {:.0} ms", p.p50_ms, p.p99_ms, p.max_ms)
+}
+
+fn bound(min: Option<f64>, max: Option<f64>) -> String {
+    match (min, max) {
+        (Some(lo), Some(hi)) => format!("{lo} ≤ x ≤ {hi}"),
+        (Some(lo), None) => format!("≥ {lo}"),
+        (None, Some(hi)) => format!("≤ {hi}"),
+        (None, None) => "unbounded".into(),
+    }
+}
+
+/// Renders `r` as the aligned text summary printed by `refundsim run`. `origin` is the scenario's
+/// clock origin (for alert times); `recon_enabled` says whether reconciliation ran.
+pub fn summary(r: &RunReport, origin: Option<SystemTime>, recon_enabled: bool) -> String {
+    let m = &r.metrics;
+    let mut s = String::new();
+    let mut row = |k: &str, v: String| {
+        let _ = writeln!(s, "  {k:<26} {v}");
+    };
+    row("scenario", format!("{} (seed {})", r.scenario, r.seed));
+    row("tickets", m.tickets.to_string());
+    row("tool calls", m.tool_calls.to_string());
+    row("executor timeouts", m.executor_timeouts.to_string());
+    row("retries", m.retries.to_string());
+    row("escalations", format!("{} (manual refunds {})", m.escalations, m.manual_refunds));
+    row("refunds created", m.refunds_created.to_string());
+    let phases: Vec<String> = m.duplicates_by_phase.iter().map(|(p, n)| format!("{p} {n}")).collect();
+    row(
+        "duplicate-refund tickets",
+        if phases.is_empty() {
+            m.duplicate_refund_tickets.to_string()
+        } else {
+            format!("{} (by phase: {})", m.duplicate_refund_tickets, phases.join(", "))
+        },
+    );
+    row("extra refunds", m.extra_refunds.to_string());
+    row("over-refund", dollars(m.over_refund_cents));
+    row("lost refunds", m.lost_refunds.to_string());
+    row("false failures", m.false_failures.to_string());
+    row(
+        "stripe",
+        format!(
+            "replays {} · 409 {} · 400 {} · 429 {} · 5xx {} · no response {}",
+            m.stripe_replays, m.stripe_409, m.stripe_400, m.stripe_429, m.stripe_500, m.stripe_no_response
+        ),
+    );
+    row("tool-call latency", pct(&m.latency.tool_call));
+    row("pool wait", pct(&m.latency.pool_wait));
+    row("stripe latency", pct(&m.latency.stripe));
+    row("max pool queue depth", m.max_pool_queue_depth.to_string());
+    row(
+        "reconciliation",
+        match (recon_enabled, m.first_alert_ns) {
+            (false, _) => "off (no alert possible)".into(),
+            (true, None) => "on, no alert".into(),
+            (true, Some(at)) => format!(
+                "first alert at {} ({} tickets flagged; longest time to alert {})",
+                clock_time(origin, SimTime::from_nanos(at)),
+                m.reconciliation_alerts,
+                humantime::format_duration(SimTime::from_nanos(m.max_time_to_alert_ns.unwrap_or(0) / 1_000_000_000 * 1_000_000_000).as_duration())
+            ),
+        },
+    );
+    for inv in &m.invariants {
+        let v = if inv.holds {
+            "holds".to_string()
+        } else {
+            format!(
+                "VIOLATED ({}{})",
+                inv.violations,
+                inv.first_ticket.map(|t| format!("; first ticket {t}")).unwrap_or_default()
+            )
+        };
+        row(&format!("invariant {}", inv.name), v);
+    }
+    for e in &r.expectations {
+        row(
+            &format!("expect {}", e.metric),
+            format!("{} {} ({})", e.value, if e.ok { "ok" } else { "FAILED" }, bound(e.min, e.max)),
+        );
+    }
+    if !m.duplicated_ticket_ids.is_empty() {
+        let ids: Vec<String> = m.duplicated_ticket_ids.iter().take(LISTED_DUPLICATES).map(u64::to_string).collect();
+        row("first duplicated tickets", ids.join(" "));
+    }
+    if !r.incident_shaped_tickets.is_empty() {
+        let ids: Vec<String> =
+            r.incident_shaped_tickets.iter().take(LISTED_DUPLICATES).map(u64::to_string).collect();
+        row("incident-shaped tickets", ids.join(" "));
+    }
+    row("replay", r.replay.clone());
+    if let Some(t) = r.incident_shaped_tickets.first().or(m.duplicated_ticket_ids.first()) {
+        row("one ticket's story", format!("{} --ticket {t}", r.replay));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dollars_group_thousands() {
+        assert_eq!(dollars(586_712), "$5,867.12");
+        assert_eq!(dollars(5), "$0.05");
+        assert_eq!(dollars(123_456_789), "$1,234,567.89");
+    }
+}
