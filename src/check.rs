@@ -34,7 +34,12 @@ impl Percentiles {
             let i = ((p * ns.len() as f64).ceil() as usize).clamp(1, ns.len()) - 1;
             ns[i] as f64 / 1e6
         };
-        Percentiles { count: ns.len(), p50_ms: rank(0.50), p99_ms: rank(0.99), max_ms: rank(1.0) }
+        Percentiles {
+            count: ns.len(),
+            p50_ms: rank(0.50),
+            p99_ms: rank(0.99),
+            max_ms: rank(1.0),
+        }
     }
 }
 
@@ -151,10 +156,21 @@ pub fn evaluate(history: &History, gauges: &ModelGauges) -> Metrics {
     let (mut tool_lat, mut pool_lat, mut stripe_lat) = (Vec::new(), Vec::new(), Vec::new());
     let (mut acquires, mut releases) = (0u64, 0u64);
     let mut fails: Vec<(u64, u32)> = Vec::new();
-    for Event { t_ns, ticket, attempt, call, kind } in &history.events {
+    for Event {
+        t_ns,
+        ticket,
+        attempt,
+        call,
+        kind,
+    } in &history.events
+    {
         let facts = ticket.map(|id| t.entry(id).or_default());
         match kind {
-            EventKind::TicketOpened { amount_cents, phase, .. } => {
+            EventKind::TicketOpened {
+                amount_cents,
+                phase,
+                ..
+            } => {
                 m.tickets += 1;
                 if let Some(f) = facts {
                     f.approved = *amount_cents;
@@ -189,7 +205,12 @@ pub fn evaluate(history: &History, gauges: &ModelGauges) -> Metrics {
             }
             EventKind::PoolTimeout { waited_ns } => pool_lat.push(*waited_ns),
             EventKind::PoolRelease => releases += 1,
-            EventKind::StripeResponse { status, outcome, latency_ns, .. } => {
+            EventKind::StripeResponse {
+                status,
+                outcome,
+                latency_ns,
+                ..
+            } => {
                 stripe_lat.push(*latency_ns);
                 match (*status, outcome.as_str()) {
                     (200, "replayed") => m.stripe_replays += 1,
@@ -201,7 +222,12 @@ pub fn evaluate(history: &History, gauges: &ModelGauges) -> Metrics {
                     _ => {}
                 }
             }
-            EventKind::RefundCreated { amount_cents, moves_money, by, .. } => {
+            EventKind::RefundCreated {
+                amount_cents,
+                moves_money,
+                by,
+                ..
+            } => {
                 if by == "human" {
                     m.manual_refunds += 1;
                 }
@@ -216,15 +242,23 @@ pub fn evaluate(history: &History, gauges: &ModelGauges) -> Metrics {
                 }
             }
             EventKind::ExecutorTimeout { .. } => m.executor_timeouts += 1,
-            EventKind::ModelDecision { decision: Decision::Retry, .. } => m.retries += 1,
+            EventKind::ModelDecision {
+                decision: Decision::Retry,
+                ..
+            } => m.retries += 1,
             EventKind::Escalation { .. } => {
                 m.escalations += 1;
                 if let Some(f) = facts {
                     f.escalated = true;
                 }
             }
-            EventKind::Human { action: HumanAction::ManualRefund | HumanAction::FoundExisting } => {}
-            EventKind::ReconciliationAlert { tickets, duplicate_at_ns } => {
+            EventKind::Human {
+                action: HumanAction::ManualRefund | HumanAction::FoundExisting,
+            } => {}
+            EventKind::ReconciliationAlert {
+                tickets,
+                duplicate_at_ns,
+            } => {
                 m.reconciliation_alerts += tickets.len() as u64;
                 m.first_alert_ns.get_or_insert(t_ns.as_nanos());
                 for d in duplicate_at_ns {
@@ -254,7 +288,10 @@ pub fn evaluate(history: &History, gauges: &ModelGauges) -> Metrics {
             m.lost_refunds += 1;
             inv.hit("no_lost_refund", id);
         }
-        let calls_ok = f.tool_calls.iter().all(|(a, c)| *c == 1 && f.tool_results.get(a) == Some(&1))
+        let calls_ok = f
+            .tool_calls
+            .iter()
+            .all(|(a, c)| *c == 1 && f.tool_results.get(a) == Some(&1))
             && f.tool_results.len() == f.tool_calls.len();
         let ended = f.final_ok || f.escalated;
         if !calls_ok || !ended {
@@ -263,12 +300,17 @@ pub fn evaluate(history: &History, gauges: &ModelGauges) -> Metrics {
         }
     }
     for (ticket, attempt) in fails {
-        if t.get(&ticket).is_some_and(|f| f.refunded_attempts.contains(&attempt)) {
+        if t.get(&ticket)
+            .is_some_and(|f| f.refunded_attempts.contains(&attempt))
+        {
             m.false_failures += 1;
             inv.hit("truthful_tool_results", ticket);
         }
     }
-    let unanswered = service_calls.values().filter(|(req, resp)| *req != 1 || *resp != 1).count() as u64;
+    let unanswered = service_calls
+        .values()
+        .filter(|(req, resp)| *req != 1 || *resp != 1)
+        .count() as u64;
     let pool_leak = u64::from(acquires != releases || gauges.pool_acquired != gauges.pool_released);
     let stripe_open = gauges.stripe_in_flight as u64;
     let structural = unanswered + pool_leak + stripe_open;
@@ -305,7 +347,12 @@ impl Invariants {
             .iter()
             .map(|&name| {
                 let (violations, first_ticket) = self.found.get(name).copied().unwrap_or((0, None));
-                InvariantResult { name: name.into(), holds: violations == 0, violations, first_ticket }
+                InvariantResult {
+                    name: name.into(),
+                    holds: violations == 0,
+                    violations,
+                    first_ticket,
+                }
             })
             .collect()
     }
@@ -342,8 +389,16 @@ pub fn expectations(metrics: &Metrics, expect: &BTreeMap<String, Bound>) -> Vec<
         .iter()
         .map(|(name, b)| {
             let value = metrics.get(name).unwrap_or(f64::NAN);
-            let ok = !value.is_nan() && b.min.is_none_or(|lo| value >= lo) && b.max.is_none_or(|hi| value <= hi);
-            ExpectationResult { metric: name.clone(), value, min: b.min, max: b.max, ok }
+            let ok = !value.is_nan()
+                && b.min.is_none_or(|lo| value >= lo)
+                && b.max.is_none_or(|hi| value <= hi);
+            ExpectationResult {
+                metric: name.clone(),
+                value,
+                min: b.min,
+                max: b.max,
+                ok,
+            }
         })
         .collect()
 }
@@ -355,7 +410,10 @@ mod tests {
     #[test]
     fn nearest_rank_percentiles() {
         let p = Percentiles::of((1..=100).map(|ms| ms * 1_000_000).collect());
-        assert_eq!((p.p50_ms, p.p99_ms, p.max_ms, p.count), (50.0, 99.0, 100.0, 100));
+        assert_eq!(
+            (p.p50_ms, p.p99_ms, p.max_ms, p.count),
+            (50.0, 99.0, 100.0, 100)
+        );
         assert_eq!(Percentiles::of(vec![]).max_ms, 0.0);
     }
 }

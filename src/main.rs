@@ -85,7 +85,10 @@ fn display(p: &Path) -> String {
 
 fn cmd_run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let sc = scenario::load(&a.scenario, &a.policies, &a.sets)?;
-    let origin = sc.clock_origin.as_deref().and_then(|s| humantime::parse_rfc3339(s).ok());
+    let origin = sc
+        .clock_origin
+        .as_deref()
+        .and_then(|s| humantime::parse_rfc3339(s).ok());
     let seed = a.seed.unwrap_or(sc.seed);
     let how = Invocation {
         scenario_path: display(&a.scenario),
@@ -118,7 +121,11 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<ExitCode> {
         }
         writeln!(stdout, "{}", serde_json::to_string_pretty(&v)?)?;
     } else {
-        write!(stdout, "{}", summary(&out.report, origin, sc.reconciliation.enabled))?;
+        write!(
+            stdout,
+            "{}",
+            summary(&out.report, origin, sc.reconciliation.enabled)
+        )?;
         if let Some(lines) = &story_lines {
             writeln!(stdout, "\nticket {}:", a.ticket.unwrap_or(0))?;
             for l in lines {
@@ -126,7 +133,11 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    Ok(if out.report.expectations_met { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if out.report.expectations_met {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 /// Writes to a temporary file beside `path`, then renames it over `path`: no partial file on error.
@@ -138,7 +149,8 @@ fn write_atomically(
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let tmp = tempfile::NamedTempFile::new_in(dir).context("cannot create a file in that directory")?;
+    let tmp =
+        tempfile::NamedTempFile::new_in(dir).context("cannot create a file in that directory")?;
     {
         let mut w = std::io::BufWriter::new(tmp.as_file());
         write(&mut w)?;

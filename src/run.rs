@@ -22,7 +22,11 @@ pub struct Invocation {
 impl Invocation {
     /// `refundsim run SCENARIO --seed N [--policy P]… [--set S]…`, shell-quoted where needed.
     pub fn command(&self, seed: u64) -> String {
-        let mut parts = vec!["refundsim".to_string(), "run".into(), quote(&self.scenario_path)];
+        let mut parts = vec![
+            "refundsim".to_string(),
+            "run".into(),
+            quote(&self.scenario_path),
+        ];
         parts.push(format!("--seed {seed}"));
         for p in &self.policies {
             parts.push(format!("--policy {}", quote(p)));
@@ -35,7 +39,10 @@ impl Invocation {
 }
 
 fn quote(s: &str) -> String {
-    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@".contains(c)) {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@".contains(c))
+    {
         s.to_string()
     } else {
         format!("'{}'", s.replace('\'', r"'\''"))
@@ -101,7 +108,10 @@ pub fn run(scenario: &Scenario, seed: u64, how: &Invocation) -> RunOutput {
         sim_end_ns: sim.stats.end.as_nanos(),
         replay: how.command(seed),
     };
-    RunOutput { report, history: sim.history }
+    RunOutput {
+        report,
+        history: sim.history,
+    }
 }
 
 impl RunReport {

@@ -33,7 +33,10 @@ pub fn write_trace<W: Write>(
     origin: Option<SystemTime>,
 ) -> std::io::Result<()> {
     for e in events {
-        let line = Line { t: clock_time(origin, e.t_ns), event: e };
+        let line = Line {
+            t: clock_time(origin, e.t_ns),
+            event: e,
+        };
         serde_json::to_writer(&mut out, &line)?;
         out.write_all(b"\n")?;
     }
@@ -70,7 +73,10 @@ pub enum TraceError {
 pub fn read_trace<R: BufRead>(input: R, origin: &str) -> Result<Vec<Event>, TraceError> {
     let mut events = Vec::new();
     for (i, line) in input.lines().enumerate() {
-        let line = line.map_err(|source| TraceError::Io { origin: origin.into(), source })?;
+        let line = line.map_err(|source| TraceError::Io {
+            origin: origin.into(),
+            source,
+        })?;
         if line.trim().is_empty() {
             continue;
         }
@@ -93,7 +99,10 @@ mod tests {
     #[test]
     fn clock_time_counts_from_origin() {
         let origin = humantime::parse_rfc3339("2024-05-14T16:41:00Z").unwrap();
-        assert_eq!(clock_time(Some(origin), SimTime::from_millis(9_210)), "16:41:09.210");
+        assert_eq!(
+            clock_time(Some(origin), SimTime::from_millis(9_210)),
+            "16:41:09.210"
+        );
         assert_eq!(clock_time(None, SimTime::from_secs(3_661)), "01:01:01.000");
     }
 
@@ -105,7 +114,10 @@ mod tests {
                 ticket: Some(48213),
                 attempt: Some(0),
                 call: None,
-                kind: EventKind::ToolCall { tool: "issue_refund".into(), amount_cents: 4200 },
+                kind: EventKind::ToolCall {
+                    tool: "issue_refund".into(),
+                    amount_cents: 4200,
+                },
             },
             Event {
                 t_ns: SimTime::from_millis(8005),
@@ -122,9 +134,14 @@ mod tests {
         let mut buf = Vec::new();
         write_trace(&mut buf, &events, None).unwrap();
         let text = String::from_utf8(buf.clone()).unwrap();
-        assert!(text.starts_with(r#"{"t":"00:00:00.005","t_ns":5000000,"ticket":48213"#), "{text}");
+        assert!(
+            text.starts_with(r#"{"t":"00:00:00.005","t_ns":5000000,"ticket":48213"#),
+            "{text}"
+        );
         assert_eq!(read_trace(&buf[..], "mem").unwrap(), events);
-        let err = read_trace(&b"{\"t_ns\":1}\n{oops"[..], "x.jsonl").unwrap_err().to_string();
+        let err = read_trace(&b"{\"t_ns\":1}\n{oops"[..], "x.jsonl")
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("x.jsonl:1:"), "{err}");
     }
 }

@@ -29,16 +29,21 @@ pub struct Ticket {
 pub fn retry_eligible(w: &World) -> bool {
     match w.cfg.agent.retry.applies_to {
         AppliesTo::AnyTool => true,
-        AppliesTo::IdempotentTools => {
-            w.cfg.tools.iter().find(|t| t.name == w.cfg.agent.tool).is_some_and(|t| t.is_idempotent())
-        }
+        AppliesTo::IdempotentTools => w
+            .cfg
+            .tools
+            .iter()
+            .find(|t| t.name == w.cfg.agent.tool)
+            .is_some_and(|t| t.is_idempotent()),
     }
 }
 
 /// One ticket's life in the agent, from opening to a final tool result or escalation.
 pub async fn handle_ticket(w: Rc<World>, t: Ticket) {
     let cfg = &w.cfg.agent;
-    w.stripe.borrow_mut().add_charge(&World::charge_id(t.id), t.charge_amount_cents);
+    w.stripe
+        .borrow_mut()
+        .add_charge(&World::charge_id(t.id), t.charge_amount_cents);
     w.record(
         Ids::ticket(t.id),
         EventKind::TicketOpened {
@@ -55,11 +60,21 @@ pub async fn handle_ticket(w: Rc<World>, t: Ticket) {
     loop {
         w.sim.sleep(overhead).await;
         let ids = Ids::attempt(t.id, attempt);
-        w.record(ids, EventKind::ToolCall { tool: cfg.tool.clone(), amount_cents: amount });
+        w.record(
+            ids,
+            EventKind::ToolCall {
+                tool: cfg.tool.clone(),
+                amount_cents: amount,
+            },
+        );
         let reply = call_tool(w.clone(), t.id, attempt, amount).await;
         w.record(
             ids,
-            EventKind::ToolResult { outcome: reply.outcome, shown: reply.shown.clone(), refund_id: reply.refund_id.clone() },
+            EventKind::ToolResult {
+                outcome: reply.outcome,
+                shown: reply.shown.clone(),
+                refund_id: reply.refund_id.clone(),
+            },
         );
         if reply.outcome == Outcome::Ok {
             return;
@@ -77,12 +92,27 @@ pub async fn handle_ticket(w: Rc<World>, t: Ticket) {
             let text = if reply.timed_out {
                 "The refund call timed out. Retrying once per policy.".to_string()
             } else {
-                format!("The refund call failed: {}. Retrying once per policy.", reply.shown)
+                format!(
+                    "The refund call failed: {}. Retrying once per policy.",
+                    reply.shown
+                )
             };
-            let text = if cfg.retry.max_retries == 1 { text } else { text.replace("once ", "") };
-            w.record(ids, EventKind::ModelDecision { decision: Decision::Retry, text });
+            let text = if cfg.retry.max_retries == 1 {
+                text
+            } else {
+                text.replace("once ", "")
+            };
+            w.record(
+                ids,
+                EventKind::ModelDecision {
+                    decision: Decision::Retry,
+                    text,
+                },
+            );
             if drifts {
-                amount = amount.saturating_add_signed(cfg.retry.amount_drift_cents).max(1);
+                amount = amount
+                    .saturating_add_signed(cfg.retry.amount_drift_cents)
+                    .max(1);
             }
             attempt += 1;
             continue;
@@ -91,7 +121,13 @@ pub async fn handle_ticket(w: Rc<World>, t: Ticket) {
             Outcome::Info => "The refund's outcome is unknown. Escalating to a human.",
             _ => "The refund could not be completed. Escalating to a human.",
         };
-        w.record(ids, EventKind::ModelDecision { decision: Decision::Escalate, text: text.into() });
+        w.record(
+            ids,
+            EventKind::ModelDecision {
+                decision: Decision::Escalate,
+                text: text.into(),
+            },
+        );
         escalate(&w, &t, ids, reply.shown).await;
         return;
     }

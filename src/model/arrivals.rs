@@ -20,7 +20,12 @@ pub fn draw_ticket(w: &World, id: u64, phase: String) -> Ticket {
     let amount_cents = dist::amount(&mut rng, &a.amount);
     let factor = dist::uniform(&mut rng, a.charge_factor.min, a.charge_factor.max);
     let charge_amount_cents = ((amount_cents as f64) * factor).ceil() as u64;
-    Ticket { id, amount_cents, charge_amount_cents: charge_amount_cents.max(amount_cents), phase }
+    Ticket {
+        id,
+        amount_cents,
+        charge_amount_cents: charge_amount_cents.max(amount_cents),
+        phase,
+    }
 }
 
 /// Opens tickets until the horizon, starting an agent task for each.

@@ -30,7 +30,10 @@ pub async fn generate(w: Rc<World>) {
 }
 
 async fn one_request(w: Rc<World>, n: u64) {
-    let hold = dist::latency(&mut w.stream("background_hold", &[n]), &w.cfg.background_load.hold);
+    let hold = dist::latency(
+        &mut w.stream("background_hold", &[n]),
+        &w.cfg.background_load.hold,
+    );
     if let Some(permit) = acquire(&w, Ids::default()).await {
         w.sim.sleep(hold).await;
         drop(permit);

@@ -21,7 +21,9 @@ fn lognormal(rng: &mut StreamRng, p50: f64, p99: f64) -> f64 {
     if sigma == 0.0 {
         return p50;
     }
-    LogNormal::new(mu, sigma).map(|d| d.sample(rng)).unwrap_or(p50)
+    LogNormal::new(mu, sigma)
+        .map(|d| d.sample(rng))
+        .unwrap_or(p50)
 }
 
 /// A duration from a p50/p99 lognormal, rounded to whole ns.
@@ -38,7 +40,9 @@ pub fn amount(rng: &mut StreamRng, d: &AmountDist) -> u64 {
 
 /// An exponential inter-arrival time for `rate_per_s` (> 0), in ns.
 pub fn interarrival(rng: &mut StreamRng, rate_per_s: f64) -> SimTime {
-    let secs = Exp::new(rate_per_s).map(|d| d.sample(rng)).unwrap_or(f64::INFINITY);
+    let secs = Exp::new(rate_per_s)
+        .map(|d| d.sample(rng))
+        .unwrap_or(f64::INFINITY);
     SimTime::from_nanos((secs * 1e9).min(u64::MAX as f64) as u64)
 }
 
@@ -68,7 +72,9 @@ mod tests {
     fn lognormal_hits_its_percentiles() {
         let d = LatencyDist::new(Duration::from_millis(400), Duration::from_millis(2000));
         let mut rng = Streams::new(1).stream("t", &[]);
-        let mut xs: Vec<u64> = (0..20_000).map(|_| latency(&mut rng, &d).as_nanos()).collect();
+        let mut xs: Vec<u64> = (0..20_000)
+            .map(|_| latency(&mut rng, &d).as_nanos())
+            .collect();
         xs.sort_unstable();
         let p50 = xs[10_000] as f64 / 1e6;
         let p99 = xs[19_800] as f64 / 1e6;

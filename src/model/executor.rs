@@ -35,7 +35,12 @@ impl ToolReply {
         }
     }
     fn fail(text: String, timed_out: bool) -> Self {
-        ToolReply { outcome: Outcome::Fail, shown: format!("{{ error: \"{text}\" }}"), refund_id: None, timed_out }
+        ToolReply {
+            outcome: Outcome::Fail,
+            shown: format!("{{ error: \"{text}\" }}"),
+            refund_id: None,
+            timed_out,
+        }
     }
 }
 
@@ -60,7 +65,14 @@ pub async fn call_tool(w: Rc<World>, ticket: u64, attempt: u32, amount_cents: u6
         let call = w.next_call_id();
         let ids = Ids::call(ticket, attempt, call);
         w.record(ids, EventKind::ServiceRequest { exec_try });
-        let req = ServiceRequest { ticket, attempt, call, exec_try, amount_cents, deadline: w.now() + timeout };
+        let req = ServiceRequest {
+            ticket,
+            attempt,
+            call,
+            exec_try,
+            amount_cents,
+            deadline: w.now() + timeout,
+        };
         let gone = Rc::new(Cell::new(false));
         let work = w.sim.spawn(issue(w.clone(), req, gone.clone()));
         let reply = match w.sim.timeout(timeout, work).await {
@@ -72,11 +84,18 @@ pub async fn call_tool(w: Rc<World>, ticket: u64, attempt: u32, amount_cents: u6
                     OnTimeout::ReportError => "report_error",
                     OnTimeout::ProbeStatus => "probe_status",
                 };
-                w.record(ids, EventKind::ExecutorTimeout { after_ns: timeout.as_nanos(), action: action.into() });
+                w.record(
+                    ids,
+                    EventKind::ExecutorTimeout {
+                        after_ns: timeout.as_nanos(),
+                        action: action.into(),
+                    },
+                );
                 match cfg.on_timeout {
-                    OnTimeout::ReportError => {
-                        ToolReply::fail(format!("timeout after {}ms", timeout.as_nanos() / 1_000_000), true)
-                    }
+                    OnTimeout::ReportError => ToolReply::fail(
+                        format!("timeout after {}ms", timeout.as_nanos() / 1_000_000),
+                        true,
+                    ),
                     OnTimeout::ProbeStatus => return probe(&w, ids).await,
                 }
             }
@@ -101,22 +120,33 @@ async fn probe(w: &World, ids: Ids) -> ToolReply {
     let start = w.now();
     loop {
         let status = get_status(w, ticket);
-        w.record(ids, EventKind::Probe { status: status.clone() });
+        w.record(
+            ids,
+            EventKind::Probe {
+                status: status.clone(),
+            },
+        );
         match status {
             TicketStatus::Refunded { refund_id } => return ToolReply::ok(refund_id),
             TicketStatus::None => {
-                return ToolReply::fail("timed out; status probe shows no refund was made".into(), true)
+                return ToolReply::fail(
+                    "timed out; status probe shows no refund was made".into(),
+                    true,
+                )
             }
             TicketStatus::Pending => {
                 if w.now() - start >= SimTime::from_duration(cfg.probe_max_wait) {
                     return ToolReply {
                         outcome: Outcome::Info,
-                        shown: "{ status: \"pending\", note: \"outcome unknown; do not retry\" }".into(),
+                        shown: "{ status: \"pending\", note: \"outcome unknown; do not retry\" }"
+                            .into(),
                         refund_id: None,
                         timed_out: true,
                     };
                 }
-                w.sim.sleep(SimTime::from_duration(cfg.probe_interval)).await;
+                w.sim
+                    .sleep(SimTime::from_duration(cfg.probe_interval))
+                    .await;
             }
         }
     }
@@ -134,6 +164,9 @@ mod tests {
         assert_eq!(retry_delay(&r, 1, 0.5), SimTime::from_secs(1));
         assert_eq!(retry_delay(&r, 2, 0.5), SimTime::from_secs(2));
         assert_eq!(retry_delay(&r, 2, 0.0), SimTime::from_millis(1500));
-        assert_eq!(retry_delay(&r, 10, 0.5), SimTime::from_duration(Duration::from_secs(60)));
+        assert_eq!(
+            retry_delay(&r, 10, 0.5),
+            SimTime::from_duration(Duration::from_secs(60))
+        );
     }
 }

@@ -28,13 +28,28 @@ async fn human(w: Rc<World>, t: Ticket) {
     let charge = World::charge_id(t.id);
     let ids = Ids::ticket(t.id);
     if checks {
-        let found = w.stripe.borrow().refunds_for_charge(&charge).iter().any(|r| r.status.moves_money());
+        let found = w
+            .stripe
+            .borrow()
+            .refunds_for_charge(&charge)
+            .iter()
+            .any(|r| r.status.moves_money());
         if found {
-            w.record(ids, EventKind::Human { action: HumanAction::FoundExisting });
+            w.record(
+                ids,
+                EventKind::Human {
+                    action: HumanAction::FoundExisting,
+                },
+            );
             return;
         }
     }
-    w.record(ids, EventKind::Human { action: HumanAction::ManualRefund });
+    w.record(
+        ids,
+        EventKind::Human {
+            action: HumanAction::ManualRefund,
+        },
+    );
     let req = StripeRequest {
         idempotency_key: None,
         params: RefundParams {
@@ -43,7 +58,10 @@ async fn human(w: Rc<World>, t: Ticket) {
             reason: "requested_by_customer".into(),
             ticket: t.id,
         },
-        origin: Origin { ticket: t.id, request: None },
+        origin: Origin {
+            ticket: t.id,
+            request: None,
+        },
     };
     let rng = w.stream("stripe_human", &[t.id]);
     serve(w.clone(), req, ids, Caller::Human, rng).await;

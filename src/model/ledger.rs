@@ -31,9 +31,12 @@ impl Ledger {
     /// flight, else none.
     pub fn status(&self, ticket: u64) -> TicketStatus {
         match self.rows.get(&ticket) {
-            Some(TicketRow { refund_id: Some(id), .. }) => {
-                TicketStatus::Refunded { refund_id: id.clone() }
-            }
+            Some(TicketRow {
+                refund_id: Some(id),
+                ..
+            }) => TicketStatus::Refunded {
+                refund_id: id.clone(),
+            },
             Some(r) if r.in_flight > 0 => TicketStatus::Pending,
             _ => TicketStatus::None,
         }

@@ -62,5 +62,9 @@ pub fn simulate(scenario: &Scenario, seed: u64) -> Simulation {
         stripe_in_flight: w.stripe.borrow().in_flight(),
     };
     let history = std::mem::take(&mut *w.history.borrow_mut());
-    Simulation { history, gauges, stats }
+    Simulation {
+        history,
+        gauges,
+        stats,
+    }
 }

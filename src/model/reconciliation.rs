@@ -26,8 +26,17 @@ pub async fn run(w: Rc<World>) {
         w.sim.sleep_until(at).await;
         // ticket → creation times of its money-moving refunds, in order.
         let mut by_ticket: BTreeMap<u64, Vec<SimTime>> = BTreeMap::new();
-        for r in w.stripe.borrow().refunds().iter().filter(|r| r.status.moves_money()) {
-            by_ticket.entry(r.origin.ticket).or_default().push(r.created);
+        for r in w
+            .stripe
+            .borrow()
+            .refunds()
+            .iter()
+            .filter(|r| r.status.moves_money())
+        {
+            by_ticket
+                .entry(r.origin.ticket)
+                .or_default()
+                .push(r.created);
         }
         let (mut tickets, mut at_ns) = (Vec::new(), Vec::new());
         for (ticket, times) in by_ticket {
@@ -37,7 +46,13 @@ pub async fn run(w: Rc<World>) {
             }
         }
         if !tickets.is_empty() {
-            w.record(Default::default(), EventKind::ReconciliationAlert { tickets, duplicate_at_ns: at_ns });
+            w.record(
+                Default::default(),
+                EventKind::ReconciliationAlert {
+                    tickets,
+                    duplicate_at_ns: at_ns,
+                },
+            );
         }
         k += 1;
     }

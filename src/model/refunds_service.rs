@@ -65,7 +65,11 @@ fn idempotency_key(w: &World, req: &ServiceRequest) -> Option<String> {
 /// Handles one request. `caller_gone` is set by the executor when it stops waiting, so the
 /// answer is traced as a late ("zombie") response. Whatever happens, the request's pending row is
 /// cleared and any pool connection is returned before this returns.
-pub async fn issue(w: Rc<World>, req: ServiceRequest, caller_gone: Rc<Cell<bool>>) -> ServiceResult {
+pub async fn issue(
+    w: Rc<World>,
+    req: ServiceRequest,
+    caller_gone: Rc<Cell<bool>>,
+) -> ServiceResult {
     let ids = Ids::call(req.ticket, req.attempt, req.call);
     let start = w.now();
     w.ledger.borrow_mut().row(req.ticket).in_flight += 1;
@@ -154,12 +158,22 @@ pub async fn acquire(w: &World, ids: Ids) -> Option<tokio::sync::OwnedSemaphoreP
     g.max_waiting.set(g.max_waiting.get().max(g.waiting.get()));
     let traced = ids.ticket.is_some();
     if traced {
-        w.record(ids, EventKind::PoolWait { queue_depth: g.waiting.get() });
+        w.record(
+            ids,
+            EventKind::PoolWait {
+                queue_depth: g.waiting.get(),
+            },
+        );
     }
     let start = w.now();
     let fut = w.pool.clone().acquire_owned();
     let permit = match w.cfg.refunds_service.acquire_timeout {
-        Some(limit) => w.sim.timeout(SimTime::from_duration(limit), fut).await.ok().and_then(Result::ok),
+        Some(limit) => w
+            .sim
+            .timeout(SimTime::from_duration(limit), fut)
+            .await
+            .ok()
+            .and_then(Result::ok),
         None => fut.await.ok(),
     };
     g.waiting.set(g.waiting.get() - 1);

@@ -67,13 +67,24 @@ fn draw(w: &World, rng: &mut StreamRng) -> Draws {
     } else {
         RefundStatus::Succeeded
     };
-    Draws { latency, lock_timeout, fault, status }
+    Draws {
+        latency,
+        lock_timeout,
+        fault,
+        status,
+    }
 }
 
 /// Stripe's side of one request: admission (rate limit, validation, idempotency), then the
 /// execution latency, then the commit. Records `refund_created` when a refund comes into being.
 /// Returns what the client receives.
-pub async fn serve(w: Rc<World>, req: StripeRequest, ids: Ids, caller: Caller, mut rng: StreamRng) -> Delivered {
+pub async fn serve(
+    w: Rc<World>,
+    req: StripeRequest,
+    ids: Ids,
+    caller: Caller,
+    mut rng: StreamRng,
+) -> Delivered {
     let d = draw(&w, &mut rng);
     let begun = w.stripe.borrow_mut().begin(w.now(), req, d.lock_timeout);
     match begun {
@@ -84,7 +95,10 @@ pub async fn serve(w: Rc<World>, req: StripeRequest, ids: Ids, caller: Caller, m
         Begin::Execute(token) => {
             w.sim.sleep(d.latency).await;
             let before = w.stripe.borrow().refunds().len();
-            let delivered = w.stripe.borrow_mut().commit(w.now(), token, d.status, d.fault);
+            let delivered = w
+                .stripe
+                .borrow_mut()
+                .commit(w.now(), token, d.status, d.fault);
             let created = w.stripe.borrow().refunds().get(before).cloned();
             if let Some(r) = created {
                 w.record(

@@ -4,7 +4,7 @@
 use std::rc::Rc;
 
 use super::dist;
-use super::stripe::{Body, Delivered, ErrorType, RefundParams, Response, StripeRequest, Origin};
+use super::stripe::{Body, Delivered, ErrorType, Origin, RefundParams, Response, StripeRequest};
 use super::stripe_api::{serve, Caller};
 use super::world::{Ids, World};
 use crate::history::EventKind;
@@ -51,7 +51,10 @@ pub fn classify(d: &Delivered) -> (u16, &'static str, Option<String>) {
 fn should_retry(d: Option<&Delivered>) -> bool {
     match d {
         None | Some(Delivered::ConnectionLost) => true,
-        Some(Delivered::Response(Response { should_retry: Some(h), .. })) => *h,
+        Some(Delivered::Response(Response {
+            should_retry: Some(h),
+            ..
+        })) => *h,
         Some(Delivered::Response(r)) => r.status == 409 || r.status >= 500,
     }
 }
@@ -77,14 +80,19 @@ pub async fn create_refund(
     let cfg = &w.cfg.refunds_service.stripe_client;
     let ticket = params.ticket;
     let call = ids.call.unwrap_or(0);
-    let key = key.or_else(|| (cfg.max_network_retries > 0).then(|| format!("stripe-node-retry-{ticket}-{call}")));
+    let key = key.or_else(|| {
+        (cfg.max_network_retries > 0).then(|| format!("stripe-node-retry-{ticket}-{call}"))
+    });
     let mut backoff_rng = w.stream("sdk_backoff", &[ticket, call]);
     let mut try_no = 0;
     loop {
         let req = StripeRequest {
             idempotency_key: key.clone(),
             params: params.clone(),
-            origin: Origin { ticket, request: ids.call },
+            origin: Origin {
+                ticket,
+                request: ids.call,
+            },
         };
         w.record(
             ids,
@@ -95,10 +103,19 @@ pub async fn create_refund(
             },
         );
         let attempt = u64::from(ids.attempt.unwrap_or(0));
-        let rng = w.stream("stripe", &[ticket, attempt, u64::from(exec_try), u64::from(try_no)]);
+        let rng = w.stream(
+            "stripe",
+            &[ticket, attempt, u64::from(exec_try), u64::from(try_no)],
+        );
         let start = w.now();
-        let server = w.sim.spawn(serve(w.clone(), req, ids, Caller::Service, rng));
-        let got = w.sim.timeout(SimTime::from_duration(cfg.timeout), server).await.ok();
+        let server = w
+            .sim
+            .spawn(serve(w.clone(), req, ids, Caller::Service, rng));
+        let got = w
+            .sim
+            .timeout(SimTime::from_duration(cfg.timeout), server)
+            .await
+            .ok();
         let latency_ns = (w.now() - start).as_nanos();
         let (status, outcome, refund_id) = match &got {
             Some(d) => classify(d),
@@ -106,7 +123,12 @@ pub async fn create_refund(
         };
         w.record(
             ids,
-            EventKind::StripeResponse { status, outcome: outcome.into(), refund_id: refund_id.clone(), latency_ns },
+            EventKind::StripeResponse {
+                status,
+                outcome: outcome.into(),
+                refund_id: refund_id.clone(),
+                latency_ns,
+            },
         );
         if let (200, Some(id)) = (status, refund_id) {
             return CallResult::Refunded(id);
@@ -141,7 +163,12 @@ mod tests {
         let resp = |status, should_retry| {
             Delivered::Response(Response {
                 status,
-                body: Body::Error { kind: ErrorType::ApiError, code: None, param: None, message: String::new() },
+                body: Body::Error {
+                    kind: ErrorType::ApiError,
+                    code: None,
+                    param: None,
+                    message: String::new(),
+                },
                 idempotent_replayed: false,
                 should_retry,
             })

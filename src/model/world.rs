@@ -26,15 +26,26 @@ pub struct Ids {
 impl Ids {
     /// Ids of a ticket.
     pub fn ticket(ticket: u64) -> Self {
-        Ids { ticket: Some(ticket), ..Ids::default() }
+        Ids {
+            ticket: Some(ticket),
+            ..Ids::default()
+        }
     }
     /// Ids of a ticket's model attempt.
     pub fn attempt(ticket: u64, attempt: u32) -> Self {
-        Ids { ticket: Some(ticket), attempt: Some(attempt), call: None }
+        Ids {
+            ticket: Some(ticket),
+            attempt: Some(attempt),
+            call: None,
+        }
     }
     /// Ids of one refunds-service request.
     pub fn call(ticket: u64, attempt: u32, call: u64) -> Self {
-        Ids { ticket: Some(ticket), attempt: Some(attempt), call: Some(call) }
+        Ids {
+            ticket: Some(ticket),
+            attempt: Some(attempt),
+            call: Some(call),
+        }
     }
 }
 

@@ -3,7 +3,9 @@
 use std::collections::BTreeMap;
 use std::time::SystemTime;
 
-use crate::history::{clock_time, Decision, Event, EventKind, History, HumanAction, Outcome, TicketStatus};
+use crate::history::{
+    clock_time, Decision, Event, EventKind, History, HumanAction, Outcome, TicketStatus,
+};
 use crate::sim::SimTime;
 
 fn ordinal(attempt: u32) -> String {
@@ -21,7 +23,11 @@ fn dollars(cents: u64) -> String {
 
 fn line(e: &Event, attempts: &BTreeMap<u64, u32>) -> Option<String> {
     let call = e.call.unwrap_or(0);
-    let which = e.call.and_then(|c| attempts.get(&c)).map(|a| ordinal(*a)).unwrap_or_default();
+    let which = e
+        .call
+        .and_then(|c| attempts.get(&c))
+        .map(|a| ordinal(*a))
+        .unwrap_or_default();
     Some(match &e.kind {
         EventKind::TicketOpened { amount_cents, charge_amount_cents, phase } => format!(
             "ticket opened ({phase}): approved refund {} of a {} charge",
@@ -94,8 +100,10 @@ fn line(e: &Event, attempts: &BTreeMap<u64, u32>) -> Option<String> {
 /// Lines of `ticket`'s story, each `HH:MM:SS.mmm  text` from `origin`. Empty when the ticket
 /// never opened.
 pub fn story(history: &History, ticket: u64, origin: Option<SystemTime>) -> Vec<String> {
-    let attempts: BTreeMap<u64, u32> =
-        history.ticket(ticket).filter_map(|e| Some((e.call?, e.attempt?))).collect();
+    let attempts: BTreeMap<u64, u32> = history
+        .ticket(ticket)
+        .filter_map(|e| Some((e.call?, e.attempt?)))
+        .collect();
     history
         .ticket(ticket)
         .filter_map(|e| line(e, &attempts).map(|l| format!("{}  {l}", clock_time(origin, e.t_ns))))
@@ -120,22 +128,44 @@ pub fn incident_shaped(history: &History) -> Vec<u64> {
         let Some(t) = e.ticket else { continue };
         let s = by.entry(t).or_default();
         match (&e.kind, e.attempt) {
-            (EventKind::ServiceResponse { late: true, ok: true, latency_ns, .. }, Some(0)) => {
-                s.first_late_ns = Some(*latency_ns)
-            }
+            (
+                EventKind::ServiceResponse {
+                    late: true,
+                    ok: true,
+                    latency_ns,
+                    ..
+                },
+                Some(0),
+            ) => s.first_late_ns = Some(*latency_ns),
             (EventKind::ExecutorTimeout { .. }, Some(0)) => s.timed_out = true,
-            (EventKind::ModelDecision { decision: Decision::Retry, .. }, Some(0)) => s.retried = true,
+            (
+                EventKind::ModelDecision {
+                    decision: Decision::Retry,
+                    ..
+                },
+                Some(0),
+            ) => s.retried = true,
             (EventKind::ToolCall { .. }, Some(1)) => s.retry_call_at = Some(e.t_ns),
-            (EventKind::ToolResult { outcome: Outcome::Ok, .. }, Some(1)) => {
-                s.retry_ok_in = s.retry_call_at.map(|c| e.t_ns - c)
-            }
-            (EventKind::RefundCreated { moves_money: true, .. }, _) => s.refunds += 1,
+            (
+                EventKind::ToolResult {
+                    outcome: Outcome::Ok,
+                    ..
+                },
+                Some(1),
+            ) => s.retry_ok_in = s.retry_call_at.map(|c| e.t_ns - c),
+            (
+                EventKind::RefundCreated {
+                    moves_money: true, ..
+                },
+                _,
+            ) => s.refunds += 1,
             _ => {}
         }
     }
     by.into_iter()
         .filter(|(_, s)| {
-            s.first_late_ns.is_some_and(|ns| (8_000_000_000..=12_000_000_000).contains(&ns))
+            s.first_late_ns
+                .is_some_and(|ns| (8_000_000_000..=12_000_000_000).contains(&ns))
                 && s.timed_out
                 && s.retried
                 && s.retry_ok_in.is_some_and(|d| d < SimTime::from_secs(3))

@@ -24,7 +24,10 @@ fn dollars(cents: u64) -> String {
 }
 
 fn pct(p: &Percentiles) -> String {
-    format!("p50 {:.0} ms · p99 {:.0} ms · max {:.0} ms", p.p50_ms, p.p99_ms, p.max_ms)
+    format!(
+        "p50 {:.0} ms · p99 {:.0} ms · max {:.0} ms",
+        p.p50_ms, p.p99_ms, p.max_ms
+    )
 }
 
 fn bound(min: Option<f64>, max: Option<f64>) -> String {
@@ -42,22 +45,33 @@ pub fn summary(r: &RunReport, origin: Option<SystemTime>, recon_enabled: bool) -
     let m = &r.metrics;
     let mut s = String::new();
     let mut row = |k: &str, v: String| {
-        let _ = writeln!(s, "  {k:<26} {v}");
+        let _ = writeln!(s, "  {k:<42} {v}");
     };
     row("scenario", format!("{} (seed {})", r.scenario, r.seed));
     row("tickets", m.tickets.to_string());
     row("tool calls", m.tool_calls.to_string());
     row("executor timeouts", m.executor_timeouts.to_string());
     row("retries", m.retries.to_string());
-    row("escalations", format!("{} (manual refunds {})", m.escalations, m.manual_refunds));
+    row(
+        "escalations",
+        format!("{} (manual refunds {})", m.escalations, m.manual_refunds),
+    );
     row("refunds created", m.refunds_created.to_string());
-    let phases: Vec<String> = m.duplicates_by_phase.iter().map(|(p, n)| format!("{p} {n}")).collect();
+    let phases: Vec<String> = m
+        .duplicates_by_phase
+        .iter()
+        .map(|(p, n)| format!("{p} {n}"))
+        .collect();
     row(
         "duplicate-refund tickets",
         if phases.is_empty() {
             m.duplicate_refund_tickets.to_string()
         } else {
-            format!("{} (by phase: {})", m.duplicate_refund_tickets, phases.join(", "))
+            format!(
+                "{} (by phase: {})",
+                m.duplicate_refund_tickets,
+                phases.join(", ")
+            )
         },
     );
     row("extra refunds", m.extra_refunds.to_string());
@@ -68,7 +82,12 @@ pub fn summary(r: &RunReport, origin: Option<SystemTime>, recon_enabled: bool) -
         "stripe",
         format!(
             "replays {} · 409 {} · 400 {} · 429 {} · 5xx {} · no response {}",
-            m.stripe_replays, m.stripe_409, m.stripe_400, m.stripe_429, m.stripe_500, m.stripe_no_response
+            m.stripe_replays,
+            m.stripe_409,
+            m.stripe_400,
+            m.stripe_429,
+            m.stripe_500,
+            m.stripe_no_response
         ),
     );
     row("tool-call latency", pct(&m.latency.tool_call));
@@ -84,7 +103,12 @@ pub fn summary(r: &RunReport, origin: Option<SystemTime>, recon_enabled: bool) -
                 "first alert at {} ({} tickets flagged; longest time to alert {})",
                 clock_time(origin, SimTime::from_nanos(at)),
                 m.reconciliation_alerts,
-                humantime::format_duration(SimTime::from_nanos(m.max_time_to_alert_ns.unwrap_or(0) / 1_000_000_000 * 1_000_000_000).as_duration())
+                humantime::format_duration(
+                    SimTime::from_nanos(
+                        m.max_time_to_alert_ns.unwrap_or(0) / 1_000_000_000 * 1_000_000_000
+                    )
+                    .as_duration()
+                )
             ),
         },
     );
@@ -95,7 +119,9 @@ pub fn summary(r: &RunReport, origin: Option<SystemTime>, recon_enabled: bool) -
             format!(
                 "VIOLATED ({}{})",
                 inv.violations,
-                inv.first_ticket.map(|t| format!("; first ticket {t}")).unwrap_or_default()
+                inv.first_ticket
+                    .map(|t| format!("; first ticket {t}"))
+                    .unwrap_or_default()
             )
         };
         row(&format!("invariant {}", inv.name), v);
@@ -103,20 +129,38 @@ pub fn summary(r: &RunReport, origin: Option<SystemTime>, recon_enabled: bool) -
     for e in &r.expectations {
         row(
             &format!("expect {}", e.metric),
-            format!("{} {} ({})", e.value, if e.ok { "ok" } else { "FAILED" }, bound(e.min, e.max)),
+            format!(
+                "{} {} ({})",
+                e.value,
+                if e.ok { "ok" } else { "FAILED" },
+                bound(e.min, e.max)
+            ),
         );
     }
     if !m.duplicated_ticket_ids.is_empty() {
-        let ids: Vec<String> = m.duplicated_ticket_ids.iter().take(LISTED_DUPLICATES).map(u64::to_string).collect();
+        let ids: Vec<String> = m
+            .duplicated_ticket_ids
+            .iter()
+            .take(LISTED_DUPLICATES)
+            .map(u64::to_string)
+            .collect();
         row("first duplicated tickets", ids.join(" "));
     }
     if !r.incident_shaped_tickets.is_empty() {
-        let ids: Vec<String> =
-            r.incident_shaped_tickets.iter().take(LISTED_DUPLICATES).map(u64::to_string).collect();
+        let ids: Vec<String> = r
+            .incident_shaped_tickets
+            .iter()
+            .take(LISTED_DUPLICATES)
+            .map(u64::to_string)
+            .collect();
         row("incident-shaped tickets", ids.join(" "));
     }
     row("replay", r.replay.clone());
-    if let Some(t) = r.incident_shaped_tickets.first().or(m.duplicated_ticket_ids.first()) {
+    if let Some(t) = r
+        .incident_shaped_tickets
+        .first()
+        .or(m.duplicated_ticket_ids.first())
+    {
         row("one ticket's story", format!("{} --ticket {t}", r.replay));
     }
     s

@@ -76,8 +76,9 @@ fn default_seed() -> u64 {
 
 /// The incident's tool definition (`fixtures/issue_refund.tool.json`), as published.
 pub fn default_tools() -> Vec<ToolDefinition> {
-    let t: ToolDefinition = serde_json::from_str(include_str!("../../scenarios/issue_refund.tool.json"))
-        .expect("embedded tool definition is valid");
+    let t: ToolDefinition =
+        serde_json::from_str(include_str!("../../scenarios/issue_refund.tool.json"))
+            .expect("embedded tool definition is valid");
     vec![t]
 }
 
@@ -90,7 +91,15 @@ pub fn default_expect() -> BTreeMap<String, Bound> {
         "conservation_violations",
     ]
     .into_iter()
-    .map(|m| (m.to_string(), Bound { min: None, max: Some(0.0) }))
+    .map(|m| {
+        (
+            m.to_string(),
+            Bound {
+                min: None,
+                max: Some(0.0),
+            },
+        )
+    })
     .collect()
 }
 
@@ -209,7 +218,12 @@ pub struct AmountDist {
 
 impl Default for AmountDist {
     fn default() -> Self {
-        AmountDist { p50_cents: 12_000, p99_cents: 60_000, min_cents: 500, max_cents: 200_000 }
+        AmountDist {
+            p50_cents: 12_000,
+            p99_cents: 60_000,
+            min_cents: 500,
+            max_cents: 200_000,
+        }
     }
 }
 
@@ -249,7 +263,10 @@ fn default_bg_hold() -> LatencyDist {
 
 impl Default for BackgroundLoad {
     fn default() -> Self {
-        BackgroundLoad { rate_per_s: 0.0, hold: default_bg_hold() }
+        BackgroundLoad {
+            rate_per_s: 0.0,
+            hold: default_bg_hold(),
+        }
     }
 }
 
@@ -364,7 +381,11 @@ pub struct ToolDefinition {
     #[serde(default)]
     pub description: String,
     /// JSON Schema of the input (Anthropic `input_schema`, MCP `inputSchema`).
-    #[serde(default, alias = "inputSchema", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "inputSchema",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub input_schema: Option<serde_json::Value>,
     /// A bare parameter block, as in the incident's published definition (not a full schema).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -378,7 +399,9 @@ pub struct ToolDefinition {
 impl ToolDefinition {
     /// Retry-eligible under `applies_to: idempotent_tools`: `readOnlyHint || idempotentHint`.
     pub fn is_idempotent(&self) -> bool {
-        self.annotations.as_ref().is_some_and(|a| a.read_only_hint || a.idempotent_hint)
+        self.annotations
+            .as_ref()
+            .is_some_and(|a| a.read_only_hint || a.idempotent_hint)
     }
 }
 
@@ -525,7 +548,11 @@ pub struct RefundsService {
     #[serde(default = "default_pool")]
     pub pool_size: u32,
     /// Give up waiting for a connection after this long (answer 503). Default: wait forever.
-    #[serde(default, with = "humantime_serde::option", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        with = "humantime_serde::option",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schemars(with = "Option<String>")]
     pub acquire_timeout: Option<Duration>,
     /// Idempotency-key mode. Default: `none` (the incident).
@@ -594,7 +621,10 @@ fn default_sdk_timeout() -> Duration {
 
 impl Default for StripeClient {
     fn default() -> Self {
-        StripeClient { max_network_retries: 0, timeout: default_sdk_timeout() }
+        StripeClient {
+            max_network_retries: 0,
+            timeout: default_sdk_timeout(),
+        }
     }
 }
 
@@ -640,7 +670,7 @@ impl Default for Stripe {
 }
 
 /// Fault probabilities per Stripe request, each in `[0, 1]`. Default: all 0.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct Faults {
@@ -671,6 +701,20 @@ fn ten() -> f64 {
     10.0
 }
 
+impl Default for Faults {
+    fn default() -> Self {
+        Faults {
+            error_500_after_commit: 0.0,
+            response_lost_after_commit: 0.0,
+            lock_timeout: 0.0,
+            latency_spike: 0.0,
+            latency_spike_factor: ten(),
+            refund_pending: 0.0,
+            refund_failed: 0.0,
+        }
+    }
+}
+
 /// Humans who take escalated tickets.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -698,7 +742,11 @@ fn default_check() -> f64 {
 
 impl Default for Humans {
     fn default() -> Self {
-        Humans { enabled: true, pickup_delay: default_pickup(), check_probability: default_check() }
+        Humans {
+            enabled: true,
+            pickup_delay: default_pickup(),
+            check_probability: default_check(),
+        }
     }
 }
 
@@ -723,6 +771,9 @@ fn default_recon() -> Duration {
 
 impl Default for Reconciliation {
     fn default() -> Self {
-        Reconciliation { enabled: false, interval: default_recon() }
+        Reconciliation {
+            enabled: false,
+            interval: default_recon(),
+        }
     }
 }

@@ -104,7 +104,10 @@ impl Sim {
         F: Future<Output = T> + 'static,
         T: 'static,
     {
-        let slot = Rc::new(RefCell::new(JoinSlot { value: None, waker: None }));
+        let slot = Rc::new(RefCell::new(JoinSlot {
+            value: None,
+            waker: None,
+        }));
         let writer = slot.clone();
         let task: Task = Box::pin(async move {
             let value = fut.await;
@@ -117,7 +120,12 @@ impl Sim {
         let id = self.inner.next_task.get();
         self.inner.next_task.set(id + 1);
         self.inner.tasks.borrow_mut().insert(id, Some(task));
-        self.inner.ready.lock().expect("ready queue poisoned").queue.push_back(id);
+        self.inner
+            .ready
+            .lock()
+            .expect("ready queue poisoned")
+            .queue
+            .push_back(id);
         JoinHandle { slot }
     }
 
@@ -140,7 +148,10 @@ impl Sim {
     pub(super) fn register_timer(&self, deadline: SimTime, waker: Waker) -> u64 {
         let seq = self.inner.next_seq.get();
         self.inner.next_seq.set(seq + 1);
-        self.inner.timers.borrow_mut().insert((deadline, seq), waker);
+        self.inner
+            .timers
+            .borrow_mut()
+            .insert((deadline, seq), waker);
         seq
     }
 
@@ -209,11 +220,18 @@ impl Sim {
     }
 
     fn count_event(&self) {
-        self.inner.events_processed.set(self.inner.events_processed.get() + 1);
+        self.inner
+            .events_processed
+            .set(self.inner.events_processed.get() + 1);
     }
 
     fn pop_ready(&self) -> Option<u64> {
-        self.inner.ready.lock().expect("ready queue poisoned").queue.pop_front()
+        self.inner
+            .ready
+            .lock()
+            .expect("ready queue poisoned")
+            .queue
+            .pop_front()
     }
 
     fn run_ready(&self) {
@@ -224,7 +242,10 @@ impl Sim {
             };
             let Some(mut task) = task else { continue };
             self.count_event();
-            let waker = Waker::from(Arc::new(TaskWaker { id, ready: self.inner.ready.clone() }));
+            let waker = Waker::from(Arc::new(TaskWaker {
+                id,
+                ready: self.inner.ready.clone(),
+            }));
             let mut cx = Context::from_waker(&waker);
             match task.as_mut().poll(&mut cx) {
                 Poll::Ready(()) => {
@@ -314,7 +335,11 @@ mod tests {
         });
         sim.run();
         assert_eq!(out.get(), 41);
-        assert_eq!(done.get(), SimTime::from_millis(9700), "the timed-out work still finished");
+        assert_eq!(
+            done.get(),
+            SimTime::from_millis(9700),
+            "the timed-out work still finished"
+        );
     }
 
     #[test]

@@ -86,6 +86,9 @@ mod tests {
         assert_ne!(a, d);
         // Pinned value: a change here breaks every recorded run and snapshot.
         assert_eq!(a, PINNED);
-        assert_ne!(s.stream("x", &[1, 2]).random::<u64>(), s.stream("x", &[2, 1]).random::<u64>());
+        assert_ne!(
+            s.stream("x", &[1, 2]).random::<u64>(),
+            s.stream("x", &[2, 1]).random::<u64>()
+        );
     }
 }

@@ -9,7 +9,17 @@ use std::time::Duration;
 /// Never a float: two runs that add the same durations land on the same instant bit for bit.
 /// Also used for spans of virtual time (the difference of two instants), see [`SimTime::as_duration`].
 #[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
 )]
 #[serde(transparent)]
 pub struct SimTime(u64);
@@ -94,7 +104,12 @@ impl From<Duration> for SimTime {
 impl fmt::Display for SimTime {
     /// Seconds with millisecond precision, e.g. `9.700s`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{:03}s", self.0 / 1_000_000_000, (self.0 / 1_000_000) % 1000)
+        write!(
+            f,
+            "{}.{:03}s",
+            self.0 / 1_000_000_000,
+            (self.0 / 1_000_000) % 1000
+        )
     }
 }
 
@@ -105,7 +120,10 @@ mod tests {
     #[test]
     fn conversions_are_exact_integers() {
         assert_eq!(SimTime::from_millis(8000), SimTime::from_secs(8));
-        assert_eq!(SimTime::from_duration(Duration::from_micros(1500)).as_nanos(), 1_500_000);
+        assert_eq!(
+            SimTime::from_duration(Duration::from_micros(1500)).as_nanos(),
+            1_500_000
+        );
         assert_eq!(SimTime::from_secs(3) - SimTime::from_secs(5), SimTime::ZERO);
         assert_eq!(SimTime::MAX + SimTime::from_secs(1), SimTime::MAX);
         assert_eq!(SimTime::from_millis(9700).to_string(), "9.700s");

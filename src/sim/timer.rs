@@ -17,7 +17,11 @@ pub struct Sleep {
 
 impl Sleep {
     pub(super) fn new(sim: Sim, deadline: SimTime) -> Self {
-        Sleep { sim, deadline, seq: None }
+        Sleep {
+            sim,
+            deadline,
+            seq: None,
+        }
     }
 
     /// The virtual instant this sleep completes at.
@@ -68,7 +72,10 @@ pub struct Timeout<F> {
 
 impl<F: Future> Timeout<F> {
     pub(super) fn new(fut: F, sleep: Sleep) -> Self {
-        Timeout { fut: Box::pin(fut), sleep }
+        Timeout {
+            fut: Box::pin(fut),
+            sleep,
+        }
     }
 }
 
