@@ -1,1 +1,72 @@
-fn main() {}
+//! Throughput of one full simulation run of `scenarios/carrier-outage.json`.
+//!
+//! Each iteration is one call to [`refundsim::run::run`] at the fixed seed 28 (the scenario's
+//! default): simulate the whole horizon on the virtual-time executor, evaluate every metric,
+//! check the `expect` bounds and find the incident-shaped tickets. Loading and validating the
+//! scenario file happens once, outside the measured loop.
+//!
+//! Two benches:
+//!
+//! - `carrier_outage_seed28`: the scenario as it is (the incident).
+//! - `carrier_outage_fixed_seed28`: the same scenario with `policies/fixed.json` merged in.
+//!
+//! Throughput is set to the number of engine events (`report.sim_events`) the run processes, so
+//! criterion reports events per second alongside the time per run. Runs are deterministic, so
+//! every iteration does identical work.
+//!
+//! Run with `cargo bench --bench carrier_outage`; results are recorded in `docs/performance.md`.
+//! The numbers are measurements, not asserted anywhere.
+
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use refundsim::run::{run, Invocation};
+use refundsim::scenario::{load, Scenario};
+
+const SEED: u64 = 28;
+
+fn manifest_path(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+fn load_scenario(policies: &[PathBuf]) -> Scenario {
+    let path = manifest_path("scenarios/carrier-outage.json");
+    load(&path, policies, &[]).unwrap_or_else(|e| panic!("loading {}: {e}", path.display()))
+}
+
+fn bench_one(c: &mut Criterion, name: &str, scenario: &Scenario) {
+    let how = Invocation::default();
+    let probe = run(scenario, SEED, &how);
+    let events = probe.report.sim_events;
+    eprintln!(
+        "{name}: {} tickets, {events} sim events per run",
+        probe.report.metrics.tickets
+    );
+
+    let mut group = c.benchmark_group("refundsim");
+    group.throughput(Throughput::Elements(events));
+    group.bench_function(name, |b| {
+        b.iter(|| run(black_box(scenario), black_box(SEED), &how))
+    });
+    group.finish();
+}
+
+fn carrier_outage(c: &mut Criterion) {
+    let incident = load_scenario(&[]);
+    bench_one(c, "carrier_outage_seed28", &incident);
+
+    let fixed = load_scenario(&[manifest_path("policies/fixed.json")]);
+    bench_one(c, "carrier_outage_fixed_seed28", &fixed);
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .sample_size(20)
+        .warm_up_time(Duration::from_secs(2))
+        .measurement_time(Duration::from_secs(5));
+    targets = carrier_outage
+}
+criterion_main!(benches);

@@ -1,5 +1,38 @@
-//! refundsim
+//! refundsim: a deterministic, virtual-time simulator of one failure class — a timeout plus a
+//! retry on a non-idempotent, money-moving tool call.
+//!
+//! It models the whole path of an LLM support agent's `issue_refund` call (agent, tool executor,
+//! refunds service and its connection pool, Stripe SDK, a fake Stripe with Stripe's idempotency
+//! rules, humans, reconciliation) as `async` code over a virtual clock, replays scenario files,
+//! and checks invariants over the history of each run. A run is a pure function of
+//! (scenario, seed).
+//!
+//! The incident scenario under its default seed reproduces the write-up: 41 ± 8 tickets refunded
+//! twice, all in the 53-minute burst; the fixed policy removes every duplicate on the same seed:
+//!
+//! ```
+//! use std::path::{Path, PathBuf};
+//! use refundsim::{run::run, scenario::load};
+//!
+//! let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+//! let incident = load(&dir.join("scenarios/carrier-outage.json"), &[], &[]).unwrap();
+//! let out = run(&incident, incident.seed, &Default::default());
+//! assert_eq!(out.report.seed, 28);
+//! assert_eq!(out.report.metrics.duplicate_refund_tickets, 42);
+//! assert_eq!(out.report.metrics.over_refund_cents, 644_744); // $6,447.44
+//!
+//! let policy: PathBuf = dir.join("policies/fixed.json");
+//! let fixed = load(&dir.join("scenarios/carrier-outage.json"), &[policy], &[]).unwrap();
+//! let out = run(&fixed, fixed.seed, &Default::default());
+//! assert_eq!(out.report.metrics.duplicate_refund_tickets, 0);
+//! assert_eq!(out.report.metrics.false_failures, 0);
+//! ```
+//!
+//! Modules follow the data flow: [`scenario`] (load, validate, patch) → [`model`] (components,
+//! wired by [`model::simulate`]) on the [`sim`] engine → [`history`] (events, JSONL trace) →
+//! [`check`] (invariants and metrics) → [`run`] and [`report`] (what the CLI prints).
 #![warn(missing_docs)]
+
 pub mod check;
 pub mod history;
 pub mod model;

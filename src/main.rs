@@ -62,7 +62,10 @@ fn main() -> ExitCode {
     match run() {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            match e.downcast_ref::<scenario::ScenarioError>() {
+                Some(se) => eprintln!("error: {se}"),
+                None => eprintln!("error: {e:#}"),
+            }
             ExitCode::from(2)
         }
     }
@@ -149,6 +152,9 @@ fn write_atomically(
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
+    if !dir.is_dir() {
+        bail!("directory {} does not exist", dir.display());
+    }
     let tmp =
         tempfile::NamedTempFile::new_in(dir).context("cannot create a file in that directory")?;
     {
