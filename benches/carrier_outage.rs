@@ -21,7 +21,7 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use criterion::{criterion_group, criterion_main, Criterion, SamplingMode, Throughput};
 use refundsim::run::{run, Invocation};
 use refundsim::scenario::{load, Scenario};
 
@@ -46,6 +46,8 @@ fn bench_one(c: &mut Criterion, name: &str, scenario: &Scenario) {
     );
 
     let mut group = c.benchmark_group("refundsim");
+    // A run takes tens of milliseconds: flat sampling keeps 20 samples within the time budget.
+    group.sampling_mode(SamplingMode::Flat);
     group.throughput(Throughput::Elements(events));
     group.bench_function(name, |b| {
         b.iter(|| run(black_box(scenario), black_box(SEED), &how))
