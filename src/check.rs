@@ -417,3 +417,28 @@ mod tests {
         assert_eq!(Percentiles::of(vec![]).max_ms, 0.0);
     }
 }
+
+#[cfg(test)]
+mod metric_names {
+    use super::*;
+
+    #[test]
+    fn every_expectable_metric_exists_in_the_report_and_vice_versa() {
+        let m = Metrics::default();
+        for name in crate::scenario::METRICS {
+            assert!(
+                m.get(name).is_some(),
+                "METRICS lists {name}, which the report lacks"
+            );
+        }
+        let v = serde_json::to_value(&m).unwrap();
+        for (k, val) in v.as_object().unwrap() {
+            if val.is_u64() {
+                assert!(
+                    crate::scenario::METRICS.contains(&k.as_str()),
+                    "report metric {k} cannot be bounded in `expect`"
+                );
+            }
+        }
+    }
+}

@@ -133,3 +133,23 @@ fn conservation_holds_on_every_shipped_scenario_and_policy() {
         );
     }
 }
+
+#[test]
+fn reconciliation_alerts_once_per_duplicated_ticket_at_its_interval() {
+    let m = small(
+        r#","executor":{"timeout":"400ms"},"reconciliation":{"enabled":true,"interval":"10m"}"#,
+    );
+    assert_eq!(m.duplicate_refund_tickets, 3);
+    assert_eq!(
+        m.reconciliation_alerts, 3,
+        "each ticket flagged once, though the job runs 6 times"
+    );
+    assert_eq!(m.first_alert_ns, Some(600_000_000_000));
+    let lag = m.max_time_to_alert_ns.unwrap();
+    assert!(
+        lag > 590_000_000_000 && lag < 600_000_000_000,
+        "duplicates ~2 s in, alert at 10 min: {lag}"
+    );
+    let off = small(r#","executor":{"timeout":"400ms"}"#);
+    assert_eq!((off.reconciliation_alerts, off.first_alert_ns), (0, None));
+}

@@ -100,7 +100,7 @@ pub fn summary(r: &RunReport, origin: Option<SystemTime>, recon_enabled: bool) -
             (false, _) => "off (no alert possible)".into(),
             (true, None) => "on, no alert".into(),
             (true, Some(at)) => format!(
-                "first alert at {} ({} tickets flagged; longest time to alert {})",
+                "first alert at {} ({} tickets flagged in all; longest time from duplicate to alert {})",
                 clock_time(origin, SimTime::from_nanos(at)),
                 m.reconciliation_alerts,
                 humantime::format_duration(
