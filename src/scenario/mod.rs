@@ -1,10 +1,21 @@
 //! Scenario files: the format (serde), defaults, validation, and policy merge patches.
 
 mod config;
+mod error;
 mod load;
+mod locate;
+mod rules;
+mod serde_error;
+mod set;
+mod shape;
+#[cfg(test)]
+mod test_support;
+mod validate;
 
 pub use config::*;
-pub use load::{
-    load, load_str, schema_json, validate, Location, ScenarioError, ValidationError, MAX_DURATION,
-    MAX_EXPECTED_BACKGROUND, MAX_EXPECTED_TICKETS, MAX_FIRST_TICKET_ID, MAX_HORIZON, METRICS,
+pub use error::{Location, ScenarioError, ValidationError};
+pub use load::{load, load_str, schema_json};
+pub use validate::{
+    validate, MAX_DURATION, MAX_EXPECTED_BACKGROUND, MAX_EXPECTED_TICKETS, MAX_FIRST_TICKET_ID,
+    MAX_HORIZON, METRICS,
 };

@@ -1,0 +1,127 @@
+//! Why a scenario could not be loaded: [`ScenarioError`] with its [`Location`], and
+//! [`ValidationError`] for a scenario that parsed but breaks a rule.
+
+use std::fmt;
+
+/// What a scenario file should hold, for errors about the whole document.
+pub(super) const SCENARIO_EXPECTED: &str = "a JSON object with at least name, horizon, arrivals";
+/// What a policy file should hold.
+pub(super) const POLICY_EXPECTED: &str = "a JSON object (an RFC 7396 merge patch over a scenario)";
+
+/// A file name with the line and column (1-based) where known: displays as `file:line:col` or
+/// `file`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Location {
+    /// The file (or other origin) as given.
+    pub file: String,
+    /// Line and column, 1-based, when known.
+    pub line_col: Option<(usize, usize)>,
+}
+
+impl Location {
+    pub(super) fn new(file: &str, line_col: Option<(usize, usize)>) -> Self {
+        Location {
+            file: file.to_string(),
+            line_col,
+        }
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line_col {
+            Some((line, col)) => write!(f, "{}:{line}:{col}", self.file),
+            None => f.write_str(&self.file),
+        }
+    }
+}
+
+/// Why a scenario, policy or `--set` could not be loaded. Every message is one line naming the
+/// file, the JSON path (and line/column where known) and what was expected. All are bad input:
+/// [`ScenarioError::exit_code`] is 2.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScenarioError {
+    /// The file could not be read.
+    #[error("{file}: cannot read file: {source}")]
+    Read {
+        /// The file.
+        file: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is empty or only whitespace.
+    #[error("{file}: file is empty; expected {expected}")]
+    Empty {
+        /// The file.
+        file: String,
+        /// What the file should hold.
+        expected: &'static str,
+    },
+    /// The text is not JSON (syntax error, truncated file), or a policy is not a JSON object.
+    #[error("{at}: {message}")]
+    Syntax {
+        /// Where.
+        at: Location,
+        /// What is wrong and what was expected.
+        message: String,
+    },
+    /// A field is unknown, missing, of the wrong type or an invalid value.
+    #[error("{at}: {}: {message}{}", show_path(.path), show_applied(.applied))]
+    Invalid {
+        /// Where. Line and column are absent when the value came from a policy or `--set`.
+        at: Location,
+        /// Dot-separated JSON path of the field, e.g. `refunds_service.pool_size` (empty: the
+        /// whole document).
+        path: String,
+        /// What is wrong and what was expected.
+        message: String,
+        /// The policies (`policy FILE`) and overrides (`--set PATH=VALUE`) applied before the
+        /// error arose when the faulty value is not the file's own; empty otherwise.
+        applied: Vec<String>,
+    },
+    /// A malformed `--set PATH=VALUE`.
+    #[error("--set {arg}: {message}")]
+    Set {
+        /// The argument as given.
+        arg: String,
+        /// What is wrong and what was expected.
+        message: String,
+    },
+}
+
+impl ScenarioError {
+    /// The process exit code for this error: 2 (bad usage or input, DESIGN §5).
+    pub fn exit_code(&self) -> i32 {
+        2
+    }
+}
+
+pub(super) fn show_path(path: &str) -> &str {
+    if path.is_empty() {
+        "(top level)"
+    } else {
+        path
+    }
+}
+
+fn show_applied(applied: &[String]) -> String {
+    if applied.is_empty() {
+        String::new()
+    } else {
+        format!(" (after applying {})", applied.join(", "))
+    }
+}
+
+/// A scenario that parsed but breaks a rule: the field's dot-separated path and what was
+/// expected.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {message}")]
+#[non_exhaustive]
+pub struct ValidationError {
+    /// Dot-separated JSON path, e.g. `stripe.latency.p99` or `arrivals.schedule.1.rate_per_s`.
+    pub path: String,
+    /// What is wrong and what was expected.
+    pub message: String,
+}

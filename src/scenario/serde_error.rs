@@ -1,0 +1,199 @@
+//! serde errors as one-line messages: the dotted JSON path, line and column, and what was
+//! expected in words where serde names a Rust type.
+
+use serde_json::Value;
+
+use super::error::{Location, ScenarioError};
+
+const DURATION_EXPECTED: &str = r#"a duration like "8s", "400ms" or "53m""#;
+
+pub(super) fn is_syntax(e: &serde_json::Error) -> bool {
+    matches!(
+        e.classify(),
+        serde_json::error::Category::Syntax | serde_json::error::Category::Eof
+    )
+}
+
+pub(super) fn line_col(e: &serde_json::Error) -> Option<(usize, usize)> {
+    (e.line() > 0).then(|| (e.line(), e.column().max(1)))
+}
+
+/// serde_json's message without its ` at line L column C` suffix.
+fn bare_message(e: &serde_json::Error) -> String {
+    let s = e.to_string();
+    let suffix = format!(" at line {} column {}", e.line(), e.column());
+    match s.strip_suffix(&suffix) {
+        Some(bare) if e.line() > 0 => bare.to_string(),
+        _ => s,
+    }
+}
+
+pub(super) fn syntax(origin: &str, e: &serde_json::Error, prefix: &str) -> ScenarioError {
+    let mut message = format!("{prefix}{}", bare_message(e));
+    if e.classify() == serde_json::error::Category::Eof {
+        message.push_str(" (the file ends early: is the JSON truncated or a bracket unclosed?)");
+    }
+    ScenarioError::Syntax {
+        at: Location::new(origin, line_col(e)),
+        message,
+    }
+}
+
+pub(super) fn segments(path: &serde_path_to_error::Path) -> Vec<String> {
+    path.iter()
+        .map(|seg| match seg {
+            serde_path_to_error::Segment::Seq { index } => index.to_string(),
+            serde_path_to_error::Segment::Map { key } => key.clone(),
+            serde_path_to_error::Segment::Enum { variant } => variant.clone(),
+            serde_path_to_error::Segment::Unknown => "?".to_string(),
+        })
+        .collect()
+}
+
+/// The dotted path and an augmented message for a data error (unknown or missing field, wrong
+/// type, bad value).
+pub(super) fn data_error(mut segs: Vec<String>, e: &serde_json::Error) -> (String, String) {
+    let message = bare_message(e);
+    for lead in ["unknown field `", "missing field `", "duplicate field `"] {
+        if let Some(rest) = message.strip_prefix(lead) {
+            if let Some((field, _)) = rest.split_once('`') {
+                if segs.last().map(String::as_str) != Some(field) {
+                    segs.push(field.to_string());
+                }
+            }
+        }
+    }
+    (segs.join("."), augment(message))
+}
+
+/// Says what was expected in words where serde's message names a Rust type.
+fn augment(mut message: String) -> String {
+    if message.ends_with(", expected a duration") {
+        let negative = message.starts_with("invalid value: string \"-");
+        message.truncate(message.len() - "a duration".len());
+        message.push_str(DURATION_EXPECTED);
+        if negative {
+            message.push_str(" (durations cannot be negative)");
+        }
+        return message;
+    }
+    for (rust, words) in [
+        ("expected u64", "expected a non-negative integer"),
+        ("expected u32", "expected a non-negative integer below 2^32"),
+        ("expected i64", "expected an integer"),
+        ("expected f64", "expected a number"),
+        ("expected a boolean", "expected true or false"),
+    ] {
+        if message.ends_with(rust) {
+            message.truncate(message.len() - rust.len());
+            message.push_str(words);
+            return message;
+        }
+    }
+    message
+}
+
+pub(super) fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::scenario::test_support::{err_of, rejects, with, MINIMAL};
+
+    #[test]
+    fn unknown_field_names_path_line_and_expected() {
+        let text = with(r#"{"refunds_service":{"pool_sise":4}}"#);
+        rejects(
+            &text,
+            &[
+                "x.json:",
+                "refunds_service.pool_sise",
+                "unknown field",
+                "expected one of",
+                "pool_size",
+            ],
+        );
+        rejects(r#"{"nmae":"t"}"#, &["x.json:1:", "nmae: unknown field"]);
+    }
+
+    #[test]
+    fn unknown_field_has_line_and_column() {
+        let text = "{\n  \"name\": \"t\",\n  \"horizon\": \"1h\",\n  \"bogus\": 1\n}";
+        let msg = err_of(text);
+        assert!(msg.starts_with("x.json:4:"), "{msg}");
+        assert!(msg.contains("bogus: unknown field `bogus`"), "{msg}");
+    }
+
+    #[test]
+    fn missing_required_field_is_named() {
+        rejects(
+            r#"{"name":"t","arrivals":{"schedule":[]}}"#,
+            &["horizon: missing field `horizon`"],
+        );
+        rejects(
+            &with(r#"{"arrivals":{"schedule":[{"rate_per_s":1}]}}"#),
+            &["arrivals.schedule.0.duration", "missing field"],
+        );
+    }
+
+    #[test]
+    fn bad_durations_say_what_a_duration_looks_like() {
+        let expected = r#"expected a duration like "8s", "400ms" or "53m""#;
+        rejects(
+            &with(r#"{"executor":{"timeout":"-5s"}}"#),
+            &["executor.timeout", "\"-5s\"", expected, "negative"],
+        );
+        rejects(
+            &with(r#"{"executor":{"timeout":"8 sex"}}"#),
+            &["executor.timeout", "\"8 sex\"", expected],
+        );
+        rejects(
+            &with(r#"{"executor":{"timeout":8}}"#),
+            &["executor.timeout", "integer `8`", expected],
+        );
+        rejects(
+            &with(r#"{"refunds_service":{"acquire_timeout":"soon"}}"#),
+            &["refunds_service.acquire_timeout", expected],
+        );
+        rejects(
+            &with(r#"{"stripe":{"latency":{"p50":"1s","p99":"2 parsecs"}}}"#),
+            &["stripe.latency.p99", expected],
+        );
+    }
+
+    #[test]
+    fn duration_error_has_line_and_column() {
+        let text = "{\"name\":\"t\",\n\"horizon\":\"1h\",\n\"executor\": {\"timeout\": \"-5s\"}}";
+        let msg = err_of(text);
+        assert!(msg.starts_with("x.json:3:"), "{msg}");
+    }
+
+    #[test]
+    fn truncated_json_reports_eof_with_line_and_column() {
+        let text = "{\"name\":\"t\",\n\"horizon\":\"1h\",\n\"arrivals\":{\"schedule\":[";
+        let msg = err_of(text);
+        assert!(msg.starts_with("x.json:3:"), "{msg}");
+        assert!(msg.contains("EOF while parsing"), "{msg}");
+        assert!(msg.contains("truncated"), "{msg}");
+    }
+
+    #[test]
+    fn syntax_error_and_trailing_garbage() {
+        rejects(
+            "{\"name\": \"t\",,}",
+            &["x.json:1:14: key must be a string"],
+        );
+        rejects(
+            &format!("{MINIMAL} {{}}"),
+            &["x.json:1:", "trailing characters"],
+        );
+    }
+}

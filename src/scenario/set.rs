@@ -1,0 +1,196 @@
+//! `--set PATH=VALUE` overrides: `PATH` is dot-separated, numeric segments index arrays, and
+//! missing objects on the way are created; `VALUE` is JSON if it parses, else a string.
+
+use serde_json::{Map, Value};
+
+use super::error::{show_path, ScenarioError};
+use super::serde_error::kind;
+
+fn set_error(arg: &str, message: impl Into<String>) -> ScenarioError {
+    ScenarioError::Set {
+        arg: arg.to_string(),
+        message: message.into(),
+    }
+}
+
+/// Applies one `PATH=VALUE` override to a scenario's JSON.
+pub(super) fn apply_set(doc: &mut Value, arg: &str) -> Result<(), ScenarioError> {
+    let Some((path, raw)) = arg.split_once('=') else {
+        return Err(set_error(
+            arg,
+            "expected PATH=VALUE, e.g. executor.timeout=15s or refunds_service.pool_size=20",
+        ));
+    };
+    let path = path.trim();
+    if path.is_empty() {
+        return Err(set_error(
+            arg,
+            "empty PATH; expected a dot-separated field path such as refunds_service.pool_size",
+        ));
+    }
+    let segs: Vec<&str> = path.split('.').collect();
+    if segs.iter().any(|s| s.is_empty()) {
+        return Err(set_error(
+            arg,
+            format!("empty segment in PATH `{path}`; expected names separated by single dots"),
+        ));
+    }
+    let value =
+        serde_json::from_str::<Value>(raw).unwrap_or_else(|_| Value::String(raw.to_string()));
+    let Some((last, parents)) = segs.split_last() else {
+        return Err(set_error(arg, "empty PATH"));
+    };
+
+    let mut cur = doc;
+    for (i, seg) in parents.iter().enumerate() {
+        let here = &segs[..=i];
+        cur = match cur {
+            Value::Object(map) => {
+                let slot = map.entry(seg.to_string()).or_insert(Value::Null);
+                if slot.is_null() {
+                    *slot = Value::Object(Map::new());
+                }
+                slot
+            }
+            Value::Array(items) => {
+                let idx = index(arg, &segs[..i], seg, items.len())?;
+                &mut items[idx]
+            }
+            other => return Err(not_container(arg, &segs[..i], here, other)),
+        };
+    }
+    match cur {
+        Value::Object(map) => {
+            if value.is_null() {
+                map.remove(*last);
+            } else {
+                map.insert(last.to_string(), value);
+            }
+        }
+        Value::Array(items) => {
+            let idx = index(arg, parents, last, items.len())?;
+            items[idx] = value;
+        }
+        other => return Err(not_container(arg, parents, &segs, other)),
+    }
+    Ok(())
+}
+
+fn index(arg: &str, parent: &[&str], seg: &str, len: usize) -> Result<usize, ScenarioError> {
+    let at = show_path(&parent.join(".")).to_string();
+    let expected = match len {
+        0 => format!("`{at}` is an empty array"),
+        1 => format!("`{at}` has 1 element; expected index 0"),
+        n => format!(
+            "`{at}` has {n} elements; expected an index from 0 to {}",
+            n - 1
+        ),
+    };
+    let idx: usize = seg
+        .parse()
+        .map_err(|_| set_error(arg, format!("`{seg}` is not an array index: {expected}")))?;
+    if idx >= len {
+        return Err(set_error(
+            arg,
+            format!("index {idx} out of range: {expected}"),
+        ));
+    }
+    Ok(idx)
+}
+
+fn not_container(arg: &str, parent: &[&str], full: &[&str], v: &Value) -> ScenarioError {
+    set_error(
+        arg,
+        format!(
+            "cannot set `{}`: `{}` is {}, not an object or array",
+            full.join("."),
+            show_path(&parent.join(".")),
+            kind(v)
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::scenario::test_support::{load_with, with, MINIMAL};
+    use crate::scenario::KeyMode;
+
+    #[test]
+    fn set_overrides() {
+        let s = load_with(
+            MINIMAL,
+            &[],
+            &[
+                "executor.timeout=15s",
+                "refunds_service.pool_size=20",
+                "arrivals.schedule.0.rate_per_s=0.5",
+                "executor.retry.max_retries=3",
+                "refunds_service.idempotency_key=per_ticket",
+                "name=\"123\"",
+                "description=a = b",
+                "clock_origin=2024-05-14T16:00:00Z",
+            ],
+        )
+        .unwrap();
+        assert_eq!(s.executor.timeout, Duration::from_secs(15));
+        assert_eq!(s.refunds_service.pool_size, 20);
+        assert_eq!(s.arrivals.schedule[0].rate_per_s, 0.5);
+        let retry = s.executor.retry.expect("--set created executor.retry");
+        assert_eq!(retry.max_retries, 3);
+        assert_eq!(retry.backoff_factor, 2.0);
+        assert_eq!(s.refunds_service.idempotency_key, KeyMode::PerTicket);
+        assert_eq!(s.name, "123");
+        assert_eq!(s.description, "a = b");
+        assert_eq!(s.clock_origin.as_deref(), Some("2024-05-14T16:00:00Z"));
+
+        let base = with(r#"{"executor":{"timeout":"3s"}}"#);
+        let s = load_with(&base, &[], &["executor.timeout=null"]).unwrap();
+        assert_eq!(s.executor.timeout, Duration::from_secs(8));
+    }
+
+    #[test]
+    fn malformed_sets_are_rejected() {
+        let cases: &[(&str, &[&str])] = &[
+            (
+                "executor.timeout",
+                &["--set executor.timeout:", "expected PATH=VALUE"],
+            ),
+            ("=5", &["--set =5:", "empty PATH"]),
+            ("executor..timeout=5s", &["empty segment"]),
+            (
+                "arrivals.schedule.3.rate_per_s=1",
+                &[
+                    "index 3 out of range",
+                    "`arrivals.schedule` has 1 element; expected index 0",
+                ],
+            ),
+            ("arrivals.schedule.1=1", &["index 1 out of range"]),
+            (
+                "arrivals.schedule.first.rate_per_s=1",
+                &[
+                    "`first` is not an array index",
+                    "`arrivals.schedule` has 1 element",
+                ],
+            ),
+            (
+                "name.first=x",
+                &["cannot set `name.first`", "`name` is a string"],
+            ),
+            (
+                "arrivals.schedule.0.rate_per_s.x.y=1",
+                &["`arrivals.schedule.0.rate_per_s` is a number"],
+            ),
+        ];
+        for (arg, parts) in cases {
+            let msg = load_with(MINIMAL, &[], &[arg]).unwrap_err().to_string();
+            for part in *parts {
+                assert!(
+                    msg.contains(part),
+                    "--set {arg}: message {msg:?} lacks {part:?}"
+                );
+            }
+        }
+    }
+}
