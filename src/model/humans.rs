@@ -7,6 +7,7 @@ use super::agent::Ticket;
 use super::dist;
 use super::stripe::{Origin, RefundParams, StripeRequest};
 use super::stripe_api::{serve, Caller};
+use super::stripe_client::classify;
 use super::world::{Ids, World};
 use crate::history::{EventKind, HumanAction};
 
@@ -63,6 +64,26 @@ async fn human(w: Rc<World>, t: Ticket) {
             request: None,
         },
     };
+    w.record(
+        ids,
+        EventKind::StripeRequest {
+            idempotency_key: None,
+            amount_cents: t.amount_cents,
+            sdk_try: 0,
+        },
+    );
     let rng = w.stream("stripe_human", &[t.id]);
-    serve(w.clone(), req, ids, Caller::Human, rng).await;
+    let start = w.now();
+    let delivered = serve(w.clone(), req, ids, Caller::Human, rng).await;
+    let (status, outcome, refund_id) = classify(&delivered);
+    let latency_ns = (w.now() - start).as_nanos();
+    w.record(
+        ids,
+        EventKind::StripeResponse {
+            status,
+            outcome: outcome.into(),
+            refund_id,
+            latency_ns,
+        },
+    );
 }

@@ -59,8 +59,9 @@ fn should_retry(d: Option<&Delivered>) -> bool {
     }
 }
 
-/// stripe-node's backoff before network retry `n` (1-based): `min(0.5·2^(n−1), 5) s × U(0.5, 1)`,
-/// at least 0.5 s.
+/// Backoff before SDK network retry `n` (1-based), as DESIGN §1 states it:
+/// `min(0.5·2^(n−1), 5) s × U(0.5, 1)`, at least 0.5 s (stripe-python's exponential form;
+/// stripe-node grows as `0.5·(n−1)²` under the same cap, jitter and floor).
 fn backoff(n: u32, u: f64) -> SimTime {
     let base = (0.5 * 2f64.powi(n as i32 - 1)).min(5.0);
     let secs = (base * (0.5 + 0.5 * u)).max(0.5);

@@ -46,7 +46,8 @@ fn line(e: &Event, attempts: &BTreeMap<u64, u32>) -> Option<String> {
         }
         EventKind::RequestDropped => format!("refunds-service: call #{call} dropped, its caller's deadline passed"),
         EventKind::StripeResponse { status, outcome, refund_id, .. } => format!(
-            "stripe: POST /v1/refunds for call #{call} → {} {outcome}{}",
+            "stripe: POST /v1/refunds for {} → {} {outcome}{}",
+            if e.call.is_some() { format!("call #{call}") } else { "the manual refund".into() },
             if *status == 0 { "no response,".to_string() } else { status.to_string() },
             refund_id.as_ref().map(|r| format!(" {r}")).unwrap_or_default()
         ),

@@ -2,7 +2,9 @@
 //!
 //! Durations are humantime strings (`"8s"`, `"400ms"`, `"53m"`); money is integer cents in fields
 //! ending `_cents`; rates end `_per_s`. Unknown fields are errors. Each default is written beside
-//! its field and is the value in the incident unless said otherwise.
+//! its field. Where the incident write-up gives a value (8 s timeout reported as an error, retry
+//! once on any tool, no idempotency key, no reconciliation) it is the default; the sizes of the
+//! incident's pool, load and latencies are in `scenarios/carrier-outage.json`, not defaults.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -19,7 +21,7 @@ fn d_ms(ms: u64) -> Duration {
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct Scenario {
-    /// Short name, printed in summaries and replay commands.
+    /// Short name, printed in summaries and reports (`scenario`).
     pub name: String,
     /// Free text: what the scenario demonstrates. Default: empty.
     #[serde(default)]
@@ -74,7 +76,8 @@ fn default_seed() -> u64 {
     1
 }
 
-/// The incident's tool definition (`fixtures/issue_refund.tool.json`), as published.
+/// The incident's tool definition as published (`scenarios/issue_refund.tool.json`, a copy of
+/// `shared/fixtures/issue_refund.tool.json`).
 pub fn default_tools() -> Vec<ToolDefinition> {
     let t: ToolDefinition =
         serde_json::from_str(include_str!("../../scenarios/issue_refund.tool.json"))
@@ -544,10 +547,11 @@ pub enum KeyMode {
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct RefundsService {
-    /// Connections in the pool to Stripe; ≥ 1. FIFO wait. Default: 8.
+    /// Connections in the pool to Stripe; ≥ 1. FIFO wait. Default: 8 (the incident's pool was 3,
+    /// see `scenarios/carrier-outage.json`).
     #[serde(default = "default_pool")]
     pub pool_size: u32,
-    /// Give up waiting for a connection after this long (answer 503). Default: wait forever.
+    /// Give up waiting for a connection after this long (answer 503); > 0. Default: wait forever.
     #[serde(
         default,
         with = "humantime_serde::option",
@@ -636,11 +640,13 @@ pub struct Stripe {
     /// `POST /v1/refunds` latency. Default: p50 350 ms, p99 1.5 s.
     #[serde(default = "default_stripe_latency")]
     pub latency: LatencyDist,
-    /// How long an idempotency key is kept; an older key runs as a fresh request. Default: 24 h.
+    /// How long an idempotency key is kept; an older key runs as a fresh request; > 0.
+    /// Default: 24 h (Stripe's retention).
     #[serde(default = "default_retention", with = "humantime_serde")]
     #[schemars(with = "String")]
     pub idempotency_key_retention: Duration,
-    /// Requests per second before 429 `rate_limit` (live mode 100, sandbox 25). Default: 100.
+    /// Requests per second before 429 `rate_limit` (live mode 100, sandbox 25); 0 means no limit.
+    /// Default: 100.
     #[serde(default = "default_rate_limit")]
     pub rate_limit_per_s: u32,
     /// Injected faults. Default: none.

@@ -161,7 +161,7 @@ pub fn validate(s: &Scenario) -> Result<(), ValidationError> {
         );
     }
     if let Some(t) = svc.acquire_timeout {
-        at_most("refunds_service.acquire_timeout", t, MAX_DURATION)?;
+        positive("refunds_service.acquire_timeout", t)?;
     }
     at_most("refunds_service.overhead", svc.overhead, MAX_DURATION)?;
     positive(
@@ -171,10 +171,9 @@ pub fn validate(s: &Scenario) -> Result<(), ValidationError> {
 
     let st = &s.stripe;
     latency("stripe.latency", &st.latency)?;
-    at_most(
+    positive(
         "stripe.idempotency_key_retention",
         st.idempotency_key_retention,
-        MAX_DURATION,
     )?;
     let f = &st.faults;
     for (name, p) in [
@@ -327,6 +326,21 @@ mod tests {
                 "default expect names unknown metric {metric}"
             );
         }
+    }
+
+    #[test]
+    fn zero_retention_and_zero_acquire_timeout_are_rejected() {
+        rejects(
+            r#"{"name":"t","horizon":"1h","arrivals":{"schedule":[{"duration":"1m","rate_per_s":1}]},"stripe":{"idempotency_key_retention":"0s"}}"#,
+            &[
+                "stripe.idempotency_key_retention",
+                "expected a duration > 0",
+            ],
+        );
+        rejects(
+            r#"{"name":"t","horizon":"1h","arrivals":{"schedule":[{"duration":"1m","rate_per_s":1}]},"refunds_service":{"acquire_timeout":"0s"}}"#,
+            &["refunds_service.acquire_timeout", "expected a duration > 0"],
+        );
     }
 
     #[test]
