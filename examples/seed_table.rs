@@ -105,8 +105,8 @@ fn row(scenario: &Scenario, seeds: RangeInclusive<u64>) -> Vec<String> {
         dollars(mean(|m| m.over_refund_cents)),
         format!("{:.2}", mean(|m| m.lost_refunds)),
         format!("{:.2}", mean(|m| m.false_failures)),
-        format!("{:.1}", mean(|m| m.executor_timeouts)),
-        format!("{:.1}", mean(|m| m.escalations)),
+        format!("{:.2}", mean(|m| m.executor_timeouts)),
+        format!("{:.2}", mean(|m| m.escalations)),
         format!("{:.2}", mean(|m| m.manual_refunds)),
     ]
 }

@@ -92,7 +92,8 @@ pub struct Metrics {
     pub over_refund_cents: u64,
     /// Tickets that ended with no refund (invariant 3).
     pub lost_refunds: u64,
-    /// Tool results shown as `fail` for a call whose refund exists (invariant 4).
+    /// Tool results shown as `fail` for a call whose refund exists (invariant 4): one of the
+    /// call's Stripe requests created a refund or got one back (including an idempotent replay).
     pub false_failures: u64,
     /// Manual refunds by humans.
     pub manual_refunds: u64,
@@ -209,9 +210,13 @@ pub fn evaluate(history: &History, gauges: &ModelGauges) -> Metrics {
                 status,
                 outcome,
                 latency_ns,
-                ..
+                refund_id,
             } => {
                 stripe_lat.push(*latency_ns);
+                // A 200 with a refund (new or replayed) means this attempt's refund exists.
+                if let (Some(f), Some(a), 200, Some(_)) = (facts, attempt, *status, refund_id) {
+                    f.refunded_attempts.insert(*a);
+                }
                 match (*status, outcome.as_str()) {
                     (200, "replayed") => m.stripe_replays += 1,
                     (409, _) => m.stripe_409 += 1,
