@@ -4,8 +4,9 @@ use serde::Serialize;
 
 use crate::check::{evaluate, expectations, ExpectationResult, Metrics};
 use crate::history::History;
-use crate::model::simulate;
+use crate::model::simulate_on;
 use crate::scenario::Scenario;
+use crate::sim::Sim;
 
 /// How to replay a run from the command line: the scenario path and any policy and `--set`
 /// arguments it was loaded with.
@@ -94,7 +95,12 @@ pub struct RunOutput {
 /// assert!(out.report.expectations_met);
 /// ```
 pub fn run(scenario: &Scenario, seed: u64, how: &Invocation) -> RunOutput {
-    let sim = simulate(scenario, seed);
+    run_on(Sim::new(), scenario, seed, how)
+}
+
+/// [`run`] on a given engine, e.g. one in exploration mode ([`Sim::exploring`]).
+pub fn run_on(engine: Sim, scenario: &Scenario, seed: u64, how: &Invocation) -> RunOutput {
+    let sim = simulate_on(engine, scenario, seed);
     let metrics = evaluate(&sim.history, &sim.gauges);
     let expectations = expectations(&metrics, &scenario.expect);
     let report = RunReport {

@@ -49,7 +49,11 @@ pub struct Simulation {
 /// load and reconciliation stop at the horizon; in-flight work drains). A pure function of its
 /// inputs.
 pub fn simulate(scenario: &Scenario, seed: u64) -> Simulation {
-    let sim = Sim::new();
+    simulate_on(Sim::new(), scenario, seed)
+}
+
+/// [`simulate`] on a given engine, e.g. one in exploration mode ([`Sim::exploring`]).
+pub fn simulate_on(sim: Sim, scenario: &Scenario, seed: u64) -> Simulation {
     let w = world::World::new(sim.clone(), Rc::new(scenario.clone()), seed);
     sim.spawn(arrivals::generate(w.clone()));
     sim.spawn(background::generate(w.clone()));

@@ -3,6 +3,8 @@
 
 use std::rc::Rc;
 
+use rand::Rng;
+
 use super::dist;
 use super::stripe::{Begin, CommitFault, Delivered, RefundStatus, StripeRequest};
 use super::world::{Ids, World};
@@ -41,7 +43,13 @@ struct Draws {
 
 fn draw(w: &World, rng: &mut StreamRng) -> Draws {
     let f = &w.cfg.stripe.faults;
-    let base = dist::latency(rng, &w.cfg.stripe.latency);
+    let mut base = dist::latency(rng, &w.cfg.stripe.latency);
+    let choices = &w.cfg.stripe.latency_choices;
+    if !choices.is_empty() {
+        let drawn = rng.random_range(0..choices.len());
+        let k = w.sim.pick(choices.len()).unwrap_or(drawn);
+        base = SimTime::from_duration(choices[k]);
+    }
     let spike = dist::chance(rng, f.latency_spike);
     let lock_timeout = dist::chance(rng, f.lock_timeout);
     let e500 = dist::chance(rng, f.error_500_after_commit);

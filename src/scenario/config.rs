@@ -97,26 +97,49 @@ pub fn default_expect() -> BTreeMap<String, Bound> {
     .map(|m| {
         (
             m.to_string(),
-            Bound {
-                min: None,
-                max: Some(0.0),
-            },
+            Bound::at_most(0.0),
         )
     })
     .collect()
 }
 
-/// An inclusive bound on one metric of a run.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+/// Inclusive bounds on one metric. `min` / `max` hold per run (per seed: `refundsim run` and
+/// `refundsim check` both check them); the other fields hold over the seeds of one
+/// `refundsim check` (scenario × policy), where `run` ignores them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct Bound {
-    /// The metric must be ≥ this. Default: unbounded.
+    /// Per seed: the metric must be ≥ this. Default: unbounded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min: Option<f64>,
-    /// The metric must be ≤ this. Default: unbounded.
+    /// Per seed: the metric must be ≤ this. Default: unbounded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max: Option<f64>,
+    /// Over the seeds (`check`): the mean must be ≥ this. Default: unbounded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_min: Option<f64>,
+    /// Over the seeds (`check`): the mean must be ≤ this. Default: unbounded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_max: Option<f64>,
+    /// Over the seeds (`check`): the nearest-rank 90th percentile must be ≤ this.
+    /// Default: unbounded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p90_max: Option<f64>,
+    /// Over the seeds (`check`): the largest fraction of seeds, in `[0, 1]`, allowed to break
+    /// `min` or `max`; needs `min` or `max`. Default: 0 (every seed must hold them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub violating_seeds_max: Option<f64>,
+}
+
+impl Bound {
+    /// `{"max": max}`: the metric must be ≤ `max` on every seed.
+    pub fn at_most(max: f64) -> Self {
+        Bound {
+            max: Some(max),
+            ..Bound::default()
+        }
+    }
 }
 
 /// A lognormal distribution of durations given by its median and 99th percentile.
@@ -640,6 +663,16 @@ pub struct Stripe {
     /// `POST /v1/refunds` latency. Default: p50 350 ms, p99 1.5 s.
     #[serde(default = "default_stripe_latency")]
     pub latency: LatencyDist,
+    /// When non-empty, each request's latency is one of these instead of a `latency` draw
+    /// (uniform from the request's stream; in exhaustive exploration every choice is visited).
+    /// Default: empty.
+    #[serde(
+        default,
+        with = "humantime_list",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    #[schemars(with = "Vec<String>")]
+    pub latency_choices: Vec<Duration>,
     /// How long an idempotency key is kept; an older key runs as a fresh request; > 0.
     /// Default: 24 h (Stripe's retention).
     #[serde(default = "default_retention", with = "humantime_serde")]
@@ -668,6 +701,7 @@ impl Default for Stripe {
     fn default() -> Self {
         Stripe {
             latency: default_stripe_latency(),
+            latency_choices: Vec::new(),
             idempotency_key_retention: default_retention(),
             rate_limit_per_s: default_rate_limit(),
             faults: Faults::default(),
@@ -781,5 +815,24 @@ impl Default for Reconciliation {
             enabled: false,
             interval: default_recon(),
         }
+    }
+}
+
+/// serde for a list of humantime durations.
+mod humantime_list {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(transparent)]
+    struct D(#[serde(with = "humantime_serde")] Duration);
+
+    pub fn serialize<S: Serializer>(v: &[Duration], s: S) -> Result<S::Ok, S::Error> {
+        v.iter().map(|d| D(*d)).collect::<Vec<_>>().serialize(s)
+    }
+
+    pub fn deserialize<'de, De: Deserializer<'de>>(d: De) -> Result<Vec<Duration>, De::Error> {
+        Ok(Vec::<D>::deserialize(d)?.into_iter().map(|x| x.0).collect())
     }
 }

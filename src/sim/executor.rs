@@ -12,6 +12,7 @@ use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 
+use super::tiebreak::{TieBreak, MAX_CANDIDATES};
 use super::time::SimTime;
 use super::timer::{Sleep, Timeout};
 
@@ -50,6 +51,9 @@ pub(super) struct Inner {
     tasks: RefCell<BTreeMap<u64, Option<Task>>>,
     ready: Arc<Mutex<ReadyQueue>>,
     events_processed: Cell<u64>,
+    tie_break: RefCell<Option<Box<dyn TieBreak>>>,
+    epsilon: Cell<SimTime>,
+    decisions: Cell<u64>,
 }
 
 /// A handle to one simulation: its virtual clock, timers and tasks. Cheap to clone; every clone
@@ -88,8 +92,67 @@ impl Sim {
                 tasks: RefCell::new(BTreeMap::new()),
                 ready: Arc::new(Mutex::new(ReadyQueue::default())),
                 events_processed: Cell::new(0),
+                tie_break: RefCell::new(None),
+                epsilon: Cell::new(SimTime::ZERO),
+                decisions: Cell::new(0),
             }),
         }
+    }
+
+    /// A simulation in exploration mode: whenever several timers are due within `epsilon` of the
+    /// earliest one, `tie_break` picks which fires next (the clock then moves to that timer's
+    /// deadline; the others fire late by less than `epsilon`). `epsilon = 0` permutes only
+    /// exact ties.
+    pub fn exploring(tie_break: Box<dyn TieBreak>, epsilon: SimTime) -> Self {
+        let sim = Sim::new();
+        *sim.inner.tie_break.borrow_mut() = Some(tie_break);
+        sim.inner.epsilon.set(epsilon);
+        sim
+    }
+
+    /// Asks the tie-break to pick one of `n` alternatives for a discrete draw, when it drives
+    /// draws (exhaustive mode); `None` otherwise (the caller uses its seeded stream).
+    pub fn pick(&self, n: usize) -> Option<usize> {
+        if n < 2 {
+            return None;
+        }
+        let mut tb = self.inner.tie_break.borrow_mut();
+        let tb = tb.as_mut().filter(|t| t.drives_draws())?;
+        self.inner.decisions.set(self.inner.decisions.get() + 1);
+        Some(tb.choose(n))
+    }
+
+    /// Takes the tie-break back out (e.g. to read a [`super::Script`]'s recorded decisions).
+    pub fn take_tie_break(&self) -> Option<Box<dyn TieBreak>> {
+        self.inner.tie_break.borrow_mut().take()
+    }
+
+    /// Decisions the tie-break made so far (timer orders and draws with 2+ alternatives).
+    pub fn decisions(&self) -> u64 {
+        self.inner.decisions.get()
+    }
+
+    /// Removes the next timer to fire: the earliest, or in exploration mode the tie-break's pick
+    /// among those due within `epsilon` of the earliest.
+    fn pop_next_timer(&self) -> Option<((SimTime, u64), Waker)> {
+        let mut timers = self.inner.timers.borrow_mut();
+        let (&(first, _), _) = timers.first_key_value()?;
+        let mut tb = self.inner.tie_break.borrow_mut();
+        let Some(tb) = tb.as_mut() else {
+            return timers.pop_first();
+        };
+        let limit = first.saturating_add(self.inner.epsilon.get());
+        let candidates: Vec<(SimTime, u64)> = timers
+            .range(..=(limit, u64::MAX))
+            .map(|(k, _)| *k)
+            .take(MAX_CANDIDATES)
+            .collect();
+        if candidates.len() < 2 {
+            return timers.pop_first();
+        }
+        self.inner.decisions.set(self.inner.decisions.get() + 1);
+        let key = candidates[tb.choose(candidates.len()).min(candidates.len() - 1)];
+        timers.remove_entry(&key)
     }
 
     /// The current virtual time.
@@ -201,10 +264,9 @@ impl Sim {
     pub fn run(&self) -> RunStats {
         loop {
             self.run_ready();
-            let next = self.inner.timers.borrow_mut().pop_first();
+            let next = self.pop_next_timer();
             match next {
                 Some(((due, _), waker)) => {
-                    debug_assert!(due >= self.now());
                     self.inner.now.set(due.max(self.now()));
                     self.count_event();
                     waker.wake();
@@ -311,6 +373,45 @@ mod tests {
         assert_eq!(*log.borrow(), vec![(3, 1), (3, 3), (5, 0), (5, 2)]);
         assert_eq!(stats.end, SimTime::from_millis(5));
         assert_eq!(stats.parked_tasks, 0);
+    }
+
+    #[test]
+    fn exploration_permutes_same_instant_events() {
+        use crate::sim::tiebreak::Script;
+        let orders = |prefix: Vec<usize>| {
+            let sim = Sim::exploring(Box::new(Script::new(prefix)), SimTime::ZERO);
+            let log = Rc::new(RefCell::new(Vec::new()));
+            for i in 0..3 {
+                let (s, log) = (sim.clone(), log.clone());
+                sim.spawn(async move {
+                    s.sleep(SimTime::from_millis(5)).await;
+                    log.borrow_mut().push(i);
+                });
+            }
+            sim.run();
+            let v = log.borrow().clone();
+            v
+        };
+        assert_eq!(orders(vec![]), vec![0, 1, 2]);
+        assert_eq!(orders(vec![2]), vec![2, 0, 1]);
+        assert_eq!(orders(vec![1, 1]), vec![1, 2, 0]);
+    }
+
+    #[test]
+    fn epsilon_lets_a_near_tie_fire_first() {
+        use crate::sim::tiebreak::Script;
+        let sim = Sim::exploring(Box::new(Script::new(vec![1])), SimTime::from_millis(1));
+        let log = Rc::new(RefCell::new(Vec::new()));
+        for (i, us) in [(0, 8_000_000u64), (1, 8_000_500)] {
+            let (s, log) = (sim.clone(), log.clone());
+            sim.spawn(async move {
+                s.sleep(SimTime::from_nanos(us * 1000)).await;
+                log.borrow_mut().push((i, s.now().as_nanos()));
+            });
+        }
+        sim.run();
+        // The later timer (8.0005 s) fired first; the earlier one fired late, at the same instant.
+        assert_eq!(*log.borrow(), vec![(1, 8_000_500_000), (0, 8_000_500_000)]);
     }
 
     #[test]

@@ -19,10 +19,12 @@
 
 mod executor;
 mod rng;
+mod tiebreak;
 mod time;
 mod timer;
 
 pub use executor::{JoinHandle, RunStats, Sim};
 pub use rng::{tag, StreamRng, Streams};
+pub use tiebreak::{Script, Seeded, TieBreak, MAX_CANDIDATES};
 pub use time::SimTime;
 pub use timer::{Elapsed, Sleep, Timeout};
