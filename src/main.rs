@@ -8,7 +8,9 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use clap::{Parser, Subcommand};
 
+use refundsim::gate;
 use refundsim::history::write_trace;
+use refundsim::lint;
 use refundsim::report::{story, summary};
 use refundsim::run::{run as run_scenario, Invocation};
 use refundsim::scenario;
@@ -27,6 +29,14 @@ enum Command {
     Run(RunArgs),
     /// Print the JSON Schema of scenario files.
     Schema,
+    /// CI gate: every scenario × policy × seed against `expect` bounds and conservation
+    /// (exit 1 if one fails).
+    Check(CheckArgs),
+    /// Compare a candidate policy with a baseline on the same seeds (exit 1 if a tolerance is
+    /// exceeded).
+    Diff(DiffArgs),
+    /// Static checks of scenarios, policies and tool definitions (exit 1 on an error finding).
+    Lint(LintArgs),
 }
 
 #[derive(clap::Args)]
@@ -53,6 +63,61 @@ struct RunArgs {
     ticket: Option<u64>,
 }
 
+#[derive(clap::Args)]
+struct CheckArgs {
+    /// Scenario files, or directories of them (`*.json` except `*.tool.json`).
+    #[arg(required = true, value_name = "SCENARIO|DIR")]
+    scenarios: Vec<PathBuf>,
+    /// Also run every scenario under this policy (separately); repeatable.
+    #[arg(long = "policy", value_name = "FILE")]
+    policies: Vec<PathBuf>,
+    /// Seeds `A..B` (inclusive) [default: each scenario's own `seed`].
+    #[arg(long, value_name = "A..B")]
+    seeds: Option<String>,
+    /// Write a JUnit XML report to FILE (whole or not at all).
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
+    /// Print the report as JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+struct DiffArgs {
+    /// Scenario files, or directories of them.
+    #[arg(required = true, value_name = "SCENARIO")]
+    scenarios: Vec<PathBuf>,
+    /// Baseline policy file.
+    #[arg(long, value_name = "FILE")]
+    baseline: PathBuf,
+    /// Candidate policy file.
+    #[arg(long, value_name = "FILE")]
+    candidate: PathBuf,
+    /// Seeds `A..B` (inclusive), the same for both policies.
+    #[arg(long, value_name = "A..B", default_value = "1..30")]
+    seeds: String,
+    /// Run the candidate on other seeds: an unpaired comparison (to measure what pairing buys).
+    #[arg(long, value_name = "A..B")]
+    candidate_seeds: Option<String>,
+    /// Largest allowed mean difference (candidate − baseline) of a metric; repeatable
+    /// [default: duplicate_refund_tickets=0, lost_refunds=0, false_failures=0].
+    #[arg(long = "tolerance", value_name = "METRIC=VALUE")]
+    tolerances: Vec<String>,
+    /// Print the report as JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+struct LintArgs {
+    /// Scenarios, policies, MCP `tools/list` results or Anthropic tool definitions (JSON).
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// Print the findings as JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
@@ -62,9 +127,14 @@ fn main() -> ExitCode {
     match run() {
         Ok(code) => code,
         Err(e) => {
-            match e.downcast_ref::<scenario::ScenarioError>() {
-                Some(se) => eprintln!("error: {se}"),
-                None => eprintln!("error: {e:#}"),
+            if let Some(se) = e.downcast_ref::<scenario::ScenarioError>() {
+                eprintln!("error: {se}");
+            } else if let Some(ge) = e.downcast_ref::<gate::GateError>() {
+                eprintln!("error: {ge}");
+            } else if let Some(le) = e.downcast_ref::<lint::LintError>() {
+                eprintln!("error: {le}");
+            } else {
+                eprintln!("error: {e:#}");
             }
             ExitCode::from(2)
         }
@@ -75,6 +145,9 @@ fn run() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
     match cli.command {
         Command::Run(args) => cmd_run(args),
+        Command::Check(args) => cmd_check(args),
+        Command::Diff(args) => cmd_diff(args),
+        Command::Lint(args) => cmd_lint(args),
         Command::Schema => {
             print!("{}", scenario::schema_json());
             Ok(ExitCode::SUCCESS)
@@ -141,6 +214,76 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+fn exit(ok: bool) -> ExitCode {
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn print_json(v: &impl serde::Serialize) -> anyhow::Result<()> {
+    writeln!(
+        std::io::stdout().lock(),
+        "{}",
+        serde_json::to_string_pretty(v)?
+    )?;
+    Ok(())
+}
+
+fn cmd_check(a: CheckArgs) -> anyhow::Result<ExitCode> {
+    let opts = gate::CheckOptions {
+        scenarios: a.scenarios,
+        policies: a.policies,
+        seeds: a
+            .seeds
+            .map(|s| gate::SeedRange::parse("--seeds", &s))
+            .transpose()?,
+    };
+    let report = gate::check(&opts)?;
+    if let Some(path) = &a.junit {
+        gate::write_atomically(path, &gate::junit_xml(&report))
+            .map_err(|e| anyhow::anyhow!("--junit {}: {e}", display(path)))?;
+    }
+    if a.json {
+        print_json(&report)?;
+    } else {
+        print!("{}", gate::check_text(&report));
+    }
+    Ok(exit(report.passed))
+}
+
+fn cmd_diff(a: DiffArgs) -> anyhow::Result<ExitCode> {
+    let opts = gate::DiffOptions {
+        scenarios: a.scenarios,
+        baseline: a.baseline,
+        candidate: a.candidate,
+        seeds: gate::SeedRange::parse("--seeds", &a.seeds)?,
+        candidate_seeds: a
+            .candidate_seeds
+            .map(|s| gate::SeedRange::parse("--candidate-seeds", &s))
+            .transpose()?,
+        tolerances: a.tolerances,
+    };
+    let report = gate::diff(&opts)?;
+    if a.json {
+        print_json(&report)?;
+    } else {
+        print!("{}", gate::diff_text(&report));
+    }
+    Ok(exit(report.passed))
+}
+
+fn cmd_lint(a: LintArgs) -> anyhow::Result<ExitCode> {
+    let report = lint::lint_files(&a.files)?;
+    if a.json {
+        print_json(&report)?;
+    } else {
+        print!("{}", lint::lint_text(&report));
+    }
+    Ok(exit(!report.has_errors()))
 }
 
 /// Writes to a temporary file beside `path`, then renames it over `path`: no partial file on error.

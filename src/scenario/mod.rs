@@ -1,5 +1,6 @@
 //! Scenario files: the format (serde), defaults, validation, and policy merge patches.
 
+mod bound_rules;
 mod config;
 mod error;
 mod load;

@@ -63,7 +63,8 @@ const RFC3339_EXAMPLE: &str = r#""2024-05-14T16:00:00Z""#;
 /// - probabilities in [0, 1]; `stripe.faults.latency_spike_factor` ≥ 1; `executor.retry`
 ///   `backoff_factor` ≥ 1 and `jitter` in [0, 1); `refunds_service.pool_size` ≥ 1;
 /// - `agent.tool` names one of `tools`; `clock_origin` is RFC 3339 UTC; `expect` keys are in
-///   [`METRICS`] and each bound has `min` ≤ `max`.
+///   [`METRICS`] and each bound is consistent (see `bound_rules`: finite numbers, `min` ≤ `max`,
+///   `mean_min` ≤ `mean_max`, `violating_seeds_max` in `[0, 1]` and only beside `min`/`max`).
 ///
 /// A schedule longer than the horizon is allowed: arrivals stop at the horizon.
 pub fn validate(s: &Scenario) -> Result<(), ValidationError> {
@@ -210,14 +211,7 @@ pub fn validate(s: &Scenario) -> Result<(), ValidationError> {
                 ),
             );
         }
-        if let (Some(min), Some(max)) = (bound.min, bound.max) {
-            if min > max {
-                return fail(
-                    format!("expect.{metric}"),
-                    format!("invalid bound: expected min ≤ max, got min {min} > max {max}"),
-                );
-            }
-        }
+        super::bound_rules::bound(&format!("expect.{metric}"), bound)?;
     }
     Ok(())
 }

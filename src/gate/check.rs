@@ -1,0 +1,224 @@
+//! `refundsim check`: every scenario × policy × seed, in parallel, against each scenario's
+//! `expect` bounds and the conservation invariant.
+
+use std::path::PathBuf;
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use super::bounds::{check_bounds, invariant_of, BoundCheck, Rule};
+use super::error::GateError;
+use super::inputs::scenario_files;
+use super::seeds::SeedRange;
+use crate::check::INVARIANTS;
+use crate::report::story;
+use crate::run::{run, Invocation, RunReport};
+use crate::scenario::{self, Scenario};
+
+/// What to check.
+#[derive(Clone, Debug, Default)]
+pub struct CheckOptions {
+    /// Scenario files or directories (see [`scenario_files`]).
+    pub scenarios: Vec<PathBuf>,
+    /// Policies; each scenario runs bare and then under each policy, separately.
+    pub policies: Vec<PathBuf>,
+    /// Seeds; `None` runs each scenario on its own `seed` only.
+    pub seeds: Option<SeedRange>,
+}
+
+/// The verdict over every scenario × policy.
+#[derive(Clone, Debug, Serialize)]
+pub struct CheckReport {
+    /// One per scenario × policy, scenario-major, in argument order.
+    pub cases: Vec<CaseReport>,
+    /// Every case passed.
+    pub passed: bool,
+}
+
+/// One scenario under one policy over its seeds.
+#[derive(Clone, Debug, Serialize)]
+pub struct CaseReport {
+    /// Scenario file as given.
+    pub scenario_path: String,
+    /// Scenario `name`.
+    pub scenario: String,
+    /// Policy file, or `None` for the scenario as written.
+    pub policy: Option<String>,
+    /// Seeds run, ascending.
+    pub seeds: Vec<u64>,
+    /// Each rule of each `expect` bound, plus the conservation invariant.
+    pub checks: Vec<BoundCheck>,
+    /// Each invariant of DESIGN §3 with the number of seeds that violate it (reported, not
+    /// gated, except `conservation`).
+    pub invariants: Vec<InvariantCount>,
+    /// One per failing check: how to see and replay it.
+    pub violations: Vec<Violation>,
+    /// Every check holds.
+    pub passed: bool,
+}
+
+/// An invariant and how many seeds violate it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct InvariantCount {
+    /// Invariant name.
+    pub name: String,
+    /// Seeds on which it was violated.
+    pub violating_seeds: u64,
+}
+
+/// A failing check, with the story of its first offending ticket and the replay command.
+#[derive(Clone, Debug, Serialize)]
+pub struct Violation {
+    /// Metric.
+    pub metric: String,
+    /// The rule, as text (`≤ 0 per seed`, `mean ≤ 2`).
+    pub rule: String,
+    /// The seed shown: the first failing seed, or the worst one for an aggregate.
+    pub seed: u64,
+    /// The metric on that seed.
+    pub value: f64,
+    /// The offending ticket, when the metric counts tickets that break an invariant.
+    pub ticket: Option<u64>,
+    /// That ticket's story (empty without a ticket).
+    pub story: Vec<String>,
+    /// `refundsim run …` that replays the seed.
+    pub replay: String,
+}
+
+struct Case {
+    path: PathBuf,
+    policy: Option<PathBuf>,
+    scenario: Scenario,
+    seeds: Vec<u64>,
+}
+
+impl Case {
+    fn invocation(&self) -> Invocation {
+        Invocation {
+            scenario_path: self.path.display().to_string(),
+            policies: self
+                .policy
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect(),
+            sets: Vec::new(),
+        }
+    }
+}
+
+/// Loads every case (any bad input is an error before anything runs), runs every seed in
+/// parallel, and checks. The result does not depend on the number of threads: runs are
+/// collected in input order.
+pub fn check(opts: &CheckOptions) -> Result<CheckReport, GateError> {
+    let cases = load_cases(opts)?;
+    let jobs: Vec<(usize, u64)> = cases
+        .iter()
+        .enumerate()
+        .flat_map(|(i, c)| c.seeds.iter().map(move |&s| (i, s)))
+        .collect();
+    let reports: Vec<RunReport> = jobs
+        .par_iter()
+        .map(|&(i, seed)| run(&cases[i].scenario, seed, &cases[i].invocation()).report)
+        .collect();
+    let mut next = 0;
+    let cases: Vec<CaseReport> = cases
+        .iter()
+        .map(|c| {
+            let runs: Vec<&RunReport> = reports[next..next + c.seeds.len()].iter().collect();
+            next += c.seeds.len();
+            case_report(c, &runs)
+        })
+        .collect();
+    Ok(CheckReport {
+        passed: cases.iter().all(|c| c.passed),
+        cases,
+    })
+}
+
+fn load_cases(opts: &CheckOptions) -> Result<Vec<Case>, GateError> {
+    let mut cases = Vec::new();
+    for path in scenario_files(&opts.scenarios)? {
+        let policies = std::iter::once(None).chain(opts.policies.iter().cloned().map(Some));
+        for policy in policies {
+            let scenario = scenario::load(&path, policy.as_slice(), &[])?;
+            let seeds = match opts.seeds {
+                Some(r) => r.seeds(),
+                None => vec![scenario.seed],
+            };
+            cases.push(Case {
+                path: path.clone(),
+                policy,
+                scenario,
+                seeds,
+            });
+        }
+    }
+    Ok(cases)
+}
+
+fn case_report(c: &Case, runs: &[&RunReport]) -> CaseReport {
+    let checks = check_bounds(&c.scenario.expect, runs);
+    let violations = checks
+        .iter()
+        .filter(|k| !k.ok)
+        .map(|k| violation(c, k))
+        .collect();
+    let invariants = INVARIANTS
+        .iter()
+        .map(|&name| InvariantCount {
+            name: name.to_string(),
+            violating_seeds: runs
+                .iter()
+                .filter(|r| {
+                    r.metrics
+                        .invariants
+                        .iter()
+                        .any(|i| i.name == name && !i.holds)
+                })
+                .count() as u64,
+        })
+        .collect();
+    CaseReport {
+        scenario_path: c.path.display().to_string(),
+        scenario: c.scenario.name.clone(),
+        policy: c.policy.as_ref().map(|p| p.display().to_string()),
+        seeds: c.seeds.clone(),
+        passed: checks.iter().all(|k| k.ok),
+        checks,
+        invariants,
+        violations,
+    }
+}
+
+/// Replays the check's seed to find its first offending ticket and tell its story.
+fn violation(c: &Case, k: &BoundCheck) -> Violation {
+    let how = c.invocation();
+    let out = run(&c.scenario, k.seed, &how);
+    let too_high = !matches!(k.rule, Rule::Min | Rule::MeanMin);
+    let ticket = invariant_of(&k.metric)
+        .filter(|_| too_high)
+        .and_then(|inv| {
+            out.report
+                .metrics
+                .invariants
+                .iter()
+                .find(|i| i.name == inv)
+                .and_then(|i| i.first_ticket)
+        });
+    let origin = c
+        .scenario
+        .clock_origin
+        .as_deref()
+        .and_then(|s| humantime::parse_rfc3339(s).ok());
+    Violation {
+        metric: k.metric.clone(),
+        rule: k.describe(),
+        seed: k.seed,
+        value: out.report.metrics.get(&k.metric).unwrap_or(f64::NAN),
+        story: ticket
+            .map(|t| story(&out.history, t, origin))
+            .unwrap_or_default(),
+        ticket,
+        replay: how.command(k.seed),
+    }
+}

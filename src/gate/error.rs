@@ -1,0 +1,49 @@
+//! Why a gate command (`check`, `diff`) could not run: bad input, exit code 2.
+
+use crate::scenario::ScenarioError;
+
+/// Bad input to `check` or `diff`. Every message is one line naming the argument or file at
+/// fault and what was expected.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GateError {
+    /// A scenario or policy could not be loaded.
+    #[error(transparent)]
+    Scenario(#[from] ScenarioError),
+    /// A malformed `--seeds`.
+    #[error("{flag} {arg}: {message}")]
+    Seeds {
+        /// The flag (`--seeds`, `--candidate-seeds`).
+        flag: &'static str,
+        /// The argument as given.
+        arg: String,
+        /// What is wrong and what was expected.
+        message: String,
+    },
+    /// A malformed `--tolerance`.
+    #[error("--tolerance {arg}: {message}")]
+    Tolerance {
+        /// The argument as given.
+        arg: String,
+        /// What is wrong and what was expected.
+        message: String,
+    },
+    /// A scenario argument that is neither a file nor a directory with scenarios.
+    #[error("{path}: {message}")]
+    Input {
+        /// The path as given.
+        path: String,
+        /// What is wrong and what was expected.
+        message: String,
+    },
+    /// An output file could not be written.
+    #[error("{flag} {path}: {message}")]
+    Output {
+        /// The flag (`--junit`).
+        flag: &'static str,
+        /// The path as given.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+}

@@ -1,0 +1,31 @@
+//! The CI regression gate (`refundsim check`, `refundsim diff`): scenarios × policies × seeds
+//! checked against their `expect` bounds, paired policy comparisons, and JUnit XML reports.
+//!
+//! **What fails the gate.** A scenario's `expect` bounds are its contract: `check` fails when
+//! any bound fails (per seed `min` / `max`, or over the seeds `mean_min`, `mean_max`, `p90_max`,
+//! with `violating_seeds_max` tolerating a fraction of failing seeds), and always when the
+//! `conservation` invariant breaks (a model bug). The other invariants of DESIGN §3 are counted
+//! and shown but do not fail on their own: a scenario that *demonstrates* duplicates says so in
+//! its `expect`. A scenario without `expect` gets the default, the safety invariants holding.
+
+mod atomic;
+mod bounds;
+mod check;
+mod diff;
+mod error;
+mod inputs;
+mod junit;
+mod seeds;
+mod stats;
+mod text;
+
+pub use atomic::write_atomically;
+pub use bounds::{check_bounds, fmt_num, invariant_of, BoundCheck, Rule};
+pub use check::{check, CaseReport, CheckOptions, CheckReport, InvariantCount, Violation};
+pub use diff::{diff, DiffOptions, DiffReport, MetricDiff, ScenarioDiff, DEFAULT_TOLERANCES};
+pub use error::GateError;
+pub use inputs::scenario_files;
+pub use junit::junit_xml;
+pub use seeds::{SeedRange, MAX_SEEDS};
+pub use stats::{mean, paired, percentile, t975, welch, Interval};
+pub use text::{check_text, diff_text};

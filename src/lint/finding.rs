@@ -1,0 +1,115 @@
+//! A lint finding and the report of one `lint` call.
+
+use std::fmt::Write;
+
+use serde::Serialize;
+
+/// How bad a finding is. `error` makes `refundsim lint` exit 1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// Worth a look; does not fail.
+    Warning,
+    /// Can duplicate or lose money; fails the lint.
+    Error,
+}
+
+/// One rule broken at one place.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Finding {
+    /// The file as given.
+    pub file: String,
+    /// Rule id, e.g. `retry-non-idempotent`.
+    pub id: &'static str,
+    /// Severity.
+    pub severity: Severity,
+    /// Dot-separated JSON path of the field at fault (as `--set` takes it).
+    pub path: String,
+    /// What is wrong, with the numbers behind it.
+    pub message: String,
+    /// How to fix it.
+    pub hint: String,
+}
+
+impl Finding {
+    /// A finding in `file` (set later by the caller through [`Finding::in_file`]).
+    pub fn new(
+        id: &'static str,
+        severity: Severity,
+        path: impl Into<String>,
+        message: impl Into<String>,
+        hint: impl Into<String>,
+    ) -> Self {
+        Finding {
+            file: String::new(),
+            id,
+            severity,
+            path: path.into(),
+            message: message.into(),
+            hint: hint.into(),
+        }
+    }
+
+    /// The same finding, naming `file`.
+    pub fn in_file(mut self, file: &str) -> Self {
+        self.file = file.to_string();
+        self
+    }
+}
+
+/// A file linted and what it was read as.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LintedFile {
+    /// The file as given.
+    pub file: String,
+    /// `scenario`, `policy` or `tools`.
+    pub kind: &'static str,
+}
+
+/// What `lint` found in its files, in file order then rule order.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LintReport {
+    /// Each file linted, in argument order.
+    pub files: Vec<LintedFile>,
+    /// Every finding.
+    pub findings: Vec<Finding>,
+}
+
+impl LintReport {
+    /// Any error-level finding.
+    pub fn has_errors(&self) -> bool {
+        self.findings.iter().any(|f| f.severity == Severity::Error)
+    }
+}
+
+/// The report as text: one block per finding, then a count.
+pub fn lint_text(r: &LintReport) -> String {
+    let mut s = String::new();
+    for f in &r.findings {
+        let sev = match f.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        };
+        let _ = writeln!(s, "{}: {sev}[{}] {}: {}", f.file, f.id, f.path, f.message);
+        let _ = writeln!(s, "  fix: {}", f.hint);
+    }
+    let errors = r
+        .findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .count();
+    let kinds: Vec<String> = r
+        .files
+        .iter()
+        .map(|f| format!("{} ({})", f.file, f.kind))
+        .collect();
+    let _ = writeln!(
+        s,
+        "lint {}: {} error(s), {} warning(s) in {}",
+        if errors == 0 { "ok" } else { "FAILED" },
+        errors,
+        r.findings.len() - errors,
+        kinds.join(", ")
+    );
+    s
+}

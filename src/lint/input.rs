@@ -1,0 +1,131 @@
+//! What a file given to `lint` is: a scenario, a policy, an MCP `tools/list` result or
+//! Anthropic-format tool definitions, told apart by shape.
+//!
+//! - a JSON array: Anthropic tool definitions;
+//! - `{"result": {"tools": [...]}}`: a JSON-RPC `tools/list` response;
+//! - an object whose keys are only `tools`, `nextCursor`, `_meta`: an MCP `tools/list` result;
+//! - an object with `horizon` or `arrivals`: a scenario;
+//! - an object with `name` and one of `input_schema`, `inputSchema`, `parameters`,
+//!   `annotations`: one tool definition;
+//! - any other object: a policy, linted as a merge patch over the defaults ([`DEFAULTS_BASE`]).
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::error::LintError;
+use super::tools::{tool_facts, ToolFacts};
+use crate::scenario::{self, Scenario, ScenarioError};
+
+/// The scenario a lone policy is applied to: every default, and one steady ticket every 10 s
+/// for an hour (so the burst estimate sees light load).
+pub const DEFAULTS_BASE: &str = r#"{"name":"defaults","horizon":"1h","arrivals":{"schedule":[{"label":"steady","duration":"1h","rate_per_s":0.1}]}}"#;
+
+/// A file, read.
+#[derive(Debug)]
+pub enum LintInput {
+    /// A scenario file.
+    Scenario(Box<Scenario>),
+    /// A policy, applied over [`DEFAULTS_BASE`].
+    Policy(Box<Scenario>),
+    /// Tool definitions only.
+    Tools(Vec<ToolFacts>),
+}
+
+impl LintInput {
+    /// `scenario`, `policy` or `tools`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            LintInput::Scenario(_) => "scenario",
+            LintInput::Policy(_) => "policy",
+            LintInput::Tools(_) => "tools",
+        }
+    }
+}
+
+/// Reads `path` and tells what it is.
+pub fn read_input(path: &Path) -> Result<LintInput, LintError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| LintError::Read {
+        file: file.clone(),
+        message: e.to_string(),
+    })?;
+    let v: Value = serde_json::from_str(&text).map_err(|e| LintError::Syntax {
+        file: file.clone(),
+        line: e.line(),
+        column: e.column(),
+        message: e.to_string(),
+    })?;
+    let shape = |message: &str| LintError::Shape {
+        file: file.clone(),
+        path: String::new(),
+        message: message.to_string(),
+    };
+    match &v {
+        Value::Array(items) => tool_list(&file, "", items),
+        Value::Object(o) => {
+            if let Some(tools) = o.get("result").and_then(|r| r.get("tools")) {
+                return tool_array(&file, "result.tools", tools);
+            }
+            if o.contains_key("tools")
+                && o.keys().all(|k| matches!(k.as_str(), "tools" | "nextCursor" | "_meta"))
+            {
+                return tool_array(&file, "tools", &o["tools"]);
+            }
+            if o.contains_key("horizon") || o.contains_key("arrivals") {
+                let s = scenario::load(path, &[], &[])?;
+                return Ok(LintInput::Scenario(Box::new(s)));
+            }
+            let tool_keys = ["input_schema", "inputSchema", "parameters", "annotations"];
+            if o.contains_key("name") && tool_keys.iter().any(|k| o.contains_key(*k)) {
+                return Ok(LintInput::Tools(vec![tool_facts(&file, "", &v)?]));
+            }
+            policy(&file, &v)
+        }
+        _ => Err(shape(
+            "expected a scenario, a policy, a tools/list result or tool definitions (a JSON object or array)",
+        )),
+    }
+}
+
+fn tool_array(file: &str, path: &str, v: &Value) -> Result<LintInput, LintError> {
+    match v.as_array() {
+        Some(items) => tool_list(file, path, items),
+        None => Err(LintError::Shape {
+            file: file.to_string(),
+            path: path.to_string(),
+            message: "expected an array of tool definitions".into(),
+        }),
+    }
+}
+
+fn tool_list(file: &str, path: &str, items: &[Value]) -> Result<LintInput, LintError> {
+    let tools = items
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let at = if path.is_empty() {
+                i.to_string()
+            } else {
+                format!("{path}.{i}")
+            };
+            tool_facts(file, &at, t)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(LintInput::Tools(tools))
+}
+
+fn policy(file: &str, patch: &Value) -> Result<LintInput, LintError> {
+    let mut doc: Value = serde_json::from_str(DEFAULTS_BASE).expect("the defaults base is JSON");
+    json_patch::merge(&mut doc, patch);
+    let text = doc.to_string();
+    match scenario::load_str(&text, file) {
+        Ok(s) => Ok(LintInput::Policy(Box::new(s))),
+        Err(ScenarioError::Invalid { path, message, .. }) => Err(LintError::Shape {
+            file: file.to_string(),
+            path,
+            message: format!("{message} (read as a policy over the defaults)"),
+        }),
+        Err(e) => Err(e.into()),
+    }
+}

@@ -1,0 +1,52 @@
+//! `refundsim lint`: static rules over scenarios, policies and tool definitions, without
+//! simulating. Each finding has a rule id, a severity, the JSON path at fault and a fix hint;
+//! any `error` finding makes the command exit 1.
+//!
+//! Rules (ids): `retry-non-idempotent`, `tool-idempotent-claim-unbacked`,
+//! `idempotency-key-missing`, `idempotency-key-per-attempt`, `timeout-reports-error`,
+//! `timeout-below-burst-p99` (see [`burst`] for the estimate), `sdk-retries-without-stable-key`,
+//! `key-retention-too-short`, and on tools alone `tool-annotations-missing`. A tool list alone
+//! only gets tool rules; a policy alone is linted over the defaults ([`DEFAULTS_BASE`]).
+
+pub mod burst;
+mod error;
+mod finding;
+mod input;
+mod rules;
+mod tools;
+
+use std::path::PathBuf;
+
+pub use error::LintError;
+pub use finding::{lint_text, Finding, LintReport, LintedFile, Severity};
+pub use input::{read_input, LintInput, DEFAULTS_BASE};
+pub use rules::scenario_rules;
+pub use tools::{tool_facts, tool_rules, ToolFacts};
+
+/// The findings of one input.
+pub fn lint_input(input: &LintInput) -> Vec<Finding> {
+    match input {
+        LintInput::Scenario(s) | LintInput::Policy(s) => scenario_rules(s),
+        LintInput::Tools(t) => t.iter().flat_map(tool_rules).collect(),
+    }
+}
+
+/// Reads every file first (any bad input is an error before any finding is reported), then
+/// lints each.
+pub fn lint_files(files: &[PathBuf]) -> Result<LintReport, LintError> {
+    let inputs = files
+        .iter()
+        .map(|f| read_input(f).map(|i| (f.display().to_string(), i)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut report = LintReport::default();
+    for (file, input) in &inputs {
+        report.files.push(LintedFile {
+            file: file.clone(),
+            kind: input.kind(),
+        });
+        report
+            .findings
+            .extend(lint_input(input).into_iter().map(|f| f.in_file(file)));
+    }
+    Ok(report)
+}

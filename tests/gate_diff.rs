@@ -1,0 +1,190 @@
+//! `refundsim diff`: pairs whose answer is known, the paired interval against the unpaired one,
+//! tolerances, bad input.
+
+mod common;
+use common::*;
+
+fn diff_json(args: &[&str]) -> (i32, serde_json::Value) {
+    let out = refundsim()
+        .arg("diff")
+        .args(args)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let code = out.status.code().unwrap();
+    assert!(code <= 1, "{}", String::from_utf8_lossy(&out.stderr));
+    (code, serde_json::from_slice(&out.stdout).unwrap())
+}
+
+fn row<'a>(v: &'a serde_json::Value, metric: &str) -> &'a serde_json::Value {
+    v["scenarios"][0]["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == metric)
+        .unwrap()
+}
+
+fn f(v: &serde_json::Value) -> f64 {
+    v.as_f64().unwrap()
+}
+
+fn empty_policy(dir: &tempfile::TempDir) -> String {
+    let p = dir.path().join("none.json");
+    std::fs::write(&p, "{}").unwrap();
+    p.display().to_string()
+}
+
+#[test]
+fn removing_the_key_fails_with_the_worst_seed_to_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let none = empty_policy(&dir);
+    let (code, v) = diff_json(&[
+        INCIDENT,
+        "--baseline",
+        "policies/key-only.json",
+        "--candidate",
+        &none,
+        "--seeds",
+        "1..10",
+    ]);
+    assert_eq!(code, 1);
+    assert_eq!(v["paired"], true);
+    let d = row(&v, "duplicate_refund_tickets");
+    assert_eq!(d["ok"], false);
+    assert_eq!(f(&d["tolerance"]), 0.0);
+    let diff = f(&d["difference"]["mean"]);
+    assert!((diff - (f(&d["candidate_mean"]) - f(&d["baseline_mean"]))).abs() < 1e-9);
+    assert!(f(&d["difference"]["low"]) > 0.0, "{d}");
+    let (seed, cmd) = (
+        d["worst"][0].as_u64().unwrap(),
+        d["worst"][1].as_str().unwrap(),
+    );
+    assert_eq!(
+        cmd,
+        format!("refundsim run scenarios/carrier-outage.json --seed {seed} --policy {none}")
+    );
+    // The worst seed's increase is the largest paired difference.
+    let dup = |p: &str| {
+        run_json(&[INCIDENT, "--seed", &seed.to_string(), "--policy", p])
+            ["duplicate_refund_tickets"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(dup(&none) - dup("policies/key-only.json") >= diff);
+}
+
+#[test]
+fn raising_the_timeout_lowers_executor_timeouts_and_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let none = empty_policy(&dir);
+    let (code, v) = diff_json(&[
+        INCIDENT,
+        "--baseline",
+        &none,
+        "--candidate",
+        "policies/timeout-15s-only.json",
+        "--seeds",
+        "1..10",
+    ]);
+    assert_eq!(code, 0);
+    let t = row(&v, "executor_timeouts");
+    assert_eq!(f(&t["candidate_mean"]), 0.0);
+    assert!(f(&t["baseline_mean"]) > 0.0);
+    assert!(f(&t["difference"]["high"]) < 0.0, "{t}");
+    assert_eq!(t["tolerance"], serde_json::Value::Null);
+    assert!(f(&row(&v, "duplicate_refund_tickets")["difference"]["mean"]) < 0.0);
+}
+
+#[test]
+fn pairing_narrows_the_interval_and_tolerances_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    let none = empty_policy(&dir);
+    let args = [
+        INCIDENT,
+        "--baseline",
+        &none,
+        "--candidate",
+        "policies/key-only.json",
+        "--seeds",
+        "1..10",
+    ];
+    let (_, paired) = diff_json(&args);
+    let mut unpaired_args = args.to_vec();
+    unpaired_args.extend(["--candidate-seeds", "11..20"]);
+    let (_, unpaired) = diff_json(&unpaired_args);
+    assert_eq!(unpaired["paired"], false);
+    let width = |v: &serde_json::Value| {
+        let d = &row(v, "false_failures")["difference"];
+        f(&d["high"]) - f(&d["low"])
+    };
+    assert!(
+        width(&paired) < width(&unpaired),
+        "{} vs {}",
+        width(&paired),
+        width(&unpaired)
+    );
+
+    // key-only lowers false failures; a tolerance of −100 on their mean difference is not met.
+    let mut strict = args.to_vec();
+    strict.extend(["--tolerance", "false_failures=-100"]);
+    let (code, v) = diff_json(&strict);
+    assert_eq!(code, 1);
+    assert_eq!(f(&row(&v, "false_failures")["tolerance"]), -100.0);
+}
+
+#[test]
+fn text_output_is_a_table_with_a_verdict() {
+    let out = refundsim()
+        .args([
+            "diff",
+            INCIDENT,
+            "--baseline",
+            "policies/fixed.json",
+            "--candidate",
+            "policies/fixed.json",
+            "--seeds",
+            "1..3",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.starts_with("baseline policies/fixed.json vs candidate policies/fixed.json — paired on seeds 1..3\n"), "{text}");
+    assert!(text.contains("  duplicate_refund_tickets              0            0            0                    [0, 0]        ≤ 0  ok\n"), "{text}");
+    assert!(text.ends_with("\ndiff ok\n"), "{text}");
+}
+
+#[test]
+fn bad_input_exits_2_with_one_line() {
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &["--tolerance", "dups=0"],
+            "--tolerance dups=0: unknown metric \"dups\"",
+        ),
+        (&["--seeds", "x"], "--seeds x: expected seeds as A..B"),
+        (
+            &["--candidate-seeds", "3..1"],
+            "--candidate-seeds 3..1: expected A ≤ B",
+        ),
+    ];
+    for (extra, want) in cases {
+        let out = refundsim()
+            .args([
+                "diff",
+                INCIDENT,
+                "--baseline",
+                "policies/fixed.json",
+                "--candidate",
+                "policies/key-only.json",
+            ])
+            .args(extra)
+            .output()
+            .unwrap();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(out.stdout.is_empty());
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(want), "{err}");
+    }
+}

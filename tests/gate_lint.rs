@@ -1,0 +1,188 @@
+//! `refundsim lint`: each rule with a failing and a passing fixture (tests/fixtures/lint/), the
+//! incident and the fixed policy, input shapes, exit codes.
+
+mod common;
+use common::*;
+
+/// `refundsim lint FILE --json`: the exit code and the (id, path) of every finding.
+fn lint(file: &str) -> (i32, Vec<(String, String, String)>) {
+    let out = refundsim().args(["lint", file, "--json"]).output().unwrap();
+    let code = out.status.code().unwrap();
+    assert!(code <= 1, "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let findings = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["id"].as_str().unwrap().to_string(),
+                f["severity"].as_str().unwrap().to_string(),
+                f["path"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    (code, findings)
+}
+
+fn ids(findings: &[(String, String, String)]) -> Vec<&str> {
+    findings.iter().map(|f| f.0.as_str()).collect()
+}
+
+fn fixture(name: &str) -> String {
+    format!("tests/fixtures/lint/{name}")
+}
+
+#[test]
+fn each_rule_fires_on_its_failing_fixture_and_not_on_its_passing_one() {
+    let cases = [
+        (
+            "retry-any-tool",
+            "retry-non-idempotent",
+            "agent.retry.applies_to",
+        ),
+        (
+            "idempotent-claim",
+            "tool-idempotent-claim-unbacked",
+            "tools.0.annotations.idempotentHint",
+        ),
+        (
+            "key-missing",
+            "idempotency-key-missing",
+            "refunds_service.idempotency_key",
+        ),
+        (
+            "key-per-attempt",
+            "idempotency-key-per-attempt",
+            "refunds_service.idempotency_key",
+        ),
+        ("on-timeout", "timeout-reports-error", "executor.on_timeout"),
+        ("burst", "timeout-below-burst-p99", "executor.timeout"),
+        (
+            "sdk-retries",
+            "sdk-retries-without-stable-key",
+            "refunds_service.stripe_client.max_network_retries",
+        ),
+        (
+            "retention",
+            "key-retention-too-short",
+            "stripe.idempotency_key_retention",
+        ),
+    ];
+    for (stem, id, path) in cases {
+        let fail = fixture(&format!("{stem}.fail.json"));
+        let (code, found) = lint(&fail);
+        let hit = found.iter().find(|f| f.0 == id);
+        assert_eq!(
+            hit.map(|f| (f.1.as_str(), f.2.as_str())),
+            Some(("error", path)),
+            "{fail}: {found:?}"
+        );
+        assert_eq!(code, 1, "{fail}");
+        let pass = match stem {
+            "key-missing" | "key-per-attempt" => fixture("key.pass.json"),
+            _ => fixture(&format!("{stem}.pass.json")),
+        };
+        let (_, found) = lint(&pass);
+        assert!(!ids(&found).contains(&id), "{pass}: {found:?}");
+    }
+}
+
+#[test]
+fn tool_lists_get_only_tool_rules() {
+    let (code, found) = lint(&fixture("mcp-tools-list.fail.json"));
+    assert_eq!(code, 0, "warnings do not fail");
+    assert_eq!(
+        found,
+        vec![(
+            "tool-annotations-missing".to_string(),
+            "warning".to_string(),
+            "tools.1.annotations".to_string()
+        )]
+    );
+    let (_, found) = lint(&fixture("anthropic-tool.fail.json"));
+    assert_eq!(ids(&found), vec!["tool-annotations-missing"]);
+    assert_eq!(found[0].2, "annotations");
+    for pass in ["mcp-jsonrpc.pass.json", "anthropic-tools.pass.json"] {
+        assert_eq!(lint(&fixture(pass)), (0, vec![]), "{pass}");
+    }
+}
+
+#[test]
+fn the_incident_fails_with_the_retry_rule_and_the_fixed_policy_passes() {
+    let (code, found) = lint(INCIDENT);
+    assert_eq!(code, 1);
+    assert_eq!(
+        ids(&found),
+        vec![
+            "tool-annotations-missing",
+            "retry-non-idempotent",
+            "idempotency-key-missing",
+            "timeout-reports-error",
+            "timeout-below-burst-p99"
+        ]
+    );
+    let (code, found) = lint("policies/fixed.json");
+    assert_eq!(code, 0);
+    assert_eq!(ids(&found), vec!["tool-annotations-missing"]);
+    // An empty policy is the defaults, i.e. the incident's retry rule.
+    let (code, found) = lint("policies/key-only.json");
+    assert_eq!(code, 1);
+    assert!(ids(&found).contains(&"retry-non-idempotent"));
+}
+
+#[test]
+fn text_output_names_file_rule_path_and_fix() {
+    let out = refundsim().args(["lint", INCIDENT]).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains(
+        "scenarios/carrier-outage.json: error[retry-non-idempotent] agent.retry.applies_to: the agent may retry `issue_refund`"
+    ), "{text}");
+    assert!(
+        text.contains("  fix: set agent.retry.applies_to to \"idempotent_tools\""),
+        "{text}"
+    );
+    assert!(
+        text.contains("10.8 s (overhead 20ms + pool wait 9.2 s + Stripe p99 1s 600ms;"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(
+            "lint FAILED: 4 error(s), 1 warning(s) in scenarios/carrier-outage.json (scenario)\n"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn bad_input_exits_2_with_one_line_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("syntax.json", "{\"tools\": [", "syntax.json:1:"),
+        (
+            "number.json",
+            "5",
+            "expected a scenario, a policy, a tools/list result or tool definitions",
+        ),
+        (
+            "hint.json",
+            r#"{"tools":[{"name":"x","annotations":{"readOnlyHint":1}}]}"#,
+            "hint.json: tools.0.annotations.readOnlyHint: expected true or false",
+        ),
+        (
+            "policy.json",
+            r#"{"executor":{"timout":"8s"}}"#,
+            "policy.json: executor.timout: unknown field `timout`",
+        ),
+    ];
+    for (name, text, want) in cases {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        let out = refundsim().arg("lint").arg(&p).output().unwrap();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        assert!(out.stdout.is_empty(), "{name}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(want), "{name}: {err}");
+    }
+}
