@@ -34,7 +34,10 @@
 #![warn(missing_docs)]
 
 pub mod check;
+pub mod explore;
+pub mod gate;
 pub mod history;
+pub mod lint;
 pub mod model;
 pub mod report;
 pub mod run;

@@ -6,7 +6,7 @@ use crate::check::{evaluate, expectations, ExpectationResult, Metrics};
 use crate::history::History;
 use crate::model::simulate_on;
 use crate::scenario::Scenario;
-use crate::sim::Sim;
+use crate::sim::{Seeded, Sim, SimTime, Streams};
 
 /// How to replay a run from the command line: the scenario path and any policy and `--set`
 /// arguments it was loaded with.
@@ -94,8 +94,21 @@ pub struct RunOutput {
 /// assert_eq!(out.report.duplicate_refund_tickets(), 0);
 /// assert!(out.report.expectations_met);
 /// ```
+///
+/// With a `tie_break` section the engine runs in exploration mode under that seeded tie-break.
 pub fn run(scenario: &Scenario, seed: u64, how: &Invocation) -> RunOutput {
-    run_on(Sim::new(), scenario, seed, how)
+    run_on(engine_for(scenario), scenario, seed, how)
+}
+
+/// The engine a scenario asks for: plain, or exploring under its `tie_break` section.
+pub fn engine_for(scenario: &Scenario) -> Sim {
+    match &scenario.tie_break {
+        None => Sim::new(),
+        Some(tb) => Sim::exploring(
+            Box::new(Seeded(Streams::new(tb.seed).stream("tie_break", &[]))),
+            SimTime::from_duration(tb.epsilon),
+        ),
+    }
 }
 
 /// [`run`] on a given engine, e.g. one in exploration mode ([`Sim::exploring`]).

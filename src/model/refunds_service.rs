@@ -9,7 +9,7 @@ use super::stripe::RefundParams;
 use super::stripe_client::{create_refund, CallResult};
 use super::world::{Ids, World};
 use crate::history::{EventKind, TicketStatus};
-use crate::scenario::KeyMode;
+use crate::scenario::{KeyMode, OnKeyConflict};
 use crate::sim::SimTime;
 
 /// How often a request waiting on another request's pending row (local dedup) re-reads it.
@@ -53,8 +53,9 @@ fn idempotency_key(w: &World, req: &ServiceRequest) -> Option<String> {
         KeyMode::PerTicket => {
             let mut ledger = w.ledger.borrow_mut();
             let row = ledger.row(req.ticket);
+            let generation = row.nonce_generation;
             let nonce = row.nonce.get_or_insert_with(|| {
-                let n: u64 = w.stream("nonce", &[req.ticket]).random();
+                let n: u64 = w.stream("nonce", &[req.ticket, generation]).random();
                 format!("{n:016x}")
             });
             Some(format!("refund_{}_{}", req.ticket, nonce))
@@ -78,8 +79,16 @@ pub async fn issue(
         let mut ledger = w.ledger.borrow_mut();
         let row = ledger.row(req.ticket);
         row.in_flight -= 1;
-        if let ServiceResult::Refunded(id) = &result {
-            row.refund_id.get_or_insert_with(|| id.clone());
+        match &result {
+            ServiceResult::Refunded(id) => {
+                row.refund_id.get_or_insert_with(|| id.clone());
+            }
+            ServiceResult::Error(_) if w.cfg.refunds_service.new_nonce_after_error => {
+                if row.nonce.take().is_some() {
+                    row.nonce_generation += 1;
+                }
+            }
+            ServiceResult::Error(_) => {}
         }
     }
     let (ok, refund_id, error) = match &result {
@@ -129,7 +138,38 @@ async fn handle(w: &Rc<World>, req: &ServiceRequest, ids: Ids) -> ServiceResult 
     match result {
         CallResult::Refunded(id) => ServiceResult::Refunded(id),
         CallResult::Failed(e) => ServiceResult::Error(e),
+        CallResult::KeyConflict(e) => match cfg.on_key_conflict {
+            OnKeyConflict::Fail => ServiceResult::Error(e),
+            OnKeyConflict::Lookup => lookup(w, req.ticket)
+                .await
+                .map_or(ServiceResult::Error(e), ServiceResult::Refunded),
+        },
     }
+}
+
+/// Interval and number of polls of `on_key_conflict: lookup`: every 1 s, 60 times.
+pub const LOOKUP_POLL: SimTime = SimTime::from_secs(1);
+/// See [`LOOKUP_POLL`].
+pub const LOOKUP_POLLS: u32 = 60;
+
+/// `on_key_conflict: lookup`: polls the charge's refunds (as `GET /v1/refunds?charge=…` would)
+/// until one that moves money appears; its id, or `None` after [`LOOKUP_POLLS`] polls.
+async fn lookup(w: &World, ticket: u64) -> Option<String> {
+    let charge = World::charge_id(ticket);
+    for _ in 0..LOOKUP_POLLS {
+        let found = w
+            .stripe
+            .borrow()
+            .refunds_for_charge(&charge)
+            .iter()
+            .find(|r| r.status.moves_money())
+            .map(|r| r.id.clone());
+        if found.is_some() {
+            return found;
+        }
+        w.sim.sleep(LOOKUP_POLL).await;
+    }
+    None
 }
 
 /// Local dedup: while another request of this ticket is in flight, wait; return the ticket's

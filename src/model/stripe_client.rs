@@ -17,6 +17,8 @@ pub enum CallResult {
     Refunded(String),
     /// An error response or no response; the text names it.
     Failed(String),
+    /// A key conflict: 409 `idempotency_key_in_use` or 400 `idempotency_error`.
+    KeyConflict(String),
 }
 
 /// Classifies a delivery for the trace: `(http status, outcome name, refund id)`.
@@ -140,7 +142,11 @@ pub async fn create_refund(
             w.sim.sleep(backoff(try_no, u)).await;
             continue;
         }
-        return CallResult::Failed(format!("stripe {outcome} (HTTP {status})"));
+        let text = format!("stripe {outcome} (HTTP {status})");
+        return match outcome {
+            "idempotency_key_in_use" | "idempotency_error" => CallResult::KeyConflict(text),
+            _ => CallResult::Failed(text),
+        };
     }
 }
 

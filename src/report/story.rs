@@ -13,6 +13,7 @@ fn ordinal(attempt: u32) -> String {
         0 => "FIRST".into(),
         1 => "SECOND".into(),
         2 => "THIRD".into(),
+        n if n >= crate::model::humans::HUMAN_ATTEMPT_BASE => "HUMAN'S".into(),
         n => format!("#{}", n + 1),
     }
 }

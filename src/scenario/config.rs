@@ -70,6 +70,31 @@ pub struct Scenario {
     /// conservation violation).
     #[serde(default = "default_expect")]
     pub expect: BTreeMap<String, Bound>,
+    /// Exploration mode: same-instant (and near-tie) events run in an order chosen by a seeded
+    /// tie-break instead of schedule order. Written by `refundsim explore` into the minimal
+    /// scenarios it finds, so `refundsim run` replays the same interleaving. Default: off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tie_break: Option<TieBreakConfig>,
+}
+
+/// A seeded tie-break for same-instant and near-tie events.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct TieBreakConfig {
+    /// Seed of the tie-break's stream (independent of the run's root seed).
+    pub seed: u64,
+    /// Timers due within this of the earliest are candidates too. Default: 0 (exact ties only).
+    #[serde(default, with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub epsilon: Duration,
+}
+
+impl TieBreakConfig {
+    /// A tie-break with `seed` and `epsilon`.
+    pub fn new(seed: u64, epsilon: Duration) -> Self {
+        TieBreakConfig { seed, epsilon }
+    }
 }
 
 fn default_seed() -> u64 {
@@ -94,12 +119,7 @@ pub fn default_expect() -> BTreeMap<String, Bound> {
         "conservation_violations",
     ]
     .into_iter()
-    .map(|m| {
-        (
-            m.to_string(),
-            Bound::at_most(0.0),
-        )
-    })
+    .map(|m| (m.to_string(), Bound::at_most(0.0)))
     .collect()
 }
 
@@ -565,6 +585,35 @@ pub enum KeyMode {
     PerTicket,
 }
 
+/// How the refunds service handles a Stripe key conflict (409 or 400 `idempotency_error`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OnKeyConflict {
+    /// Report an error to the caller.
+    Fail,
+    /// Look up the charge's refunds and answer with the one found.
+    Lookup,
+}
+
+fn key_conflict_fail() -> OnKeyConflict {
+    OnKeyConflict::Fail
+}
+
+/// How a human issues a manual refund.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ManualRefundVia {
+    /// From the Stripe dashboard, with no idempotency key.
+    Dashboard,
+    /// By re-running the refund tool through the executor and the refunds service (whose key
+    /// mode then applies, within Stripe's key retention).
+    Tool,
+}
+
+fn via_dashboard() -> ManualRefundVia {
+    ManualRefundVia::Dashboard
+}
+
 /// The refunds service.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -593,6 +642,16 @@ pub struct RefundsService {
     /// refunded row waits for / returns that row's result instead of calling Stripe. Default: false.
     #[serde(default)]
     pub local_dedup: bool,
+    /// What the service does when Stripe answers a key conflict — 409 `idempotency_key_in_use`
+    /// or 400 `idempotency_error`. `fail` reports an error (default); `lookup` treats it as "a
+    /// request with this key is or was in progress" and polls the charge's refunds (every 1 s,
+    /// up to 60 s), answering with the refund found.
+    #[serde(default = "key_conflict_fail")]
+    pub on_key_conflict: OnKeyConflict,
+    /// A bug seen in the wild: after a failed request the service writes a new nonce, so the
+    /// next request for the ticket goes out under a new key. Default: false.
+    #[serde(default)]
+    pub new_nonce_after_error: bool,
     /// Service time outside the pool and Stripe (parsing, ledger writes). Default: 20 ms.
     #[serde(default = "default_service_overhead", with = "humantime_serde")]
     #[schemars(with = "String")]
@@ -620,6 +679,8 @@ impl Default for RefundsService {
             idempotency_key: KeyMode::None,
             deadline_propagation: false,
             local_dedup: false,
+            on_key_conflict: OnKeyConflict::Fail,
+            new_nonce_after_error: false,
             overhead: default_service_overhead(),
             stripe_client: StripeClient::default(),
         }
@@ -771,6 +832,14 @@ pub struct Humans {
     /// they issue a manual refund (no idempotency key). In `[0, 1]`. Default: 0.8.
     #[serde(default = "default_check")]
     pub check_probability: f64,
+    /// How a human refunds when they do. Default: `dashboard`.
+    #[serde(default = "via_dashboard")]
+    pub manual_refund_via: ManualRefundVia,
+    /// A human who checks also reads the refunds service's status for the ticket and, while it
+    /// is `pending` (a request still queued or in flight), waits and checks again instead of
+    /// refunding. Default: false (they look at the Stripe dashboard only).
+    #[serde(default)]
+    pub check_service_status: bool,
 }
 
 fn default_pickup() -> LatencyDist {
@@ -786,6 +855,8 @@ impl Default for Humans {
             enabled: true,
             pickup_delay: default_pickup(),
             check_probability: default_check(),
+            manual_refund_via: ManualRefundVia::Dashboard,
+            check_service_status: false,
         }
     }
 }

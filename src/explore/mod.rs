@@ -1,0 +1,95 @@
+//! Property search over interleavings: strategies for small adversarial worlds, the safety
+//! property every case is checked against, an exhaustive depth-first mode for tiny worlds, and
+//! the `refundsim explore` driver with shrinking to a minimal scenario.
+
+pub mod exhaustive;
+pub mod policy;
+pub mod search;
+pub mod strategy;
+
+use std::fmt;
+
+use crate::check::INVARIANTS;
+use crate::report::story;
+use crate::run::{run, run_on, RunOutput};
+use crate::scenario::Scenario;
+use crate::sim::Sim;
+
+pub use strategy::Case;
+
+/// The invariants the safety property covers: DESIGN §3 minus truthfulness (which the fix
+/// improves but a fault can still break without harm to money).
+pub const SAFETY: &[&str] = &[
+    "at_most_one_refund_per_ticket",
+    "no_over_refund",
+    "no_lost_refund",
+    "conservation",
+];
+
+/// A broken safety invariant in one run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    /// Invariant name (see [`crate::check::INVARIANTS`]).
+    pub invariant: String,
+    /// First offending ticket, if the invariant is per ticket.
+    pub ticket: Option<u64>,
+    /// That ticket's story (incident-log style).
+    pub story: Vec<String>,
+    /// Tickets in the world.
+    pub tickets: usize,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} violated", self.invariant)?;
+        if let Some(t) = self.ticket {
+            write!(f, " (ticket {t})")?;
+        }
+        Ok(())
+    }
+}
+
+/// The first broken safety invariant of a finished run, in [`INVARIANTS`] order.
+pub fn first_violation(sc: &Scenario, out: &RunOutput) -> Option<Violation> {
+    let origin = sc
+        .clock_origin
+        .as_deref()
+        .and_then(|s| humantime::parse_rfc3339(s).ok());
+    INVARIANTS
+        .iter()
+        .filter(|name| SAFETY.contains(name))
+        .filter_map(|name| {
+            out.report
+                .metrics
+                .invariants
+                .iter()
+                .find(|i| &i.name == name)
+        })
+        .find(|i| !i.holds)
+        .map(|i| Violation {
+            invariant: i.name.clone(),
+            ticket: i.first_ticket,
+            story: i
+                .first_ticket
+                .map(|t| story(&out.history, t, origin))
+                .unwrap_or_default(),
+            tickets: out.report.metrics.tickets as usize,
+        })
+}
+
+/// Runs a case (under its own tie-break) and checks the safety property.
+pub fn check_case(case: &Case) -> Result<(), Violation> {
+    check_scenario(&case.scenario)
+}
+
+/// Runs `sc` with its own seed and tie-break and checks the safety property.
+pub fn check_scenario(sc: &Scenario) -> Result<(), Violation> {
+    let out = run(sc, sc.seed, &Default::default());
+    first_violation(sc, &out).map_or(Ok(()), Err)
+}
+
+/// Runs `sc` on a given engine and checks the safety property.
+pub fn check_on(engine: Sim, sc: &Scenario) -> Result<(), Violation> {
+    let out = run_on(engine, sc, sc.seed, &Default::default());
+    first_violation(sc, &out).map_or(Ok(()), Err)
+}

@@ -1,0 +1,150 @@
+//! `refundsim explore`: perturb a scenario within stated bounds with proptest's `TestRunner`,
+//! shrink a failure, and produce a minimal scenario that `refundsim run` replays.
+
+use std::time::Duration;
+
+use proptest::prelude::*;
+use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
+
+use super::strategy::Case;
+use super::{check_case, Violation};
+use crate::scenario::{default_expect, Scenario, TicketSpec, TieBreakConfig};
+
+/// Options of one exploration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExploreOptions {
+    /// Cases to try before concluding nothing was found.
+    pub cases: u32,
+    /// Seed of the search (proptest's generator); same seed ⇒ same cases, same minimal scenario.
+    pub seed: u64,
+    /// Near-tie window for the tie-break.
+    pub epsilon: Duration,
+}
+
+impl Default for ExploreOptions {
+    fn default() -> Self {
+        ExploreOptions {
+            cases: 256,
+            seed: 1,
+            epsilon: Duration::ZERO,
+        }
+    }
+}
+
+/// What an exploration found.
+#[derive(Clone, Debug)]
+pub enum Outcome {
+    /// A violation; `minimal` is the shrunk scenario, `violation` what it breaks when run.
+    Found {
+        /// The shrunk scenario (tickets, tie-break seed and latencies fixed), ready to save.
+        minimal: Box<Scenario>,
+        /// What `minimal` violates.
+        violation: Violation,
+    },
+    /// No violation in `cases` cases.
+    NotFound {
+        /// Cases tried.
+        cases: u32,
+    },
+}
+
+/// The bounds `explore` perturbs a scenario within: 1–30 recorded tickets arriving in the first
+/// 60 s (often at the same instant) with amounts like the scenario's; Stripe latencies from 1–4
+/// choices among its p50, its p99, the executor timeout, ±1 ms around it, or 10 ms–40 s; a pool
+/// of 1 up to the scenario's size; background load from 0 up to the scenario's rate; each fault
+/// at the scenario's probability, off, or up to 0.5; and a tie-break seed. Everything else — the
+/// policy under test — is kept.
+pub fn perturbed(base: &Scenario, epsilon: Duration) -> impl Strategy<Value = Case> {
+    let base = base.clone();
+    let timeout = base.executor.timeout.as_millis() as u64;
+    let p50 = base.stripe.latency.p50.as_millis() as u64;
+    let p99 = base.stripe.latency.p99.as_millis() as u64;
+    let lat = prop_oneof![
+        Just(p50.max(1)),
+        Just(p99.max(1)),
+        Just(timeout),
+        Just(timeout.saturating_sub(1).max(1)),
+        Just(timeout + 1),
+        10u64..=40_000
+    ];
+    let at = prop_oneof![Just(0u64), (0u64..4).prop_map(|k| k * 1000), 0u64..=60_000];
+    let ticket = (at, 100u64..=50_000, prop_oneof![Just(10u64), 10u64..=40]);
+    let fault = |p: f64| prop_oneof![Just(p), Just(0.0), 0.0f64..0.5];
+    let f = &base.stripe.faults;
+    (
+        prop::collection::vec(ticket, 1..=30),
+        prop::collection::vec(lat, 1..=4),
+        1u32..=base.refunds_service.pool_size.max(1),
+        0.0f64..=1.0,
+        (
+            fault(f.error_500_after_commit),
+            fault(f.response_lost_after_commit),
+            fault(f.lock_timeout),
+        ),
+        any::<u64>(),
+    )
+        .prop_map(move |(tickets, lat, pool, bg, faults, tie)| {
+            let mut s = base.clone();
+            s.name = format!("{}-explored", base.name);
+            s.horizon = Duration::from_secs(120);
+            s.arrivals.tickets = tickets
+                .iter()
+                .enumerate()
+                .map(|(i, &(at, amount, f))| {
+                    let mut t: TicketSpec = serde_json::from_value(serde_json::json!({
+                        "id": i as u64 + 1, "opened_at": format!("{at}ms"),
+                        "amount_cents": amount, "charge_amount_cents": amount * f / 10}))
+                    .expect("valid ticket");
+                    t.id = i as u64 + 1;
+                    t
+                })
+                .collect();
+            s.stripe.latency_choices = lat.iter().map(|&ms| Duration::from_millis(ms)).collect();
+            s.refunds_service.pool_size = pool;
+            s.background_load.rate_per_s *= bg;
+            s.stripe.faults.error_500_after_commit = faults.0;
+            s.stripe.faults.response_lost_after_commit = faults.1;
+            s.stripe.faults.lock_timeout = faults.2;
+            s.reconciliation.enabled = false;
+            s.tie_break = Some(TieBreakConfig::new(tie, epsilon));
+            s.expect = default_expect();
+            Case { scenario: s }
+        })
+}
+
+/// Searches `base` (with any policy already applied) for a safety violation. `on_case` is called
+/// after every case run, shrinking steps included (for a progress bar). Deterministic in
+/// `opts.seed`.
+pub fn explore(base: &Scenario, opts: &ExploreOptions, on_case: impl Fn()) -> Outcome {
+    let config = Config {
+        cases: opts.cases,
+        failure_persistence: None,
+        max_shrink_iters: 2048,
+        ..Config::default()
+    };
+    let mut seed = [0u8; 32];
+    seed[..8].copy_from_slice(&opts.seed.to_le_bytes());
+    let mut runner =
+        TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed));
+    let result = runner.run(&perturbed(base, opts.epsilon), |case| {
+        on_case();
+        check_case(&case).map_err(|v| TestCaseError::fail(v.to_string()))
+    });
+    match result {
+        Ok(()) => Outcome::NotFound { cases: opts.cases },
+        Err(TestError::Fail(_, case)) => {
+            let violation = match check_case(&case) {
+                Err(v) => v,
+                Ok(()) => unreachable!("a shrunk failing case fails again: runs are deterministic"),
+            };
+            let mut minimal = case.scenario;
+            minimal.name = format!("{}-minimal", base.name);
+            minimal.description = format!(
+                "Found by refundsim explore (seed {}): {}. Replay with refundsim run.",
+                opts.seed, violation
+            );
+            Outcome::Found { minimal: Box::new(minimal), violation }
+        }
+        Err(TestError::Abort(_)) => Outcome::NotFound { cases: opts.cases },
+    }
+}
