@@ -37,6 +37,39 @@ enum Command {
     Diff(DiffArgs),
     /// Static checks of scenarios, policies and tool definitions (exit 1 on an error finding).
     Lint(LintArgs),
+    /// Search interleavings of a scenario for a safety violation and shrink it to a minimal
+    /// scenario file (exit 1 when one is found).
+    Explore(ExploreArgs),
+}
+
+#[derive(clap::Args)]
+struct ExploreArgs {
+    /// Scenario file (JSON): its policy is kept; tickets, latencies, faults and ties are perturbed.
+    scenario: PathBuf,
+    /// RFC 7396 JSON merge patch applied over the scenario; repeatable, applied in order.
+    #[arg(long = "policy", value_name = "FILE")]
+    policies: Vec<PathBuf>,
+    /// Override one field, e.g. `--set humans.check_probability=1`; repeatable, after policies.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    sets: Vec<String>,
+    /// Cases to try.
+    #[arg(long, default_value_t = 256)]
+    cases: u32,
+    /// Search seed (same seed ⇒ same cases and the same minimal scenario).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Events within this of each other may run in either order, e.g. `1ms`.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "0s")]
+    epsilon: std::time::Duration,
+    /// Enumerate every schedule of a tiny scenario (≤ 3 recorded tickets) depth-first instead.
+    #[arg(long)]
+    exhaustive: bool,
+    /// With --exhaustive: stop after this many schedules.
+    #[arg(long, default_value_t = 100_000)]
+    max_schedules: u64,
+    /// Where to write the minimal scenario [default: SCENARIO's name + `-minimal.json` here].
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -119,6 +152,13 @@ struct LintArgs {
 }
 
 fn main() -> ExitCode {
+    // Like other Unix tools, end quietly when stdout is a closed pipe (`refundsim run … | head`)
+    // instead of panicking in `println!`.
+    #[cfg(unix)]
+    // SAFETY: restoring the default SIGPIPE disposition at start-up, before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(tracing_subscriber::EnvFilter::from_env("REFUNDSIM_LOG"))
@@ -148,6 +188,7 @@ fn run() -> anyhow::Result<ExitCode> {
         Command::Check(args) => cmd_check(args),
         Command::Diff(args) => cmd_diff(args),
         Command::Lint(args) => cmd_lint(args),
+        Command::Explore(args) => cmd_explore(args),
         Command::Schema => {
             print!("{}", scenario::schema_json());
             Ok(ExitCode::SUCCESS)
@@ -307,4 +348,86 @@ fn write_atomically(
     }
     tmp.persist(path)?;
     Ok(())
+}
+
+fn cmd_explore(a: ExploreArgs) -> anyhow::Result<ExitCode> {
+    use refundsim::explore::{exhaustive::exhaustive, search};
+    let mut sc = scenario::load(&a.scenario, &a.policies, &a.sets)?;
+    if a.exhaustive {
+        if sc.arrivals.tickets.is_empty() || sc.arrivals.tickets.len() > 3 {
+            bail!(
+                "{}: --exhaustive needs a tiny world: 1 to 3 recorded tickets in arrivals.tickets (this one has {})",
+                display(&a.scenario),
+                sc.arrivals.tickets.len()
+            );
+        }
+        if sc.tie_break.is_none() || a.epsilon > std::time::Duration::ZERO {
+            sc.tie_break = Some(scenario::TieBreakConfig::new(0, a.epsilon));
+        }
+        let r = exhaustive(&sc, a.max_schedules);
+        println!(
+            "schedules checked: {}{}",
+            r.schedules,
+            if r.complete { " (all)" } else { "" }
+        );
+        return Ok(match r.first_violation {
+            None => {
+                println!(
+                    "no violation{}",
+                    if r.complete {
+                        ""
+                    } else {
+                        " (stopped at --max-schedules)"
+                    }
+                );
+                ExitCode::SUCCESS
+            }
+            Some((v, choices)) => {
+                println!("violation: {v}\nchoices: {choices:?}");
+                for l in &v.story {
+                    println!("{l}");
+                }
+                ExitCode::from(1)
+            }
+        });
+    }
+    let opts = search::ExploreOptions {
+        cases: a.cases,
+        seed: a.seed,
+        epsilon: a.epsilon,
+    };
+    let bar = indicatif::ProgressBar::new(u64::from(a.cases));
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} explore {pos} runs (cases and shrinking) {elapsed}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+    );
+    let outcome = search::explore(&sc, &opts, || bar.inc(1));
+    bar.finish_and_clear();
+    match outcome {
+        search::Outcome::NotFound { cases } => {
+            println!("no violation in {cases} cases (seed {})", a.seed);
+            Ok(ExitCode::SUCCESS)
+        }
+        search::Outcome::Found { minimal, violation } => {
+            let out = a
+                .out
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(format!("{}-minimal.json", sc.name)));
+            let text = serde_json::to_string_pretty(&*minimal)? + "\n";
+            refundsim::gate::write_atomically(&out, &text)
+                .map_err(|e| anyhow::anyhow!("--out {}: {e}", display(&out)))?;
+            println!(
+                "violation: {violation} with {} ticket(s)",
+                violation.tickets
+            );
+            for l in &violation.story {
+                println!("{l}");
+            }
+            println!("minimal scenario: {}", display(&out));
+            println!("replay: refundsim run {}", display(&out));
+            Ok(ExitCode::from(1))
+        }
+    }
 }

@@ -143,7 +143,10 @@ pub fn explore(base: &Scenario, opts: &ExploreOptions, on_case: impl Fn()) -> Ou
                 "Found by refundsim explore (seed {}): {}. Replay with refundsim run.",
                 opts.seed, violation
             );
-            Outcome::Found { minimal: Box::new(minimal), violation }
+            Outcome::Found {
+                minimal: Box::new(minimal),
+                violation,
+            }
         }
         Err(TestError::Abort(_)) => Outcome::NotFound { cases: opts.cases },
     }
