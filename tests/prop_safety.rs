@@ -29,7 +29,7 @@ fn runner(cases: u32, seed: u8) -> TestRunner {
 
 #[test]
 fn holds_full_fix_never_double_refunds_over_refunds_or_loses_a_refund() {
-    let mut r = runner(192, 1);
+    let mut r = runner(1024, 1);
     let result = r.run(&world(), |mut case: Case| {
         policy::full_fix(&mut case.scenario);
         check_case(&case).map_err(|v| TestCaseError::fail(format!("{v}\n{}", v.story.join("\n"))))
