@@ -284,9 +284,9 @@ pub fn evaluate(history: &History, gauges: &ModelGauges) -> Metrics {
             *m.duplicates_by_phase.entry(f.phase.clone()).or_default() += 1;
             inv.hit("at_most_one_refund_per_ticket", id);
         }
-        let total: u64 = f.refunds.iter().map(|r| r.0).sum();
+        let total: u64 = f.refunds.iter().fold(0u64, |a, r| a.saturating_add(r.0));
         if total > f.approved {
-            m.over_refund_cents += total - f.approved;
+            m.over_refund_cents = m.over_refund_cents.saturating_add(total - f.approved);
             inv.hit("no_over_refund", id);
         }
         if n == 0 {

@@ -39,6 +39,7 @@ pub mod gate;
 pub mod history;
 pub mod lint;
 pub mod model;
+pub mod output;
 pub mod report;
 pub mod run;
 pub mod scenario;

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 use clap::{Parser, Subcommand};
 
 use refundsim::gate;
@@ -227,8 +227,19 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     if let Some(path) = &a.trace {
-        write_atomically(path, |f| write_trace(f, &out.history.events, origin))
-            .with_context(|| format!("--trace {}", display(path)))?;
+        let inputs = std::iter::once(&a.scenario).chain(a.policies.iter());
+        if let Some(input) = inputs
+            .into_iter()
+            .find(|i| refundsim::output::same_file(path, i))
+        {
+            bail!(
+                "--trace {}: is the input {}; choose another file",
+                display(path),
+                display(input)
+            );
+        }
+        refundsim::output::write_whole(path, |w| write_trace(w, &out.history.events, origin))
+            .map_err(|e| anyhow::anyhow!("--trace {}: {e}", display(path)))?;
     }
     let mut stdout = std::io::stdout().lock();
     if a.json {
@@ -325,29 +336,6 @@ fn cmd_lint(a: LintArgs) -> anyhow::Result<ExitCode> {
         print!("{}", lint::lint_text(&report));
     }
     Ok(exit(!report.has_errors()))
-}
-
-/// Writes to a temporary file beside `path`, then renames it over `path`: no partial file on error.
-fn write_atomically(
-    path: &Path,
-    write: impl FnOnce(&mut std::io::BufWriter<&std::fs::File>) -> std::io::Result<()>,
-) -> anyhow::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    if !dir.is_dir() {
-        bail!("directory {} does not exist", dir.display());
-    }
-    let tmp =
-        tempfile::NamedTempFile::new_in(dir).context("cannot create a file in that directory")?;
-    {
-        let mut w = std::io::BufWriter::new(tmp.as_file());
-        write(&mut w)?;
-        w.flush()?;
-    }
-    tmp.persist(path)?;
-    Ok(())
 }
 
 fn cmd_explore(a: ExploreArgs) -> anyhow::Result<ExitCode> {

@@ -11,21 +11,49 @@ fn explore_finds_shrinks_and_writes_a_replayable_minimal_scenario() {
     let out = dir.path().join("min.json");
     let again = dir.path().join("again.json");
     let found = refundsim()
-        .args(["explore", INCIDENT, "--policy", "policies/key-only.json", "--seed", "3", "--out"])
+        .args([
+            "explore",
+            INCIDENT,
+            "--policy",
+            "policies/key-only.json",
+            "--seed",
+            "3",
+            "--out",
+        ])
         .arg(&out)
         .output()
         .unwrap();
-    assert_eq!(found.status.code(), Some(1), "{}", String::from_utf8_lossy(&found.stderr));
+    assert_eq!(
+        found.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&found.stderr)
+    );
     let text = String::from_utf8(found.stdout).unwrap();
-    assert!(text.starts_with("violation: at_most_one_refund_per_ticket violated"), "{text}");
+    assert!(
+        text.starts_with("violation: at_most_one_refund_per_ticket violated"),
+        "{text}"
+    );
     assert!(text.contains("replay: refundsim run"), "{text}");
     refundsim()
-        .args(["explore", INCIDENT, "--policy", "policies/key-only.json", "--seed", "3", "--out"])
+        .args([
+            "explore",
+            INCIDENT,
+            "--policy",
+            "policies/key-only.json",
+            "--seed",
+            "3",
+            "--out",
+        ])
         .arg(&again)
         .assert()
         .code(1);
     let minimal = std::fs::read_to_string(&out).unwrap();
-    assert_eq!(minimal, std::fs::read_to_string(&again).unwrap(), "same seed, same minimal scenario");
+    assert_eq!(
+        minimal,
+        std::fs::read_to_string(&again).unwrap(),
+        "same seed, same minimal scenario"
+    );
     let v: serde_json::Value = serde_json::from_str(&minimal).unwrap();
     assert!(v["tie_break"].is_object(), "the interleaving is pinned");
     assert!(v["arrivals"]["tickets"].as_array().unwrap().len() <= 30);
@@ -38,8 +66,18 @@ fn explore_finds_shrinks_and_writes_a_replayable_minimal_scenario() {
 #[test]
 fn explore_reports_none_found_with_exit_0() {
     refundsim()
-        .args(["explore", "scenarios/findings/tiny-world.json", "--policy", "policies/fixed.json"])
-        .args(["--set", "humans.check_probability=1", "--set", "humans.check_service_status=true"])
+        .args([
+            "explore",
+            "scenarios/findings/tiny-world.json",
+            "--policy",
+            "policies/fixed.json",
+        ])
+        .args([
+            "--set",
+            "humans.check_probability=1",
+            "--set",
+            "humans.check_service_status=true",
+        ])
         .args(["--cases", "64"])
         .assert()
         .code(0)
@@ -49,21 +87,44 @@ fn explore_reports_none_found_with_exit_0() {
 #[test]
 fn exhaustive_counts_schedules_and_rejects_big_worlds() {
     refundsim()
-        .args(["explore", "scenarios/findings/tiny-world.json", "--exhaustive", "--policy", "policies/fixed.json"])
-        .args(["--set", "humans.check_probability=1", "--set", "humans.check_service_status=true"])
+        .args([
+            "explore",
+            "scenarios/findings/tiny-world.json",
+            "--exhaustive",
+            "--policy",
+            "policies/fixed.json",
+        ])
+        .args([
+            "--set",
+            "humans.check_probability=1",
+            "--set",
+            "humans.check_service_status=true",
+        ])
         .assert()
         .code(0)
-        .stdout(predicate::str::contains("schedules checked: 25 (all)").and(predicate::str::contains("no violation")));
+        .stdout(
+            predicate::str::contains("schedules checked: 25 (all)")
+                .and(predicate::str::contains("no violation")),
+        );
     refundsim()
-        .args(["explore", "scenarios/findings/tiny-world.json", "--exhaustive"])
+        .args([
+            "explore",
+            "scenarios/findings/tiny-world.json",
+            "--exhaustive",
+        ])
         .assert()
         .code(1)
-        .stdout(predicate::str::contains("violation: at_most_one_refund_per_ticket"));
+        .stdout(predicate::str::contains(
+            "violation: at_most_one_refund_per_ticket",
+        ));
     refundsim()
         .args(["explore", INCIDENT, "--exhaustive"])
         .assert()
         .code(2)
         .stderr(predicate::str::contains("--exhaustive needs a tiny world"));
     refundsim().args(["explore", "nope.json"]).assert().code(2);
-    refundsim().args(["explore", INCIDENT, "--epsilon", "soon"]).assert().code(2);
+    refundsim()
+        .args(["explore", INCIDENT, "--epsilon", "soon"])
+        .assert()
+        .code(2);
 }

@@ -10,13 +10,21 @@ use super::Event;
 use crate::sim::SimTime;
 
 /// Formats virtual instant `t` as `HH:MM:SS.mmm` UTC, counting from `origin` (midnight when
-/// `None`), like the incident log. Uses humantime's RFC 3339 formatter.
+/// `None`), like the incident log. Only the time of day is shown, so any origin and any `t`
+/// format (no calendar arithmetic that could overflow).
 pub fn clock_time(origin: Option<SystemTime>, t: SimTime) -> String {
-    let base = origin.unwrap_or(SystemTime::UNIX_EPOCH);
-    let at = base + t.as_duration();
-    let s = humantime::format_rfc3339_millis(at).to_string();
-    // "2024-05-14T16:41:09.210Z" → "16:41:09.210"
-    s.get(11..23).unwrap_or(&s).to_string()
+    const DAY_MS: u128 = 86_400_000;
+    let origin_ms = origin
+        .and_then(|o| o.duration_since(SystemTime::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_millis() % DAY_MS);
+    let ms = (origin_ms + u128::from(t.as_nanos() / 1_000_000)) % DAY_MS;
+    format!(
+        "{:02}:{:02}:{:02}.{:03}",
+        ms / 3_600_000,
+        (ms / 60_000) % 60,
+        (ms / 1000) % 60,
+        ms % 1000
+    )
 }
 
 #[derive(Serialize)]
@@ -104,6 +112,13 @@ mod tests {
             "16:41:09.210"
         );
         assert_eq!(clock_time(None, SimTime::from_secs(3_661)), "01:01:01.000");
+        let late = humantime::parse_rfc3339("9999-12-31T23:59:59Z").unwrap();
+        assert_eq!(
+            clock_time(Some(late), SimTime::from_secs(2)),
+            "00:00:01.000",
+            "wraps past midnight"
+        );
+        assert_eq!(clock_time(None, SimTime::MAX).len(), 12);
     }
 
     #[test]

@@ -13,6 +13,8 @@ pub struct TicketRow {
     pub refund_id: Option<String>,
     /// The per-ticket idempotency nonce, written once (key mode `per_ticket`).
     pub nonce: Option<String>,
+    /// Local dedup: the request that holds the ticket's pending row (first come, first served).
+    pub owner: Option<u64>,
     /// How many nonces this ticket has had (more than one only with `new_nonce_after_error`).
     pub nonce_generation: u64,
 }

@@ -79,6 +79,9 @@ pub async fn issue(
         let mut ledger = w.ledger.borrow_mut();
         let row = ledger.row(req.ticket);
         row.in_flight -= 1;
+        if row.owner == Some(req.call) {
+            row.owner = None;
+        }
         match &result {
             ServiceResult::Refunded(id) => {
                 row.refund_id.get_or_insert_with(|| id.clone());
@@ -112,7 +115,7 @@ async fn handle(w: &Rc<World>, req: &ServiceRequest, ids: Ids) -> ServiceResult 
     let cfg = &w.cfg.refunds_service;
     w.sim.sleep(SimTime::from_duration(cfg.overhead)).await;
     if cfg.local_dedup {
-        if let Some(id) = wait_for_other_requests(w, req.ticket).await {
+        if let Some(id) = claim_pending_row(w, req.ticket, req.call).await {
             return ServiceResult::Refunded(id);
         }
     }
@@ -172,20 +175,21 @@ async fn lookup(w: &World, ticket: u64) -> Option<String> {
     None
 }
 
-/// Local dedup: while another request of this ticket is in flight, wait; return the ticket's
-/// recorded refund if there is one.
-async fn wait_for_other_requests(w: &World, ticket: u64) -> Option<String> {
+/// Local dedup: a pending row per ticket. Returns the ticket's recorded refund if there is one;
+/// otherwise waits while an earlier request holds the row, then takes it (first come, first
+/// served, so two requests never wait on each other).
+async fn claim_pending_row(w: &World, ticket: u64, call: u64) -> Option<String> {
     loop {
-        let (others, refund) = {
+        {
             let mut ledger = w.ledger.borrow_mut();
             let row = ledger.row(ticket);
-            (row.in_flight > 1, row.refund_id.clone())
-        };
-        if refund.is_some() {
-            return refund;
-        }
-        if !others {
-            return None;
+            if row.refund_id.is_some() {
+                return row.refund_id.clone();
+            }
+            if row.owner.is_none_or(|o| o == call) {
+                row.owner = Some(call);
+                return None;
+            }
         }
         w.sim.sleep(DEDUP_POLL).await;
     }

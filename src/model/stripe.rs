@@ -269,6 +269,8 @@ pub struct FakeStripe {
     execs: u64,
     /// Every refund created, in creation order; its index + 1 is the number in its id.
     refunds: Vec<Refund>,
+    /// Charge id → indices into `refunds`, in creation order (what the dashboard lists).
+    by_charge: BTreeMap<String, Vec<usize>>,
 }
 
 impl FakeStripe {
@@ -285,6 +287,7 @@ impl FakeStripe {
             in_flight: BTreeSet::new(),
             execs: 0,
             refunds: Vec::new(),
+            by_charge: BTreeMap::new(),
         }
     }
 
@@ -426,7 +429,9 @@ impl FakeStripe {
 
     /// Refunds of one charge, in creation order (what a human sees on the dashboard).
     pub fn refunds_for_charge(&self, charge: &str) -> Vec<&Refund> {
-        self.refunds.iter().filter(|r| r.charge == charge).collect()
+        self.by_charge.get(charge).map_or_else(Vec::new, |ix| {
+            ix.iter().map(|&i| &self.refunds[i]).collect()
+        })
     }
 
     /// The amount of `charge` not yet refunded (refunds in a status that moves money count;
@@ -569,6 +574,10 @@ impl FakeStripe {
             created: now,
             origin: req.origin,
         };
+        self.by_charge
+            .entry(refund.charge.clone())
+            .or_default()
+            .push(self.refunds.len());
         self.refunds.push(refund.clone());
         Response {
             status: 200,
@@ -580,11 +589,11 @@ impl FakeStripe {
 
     /// Sum of the refunds of `charge` that move money.
     fn refunded_cents(&self, charge: &str) -> u64 {
-        self.refunds
-            .iter()
-            .filter(|r| r.charge == charge && r.status.moves_money())
+        self.refunds_for_charge(charge)
+            .into_iter()
+            .filter(|r| r.status.moves_money())
             .map(|r| r.amount_cents)
-            .sum()
+            .fold(0u64, u64::saturating_add)
     }
 
     /// 400 `resource_missing` for an unknown charge.

@@ -85,10 +85,13 @@ pub fn schema_json() -> String {
 }
 
 fn read(path: &Path) -> Result<String, ScenarioError> {
-    std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
-        file: path.display().to_string(),
-        source,
-    })
+    std::fs::read_to_string(path)
+        // A UTF-8 byte-order mark, as some editors write, is not part of the JSON.
+        .map(|t| t.strip_prefix('\u{feff}').map(str::to_string).unwrap_or(t))
+        .map_err(|source| ScenarioError::Read {
+            file: path.display().to_string(),
+            source,
+        })
 }
 
 /// Deserializes scenario text on its own, so errors carry line and column. Returns the scenario

@@ -244,7 +244,7 @@ mod tests {
         }
         rejects(
             &with(r#"{"stripe":{"faults":{"latency_spike_factor":0.5}}}"#),
-            &["stripe.faults.latency_spike_factor", "≥ 1"],
+            &["stripe.faults.latency_spike_factor", "from 1 to 1000"],
         );
     }
 

@@ -83,12 +83,21 @@ fn augment(mut message: String) -> String {
         ("expected i64", "expected an integer"),
         ("expected f64", "expected a number"),
         ("expected a boolean", "expected true or false"),
+        (
+            "expected struct Bound",
+            "expected an object like {\"min\": 1, \"max\": 5}",
+        ),
     ] {
         if message.ends_with(rust) {
             message.truncate(message.len() - rust.len());
             message.push_str(words);
             return message;
         }
+    }
+    if let Some(i) = message.find("expected struct ") {
+        let name = message[i + "expected struct ".len()..].to_string();
+        message.truncate(i);
+        message.push_str(&format!("expected a JSON object ({name})"));
     }
     message
 }

@@ -38,7 +38,7 @@ pub const METRICS: &[&str] = &[
 
 /// Upper bound on the expected number of generated tickets (Σ rate × phase time before the
 /// horizon); more would not finish in reasonable time.
-pub const MAX_EXPECTED_TICKETS: f64 = 2_000_000.0;
+pub const MAX_EXPECTED_TICKETS: f64 = 200_000.0;
 /// Upper bound on the expected number of background requests (rate × horizon).
 pub const MAX_EXPECTED_BACKGROUND: f64 = 20_000_000.0;
 /// Longest allowed horizon: 30 days.
@@ -48,6 +48,34 @@ pub const MAX_HORIZON: Duration = Duration::from_secs(30 * 24 * 3600);
 pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
 /// Largest allowed `arrivals.first_ticket_id` (2^53, so ticket ids stay exact in JSON readers).
 pub const MAX_FIRST_TICKET_ID: u64 = 1 << 53;
+/// Largest amount in cents anywhere in a scenario ($10 billion), so money sums cannot overflow.
+pub const MAX_CENTS: u64 = 1_000_000_000_000;
+/// Largest retry count (model, executor layer, SDK) and human attempts: 100.
+pub const MAX_RETRIES: u32 = 100;
+/// Largest `stripe.faults.latency_spike_factor`: 1000.
+pub const MAX_SPIKE_FACTOR: f64 = 1000.0;
+/// Shortest `reconciliation.interval`: 1 s.
+pub const MIN_RECONCILIATION_INTERVAL: Duration = Duration::from_secs(1);
+
+fn at_most_retries(path: &str, n: u32) -> Check {
+    if n > MAX_RETRIES {
+        return fail(
+            path,
+            format!("invalid value: expected at most {MAX_RETRIES} retries, got {n}"),
+        );
+    }
+    Ok(())
+}
+
+fn at_most_cents(path: &str, c: u64) -> Check {
+    if c > MAX_CENTS {
+        return fail(
+            path,
+            format!("invalid value: expected at most {MAX_CENTS} cents ($10 billion), got {c}"),
+        );
+    }
+    Ok(())
+}
 
 const RFC3339_EXAMPLE: &str = r#""2024-05-14T16:00:00Z""#;
 
@@ -102,8 +130,44 @@ pub fn validate(s: &Scenario) -> Result<(), ValidationError> {
         );
     }
     latency("background_load.hold", &bg.hold)?;
+    // Background load alone must fit the pool, or its queue grows without bound.
+    let bg_busy = bg.rate_per_s * bg.hold.p50.as_secs_f64();
+    let pool = f64::from(s.refunds_service.pool_size);
+    if bg.rate_per_s > 0.0 && pool > 0.0 && bg_busy >= pool {
+        return fail(
+            "background_load.rate_per_s",
+            format!(
+                "would not finish: background load alone keeps about {bg_busy:.1} connections busy \
+                 (rate_per_s × hold.p50) but refunds_service.pool_size is {}; expected less than the pool",
+                s.refunds_service.pool_size
+            ),
+        );
+    }
 
     let agent = &s.agent;
+    if s.tools.is_empty() {
+        return fail(
+            "tools",
+            format!(
+                "empty list; expected at least the tool agent.tool names ({:?})",
+                agent.tool
+            ),
+        );
+    }
+    at_most_retries("agent.retry.max_retries", agent.retry.max_retries)?;
+    if let Some(r) = &s.executor.retry {
+        at_most_retries("executor.retry.max_retries", r.max_retries)?;
+    }
+    at_most_retries(
+        "refunds_service.stripe_client.max_network_retries",
+        s.refunds_service.stripe_client.max_network_retries,
+    )?;
+    if agent.retry.amount_drift_cents.unsigned_abs() > MAX_CENTS {
+        at_most_cents(
+            "agent.retry.amount_drift_cents",
+            agent.retry.amount_drift_cents.unsigned_abs(),
+        )?;
+    }
     if !s.tools.iter().any(|t| t.name == agent.tool) {
         let names: Vec<&str> = s.tools.iter().map(|t| t.name.as_str()).collect();
         return fail(
@@ -187,11 +251,13 @@ pub fn validate(s: &Scenario) -> Result<(), ValidationError> {
     ] {
         probability(&format!("stripe.faults.{name}"), p)?;
     }
-    if !(f.latency_spike_factor.is_finite() && f.latency_spike_factor >= 1.0) {
+    if !(f.latency_spike_factor.is_finite()
+        && (1.0..=MAX_SPIKE_FACTOR).contains(&f.latency_spike_factor))
+    {
         return fail(
             "stripe.faults.latency_spike_factor",
             format!(
-                "invalid value: expected a finite number ≥ 1, got {}",
+                "invalid value: expected a number from 1 to {MAX_SPIKE_FACTOR}, got {}",
                 f.latency_spike_factor
             ),
         );
@@ -200,6 +266,18 @@ pub fn validate(s: &Scenario) -> Result<(), ValidationError> {
     latency("humans.pickup_delay", &s.humans.pickup_delay)?;
     probability("humans.check_probability", s.humans.check_probability)?;
     positive("reconciliation.interval", s.reconciliation.interval)?;
+    if s.reconciliation.interval < MIN_RECONCILIATION_INTERVAL {
+        return fail(
+            "reconciliation.interval",
+            format!(
+                "invalid value: expected at least 1s, got {}",
+                fmt_d(s.reconciliation.interval)
+            ),
+        );
+    }
+    for (i, d) in s.stripe.latency_choices.iter().enumerate() {
+        at_most(&format!("stripe.latency_choices.{i}"), *d, MAX_DURATION)?;
+    }
 
     for (metric, bound) in &s.expect {
         if !METRICS.contains(&metric.as_str()) {
@@ -284,6 +362,7 @@ fn validate_arrivals(s: &Scenario) -> Check {
                 ),
             );
         }
+        at_most_cents(&format!("{p}.charge_amount_cents"), t.charge_amount_cents)?;
         if t.amount_cents == 0 {
             return fail(
                 format!("{p}.amount_cents"),
@@ -301,6 +380,17 @@ fn validate_arrivals(s: &Scenario) -> Check {
         }
     }
     amount("arrivals.amount", &a.amount)?;
+    at_most_cents("arrivals.amount.max_cents", a.amount.max_cents)?;
+    at_most_cents("arrivals.amount.p99_cents", a.amount.p99_cents)?;
+    if a.charge_factor.max > 1000.0 {
+        return fail(
+            "arrivals.charge_factor.max",
+            format!(
+                "invalid value: expected at most 1000, got {}",
+                a.charge_factor.max
+            ),
+        );
+    }
     factor("arrivals.charge_factor", &a.charge_factor)
 }
 
@@ -365,12 +455,7 @@ mod tests {
     fn rates_that_would_not_finish() {
         rejects(
             &with(r#"{"arrivals":{"schedule":[{"duration":"1h","rate_per_s":1000}]}}"#),
-            &[
-                "arrivals.schedule",
-                "would not finish",
-                "3600000",
-                "2000000",
-            ],
+            &["arrivals.schedule", "would not finish", "3600000", "200000"],
         );
         rejects(
             &with(r#"{"horizon":"30d","background_load":{"rate_per_s":10000}}"#),
@@ -487,6 +572,53 @@ mod tests {
         rejects(
             &with(r#"{"expect":{"tickets":{"mn":5}}}"#),
             &["expect.tickets.mn", "unknown field"],
+        );
+    }
+}
+
+#[cfg(test)]
+mod limits {
+    use super::super::test_support::rejects;
+
+    const BASE: &str =
+        r#""name":"t","horizon":"1h","arrivals":{"schedule":[{"duration":"1m","rate_per_s":1}]}"#;
+
+    #[test]
+    fn caps_that_keep_runs_finite_and_sums_exact() {
+        let with = |extra: &str| format!("{{{BASE},{extra}}}");
+        rejects(
+            &with(r#""agent":{"retry":{"max_retries":100000}}"#),
+            &["agent.retry.max_retries", "at most 100"],
+        );
+        rejects(
+            &with(r#""refunds_service":{"stripe_client":{"max_network_retries":101}}"#),
+            &[
+                "refunds_service.stripe_client.max_network_retries",
+                "at most 100",
+            ],
+        );
+        rejects(
+            &with(r#""reconciliation":{"interval":"10ms"}"#),
+            &["reconciliation.interval", "at least 1s"],
+        );
+        rejects(
+            &with(r#""stripe":{"faults":{"latency_spike_factor":1e308}}"#),
+            &["latency_spike_factor", "from 1 to 1000"],
+        );
+        rejects(
+            &with(
+                r#""background_load":{"rate_per_s":100,"hold":{"p50":"1s","p99":"2s"}},"refunds_service":{"pool_size":8}"#,
+            ),
+            &[
+                "background_load.rate_per_s",
+                "would not finish",
+                "100.0 connections",
+            ],
+        );
+        rejects(&with(r#""tools":[]"#), &["tools", "empty list"]);
+        rejects(
+            r#"{"name":"t","horizon":"1h","arrivals":{"amount":{"p50_cents":100,"p99_cents":18446744073709551615,"min_cents":1,"max_cents":18446744073709551615},"schedule":[{"duration":"1m","rate_per_s":1}]}}"#,
+            &["arrivals.amount", "at most 1000000000000 cents"],
         );
     }
 }

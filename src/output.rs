@@ -1,0 +1,141 @@
+//! Writing output files (`--trace`, `--junit`, `explore --out`) whole or not at all.
+//!
+//! A regular file (or a symlink to one) is written to a temporary file beside it and renamed over
+//! it, so a reader never sees a partial file and a failure leaves nothing behind; the new file gets
+//! the old one's permissions, or `0644`. A device, FIFO or socket (`/dev/null`, `/dev/stdout`, a
+//! pipe) is written in place, never replaced. A directory is an error.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// Writes the output of `write` to `path` as described in the module docs. Errors are one line.
+pub fn write_whole(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<(), String> {
+    match fs::metadata(path) {
+        Ok(m) if m.is_dir() => return Err("is a directory; expected a file path".into()),
+        Ok(m) if !m.is_file() => {
+            let mut f = fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .map_err(|e| format!("cannot open: {e}"))?;
+            return write(&mut f)
+                .and_then(|()| f.flush())
+                .map_err(|e| format!("cannot write: {e}"));
+        }
+        _ => {}
+    }
+    let target = resolve_symlink(path)?;
+    let dir = match target.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !dir.is_dir() {
+        return Err(format!("directory {} does not exist", dir.display()));
+    }
+    let tmp = tempfile::NamedTempFile::new_in(&dir)
+        .map_err(|e| format!("cannot create a file in {}: {e}", dir.display()))?;
+    {
+        let mut w = io::BufWriter::new(tmp.as_file());
+        write(&mut w)
+            .and_then(|()| w.flush())
+            .map_err(|e| format!("cannot write: {e}"))?;
+    }
+    let perms = fs::metadata(&target)
+        .map(|m| m.permissions())
+        .unwrap_or_else(|_| default_permissions());
+    tmp.as_file()
+        .set_permissions(perms)
+        .map_err(|e| format!("cannot set permissions: {e}"))?;
+    tmp.persist(&target)
+        .map_err(|e| format!("cannot rename into place: {}", e.error))?;
+    Ok(())
+}
+
+/// The file a symlink points to (so the link is kept and its target replaced), or `path` itself.
+fn resolve_symlink(path: &Path) -> Result<PathBuf, String> {
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => match fs::canonicalize(path) {
+            Ok(p) => Ok(p),
+            Err(_) => Err("is a dangling symlink".into()),
+        },
+        _ => Ok(path.to_path_buf()),
+    }
+}
+
+#[cfg(unix)]
+fn default_permissions() -> fs::Permissions {
+    use std::os::unix::fs::PermissionsExt;
+    fs::Permissions::from_mode(0o644)
+}
+
+#[cfg(not(unix))]
+fn default_permissions() -> fs::Permissions {
+    tempfile::tempfile()
+        .and_then(|f| f.metadata())
+        .map(|m| m.permissions())
+        .expect("a temp file")
+}
+
+/// Whether `a` and `b` name the same existing file (so an output never overwrites an input).
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    matches!((fs::canonicalize(a), fs::canonicalize(b)), (Ok(x), Ok(y)) if x == y)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replaces_regular_files_whole_and_keeps_symlinks_and_devices() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("out.txt");
+        write_whole(&f, &mut |w: &mut dyn Write| w.write_all(b"one")).unwrap();
+        assert_eq!(fs::read_to_string(&f).unwrap(), "one");
+        let err = write_whole(&f, |w| {
+            w.write_all(b"partial")?;
+            Err(io::Error::other("boom"))
+        });
+        assert!(err.unwrap_err().contains("boom"));
+        assert_eq!(
+            fs::read_to_string(&f).unwrap(),
+            "one",
+            "a failed write leaves the old file"
+        );
+        assert_eq!(
+            fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "no temp file left"
+        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(
+                fs::metadata(&f).unwrap().permissions().mode() & 0o777,
+                0o644
+            );
+            let link = dir.path().join("link.txt");
+            std::os::unix::fs::symlink(&f, &link).unwrap();
+            write_whole(&link, |w| w.write_all(b"two")).unwrap();
+            assert!(
+                fs::symlink_metadata(&link)
+                    .unwrap()
+                    .file_type()
+                    .is_symlink(),
+                "the link is kept"
+            );
+            assert_eq!(fs::read_to_string(&f).unwrap(), "two");
+            write_whole(Path::new("/dev/null"), |w| w.write_all(b"x")).unwrap();
+            assert!(
+                !fs::metadata("/dev/null").unwrap().is_file(),
+                "/dev/null is still a device"
+            );
+        }
+        assert!(write_whole(dir.path(), |w| w.write_all(b"x"))
+            .unwrap_err()
+            .contains("is a directory"));
+        assert!(same_file(&f, &dir.path().join(".").join("out.txt")));
+    }
+}
