@@ -92,7 +92,7 @@ mod tests {
     fn replaces_regular_files_whole_and_keeps_symlinks_and_devices() {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("out.txt");
-        write_whole(&f, &mut |w: &mut dyn Write| w.write_all(b"one")).unwrap();
+        write_whole(&f, |w: &mut dyn Write| w.write_all(b"one")).unwrap();
         assert_eq!(fs::read_to_string(&f).unwrap(), "one");
         let err = write_whole(&f, |w| {
             w.write_all(b"partial")?;

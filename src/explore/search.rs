@@ -101,7 +101,9 @@ pub fn perturbed(base: &Scenario, epsilon: Duration) -> impl Strategy<Value = Ca
                 .collect();
             s.stripe.latency_choices = lat.iter().map(|&ms| Duration::from_millis(ms)).collect();
             s.refunds_service.pool_size = pool;
-            s.background_load.rate_per_s *= bg;
+            let hold = s.background_load.hold.p50.as_secs_f64().max(1e-9);
+            let fits = 0.9 * f64::from(pool) / hold;
+            s.background_load.rate_per_s = (s.background_load.rate_per_s * bg).min(fits);
             s.stripe.faults.error_500_after_commit = faults.0;
             s.stripe.faults.response_lost_after_commit = faults.1;
             s.stripe.faults.lock_timeout = faults.2;

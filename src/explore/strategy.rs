@@ -163,7 +163,9 @@ fn build(tickets: &[(u64, u64, u64)], timeout_ms: u64, lat: &[u64], s: &Swarm) -
         "tie_break": {"seed": s.tie_seed, "epsilon": ms(s.epsilon_ms)},
         "expect": {}
     });
-    if let Some(rate) = s.background_per_s {
+    if let Some(frac) = s.background_per_s {
+        // A fraction of what the pool can carry (hold p50 300 ms): the queue stays finite.
+        let rate = frac / 5.0 * 0.9 * f64::from(s.pool) / 0.3;
         v["background_load"] =
             json!({"rate_per_s": rate, "hold": {"p50": "300ms", "p99": "1500ms"}});
     }
@@ -176,7 +178,7 @@ fn build(tickets: &[(u64, u64, u64)], timeout_ms: u64, lat: &[u64], s: &Swarm) -
 /// Small adversarial worlds: 1–30 recorded tickets with colliding arrival times, amounts and
 /// charges (sometimes a full refund); pool 1–8; executor timeout 0.5–30 s; per-request Stripe
 /// latencies from 1–4 choices including exactly the timeout and 1 ms either side; think times;
-/// optional background load; SDK retries and a short SDK timeout on or off; faults (500 after
+/// optional background load (below what the pool carries); SDK retries and a short SDK timeout on or off; faults (500 after
 /// commit, response lost after commit, 429 `lock_timeout`; 409s arise from overlapping requests);
 /// every key mode; probe on or off; an executor retry layer; deadline propagation; humans who
 /// check first with probability 0, ½ or 1; and a tie-break seed with ε of 0–50 ms.
