@@ -258,7 +258,8 @@ pub fn evaluate(history: &History, gauges: &ModelGauges) -> Metrics {
                 }
             }
             EventKind::Human {
-                action: HumanAction::ManualRefund | HumanAction::FoundExisting,
+                action:
+                    HumanAction::ManualRefund | HumanAction::FoundExisting | HumanAction::RerunTool,
             } => {}
             EventKind::ReconciliationAlert {
                 tickets,

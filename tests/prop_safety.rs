@@ -2,7 +2,8 @@
 //! idempotent tools, no interleaving yields more than one refund per ticket; and each single fix
 //! alone has a counterexample that proptest finds and shrinks to at most 3 tickets.
 //!
-//! Fixed proptest seeds and case budgets; a longer soak: `PROPTEST_CASES=5000 cargo test --release --test prop_safety`.
+//! Fixed proptest seeds and case budgets; a longer soak of the property:
+//! `PROPTEST_CASES=30000 cargo test --release --test prop_safety holds`.
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};

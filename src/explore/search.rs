@@ -49,7 +49,7 @@ pub enum Outcome {
 }
 
 /// The bounds `explore` perturbs a scenario within: 1–30 recorded tickets arriving in the first
-/// 60 s (often at the same instant) with amounts like the scenario's; Stripe latencies from 1–4
+/// 60 s (often at the same instant) with amounts of $1–$500 and charges 1–4× the amount; Stripe latencies from 1–4
 /// choices among its p50, its p99, the executor timeout, ±1 ms around it, or 10 ms–40 s; a pool
 /// of 1 up to the scenario's size; background load from 0 up to the scenario's rate; each fault
 /// at the scenario's probability, off, or up to 0.5; and a tie-break seed. Everything else — the

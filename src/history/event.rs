@@ -71,6 +71,8 @@ pub enum HumanAction {
     FoundExisting,
     /// Issued a manual refund (no idempotency key).
     ManualRefund,
+    /// Re-ran the refund tool through the executor and the refunds service.
+    RerunTool,
 }
 
 /// Event kinds and their details.

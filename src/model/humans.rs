@@ -53,15 +53,15 @@ async fn human(w: Rc<World>, t: Ticket) {
         if checks && cfg.check_service_status && get_status(&w, t.id) == TicketStatus::Pending {
             continue;
         }
-        w.record(
-            ids,
-            EventKind::Human {
-                action: HumanAction::ManualRefund,
-            },
-        );
-        let status = match cfg.manual_refund_via {
-            ManualRefundVia::Dashboard => manual_refund(&w, &t, ids, attempt).await,
-            ManualRefundVia::Tool => rerun_tool(&w, &t, attempt).await,
+        let (action, via_tool) = match cfg.manual_refund_via {
+            ManualRefundVia::Dashboard => (HumanAction::ManualRefund, false),
+            ManualRefundVia::Tool => (HumanAction::RerunTool, true),
+        };
+        w.record(ids, EventKind::Human { action });
+        let status = if via_tool {
+            rerun_tool(&w, &t, attempt).await
+        } else {
+            manual_refund(&w, &t, ids, attempt).await
         };
         // 200: done; 400: Stripe refused for good (e.g. charge already refunded).
         if status == 200 || status == 400 {

@@ -95,6 +95,9 @@ fn line(e: &Event, attempts: &BTreeMap<u64, u32>) -> Option<String> {
         EventKind::Human { action: HumanAction::ManualRefund } => {
             "human: issued a manual refund from the dashboard (no idempotency key)".into()
         }
+        EventKind::Human { action: HumanAction::RerunTool } => {
+            "human: re-ran the refund tool through the refunds service".into()
+        }
         _ => return None,
     })
 }
