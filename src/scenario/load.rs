@@ -104,6 +104,7 @@ fn parse(text: &str, origin: &str) -> Result<(Scenario, Value), ScenarioError> {
         });
     }
     let value: Value = serde_json::from_str(text).map_err(|e| syntax(origin, &e, ""))?;
+    super::dupkeys::check(text).map_err(|e| syntax(origin, &e, ""))?;
     if let Err((segs, message)) = check_shape(&value) {
         let line_col = locate(text, &segs).map(|off| offset_to_line_col(text, off));
         return Err(ScenarioError::Invalid {
@@ -143,6 +144,7 @@ fn read_policy(path: &Path) -> Result<Value, ScenarioError> {
     }
     let patch: Value =
         serde_json::from_str(&text).map_err(|e| syntax(&origin, &e, "invalid policy: "))?;
+    super::dupkeys::check(&text).map_err(|e| syntax(&origin, &e, "invalid policy: "))?;
     if !patch.is_object() {
         let start = text.len() - text.trim_start().len();
         return Err(ScenarioError::Syntax {

@@ -2,6 +2,7 @@
 
 mod bound_rules;
 mod config;
+mod dupkeys;
 mod error;
 mod load;
 mod locate;
