@@ -52,20 +52,20 @@ struct ExploreArgs {
     /// Override one field, e.g. `--set humans.check_probability=1`; repeatable, after policies.
     #[arg(long = "set", value_name = "PATH=VALUE")]
     sets: Vec<String>,
-    /// Cases to try.
-    #[arg(long, default_value_t = 256)]
+    /// Cases to try (1 to 1,000,000).
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     cases: u32,
     /// Search seed (same seed ⇒ same cases and the same minimal scenario).
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Events within this of each other may run in either order, e.g. `1ms`.
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "0s")]
+    #[arg(long, value_name = "DURATION", value_parser = parse_epsilon, default_value = "0s")]
     epsilon: std::time::Duration,
     /// Enumerate every schedule of a tiny scenario (≤ 3 recorded tickets) depth-first instead.
     #[arg(long)]
     exhaustive: bool,
     /// With --exhaustive: stop after this many schedules.
-    #[arg(long, default_value_t = 100_000)]
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
     max_schedules: u64,
     /// Where to write the minimal scenario [default: SCENARIO's name + `-minimal.json` here].
     #[arg(long, value_name = "FILE")]
@@ -285,7 +285,37 @@ fn print_json(v: &impl serde::Serialize) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Refuses an output path that is one of the inputs (or a `.json` file inside an input directory).
+fn refuse_overwriting_inputs(flag: &str, out: &Path, inputs: &[&PathBuf]) -> anyhow::Result<()> {
+    for input in inputs {
+        let in_dir = input.is_dir()
+            && out.extension().is_some_and(|e| e == "json")
+            && out.parent().is_some_and(|d| {
+                refundsim::output::same_file(
+                    if d.as_os_str().is_empty() {
+                        Path::new(".")
+                    } else {
+                        d
+                    },
+                    input,
+                )
+            });
+        if refundsim::output::same_file(out, input) || in_dir {
+            bail!(
+                "{flag} {}: would overwrite the input {}; choose another file",
+                display(out),
+                display(input)
+            );
+        }
+    }
+    Ok(())
+}
+
 fn cmd_check(a: CheckArgs) -> anyhow::Result<ExitCode> {
+    if let Some(path) = &a.junit {
+        let inputs: Vec<&PathBuf> = a.scenarios.iter().chain(a.policies.iter()).collect();
+        refuse_overwriting_inputs("--junit", path, &inputs)?;
+    }
     let opts = gate::CheckOptions {
         scenarios: a.scenarios,
         policies: a.policies,
@@ -379,6 +409,28 @@ fn cmd_explore(a: ExploreArgs) -> anyhow::Result<ExitCode> {
             }
         });
     }
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("{}-minimal.json", file_stem_of(&sc.name))));
+    let inputs: Vec<&PathBuf> = std::iter::once(&a.scenario)
+        .chain(a.policies.iter())
+        .collect();
+    refuse_overwriting_inputs("--out", &out, &inputs)?;
+    match out.parent() {
+        Some(d) if !d.as_os_str().is_empty() && !d.is_dir() => {
+            bail!(
+                "--out {}: directory {} does not exist",
+                display(&out),
+                display(d)
+            )
+        }
+        _ if out.is_dir() => bail!(
+            "--out {}: is a directory; expected a file path",
+            display(&out)
+        ),
+        _ => {}
+    }
     let opts = search::ExploreOptions {
         cases: a.cases,
         seed: a.seed,
@@ -399,10 +451,6 @@ fn cmd_explore(a: ExploreArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         search::Outcome::Found { minimal, violation } => {
-            let out = a
-                .out
-                .clone()
-                .unwrap_or_else(|| PathBuf::from(format!("{}-minimal.json", sc.name)));
             let text = serde_json::to_string_pretty(&*minimal)? + "\n";
             refundsim::gate::write_atomically(&out, &text)
                 .map_err(|e| anyhow::anyhow!("--out {}: {e}", display(&out)))?;
@@ -414,8 +462,41 @@ fn cmd_explore(a: ExploreArgs) -> anyhow::Result<ExitCode> {
                 println!("{l}");
             }
             println!("minimal scenario: {}", display(&out));
-            println!("replay: refundsim run {}", display(&out));
+            println!(
+                "replay: refundsim run {}",
+                refundsim::run::quote(&display(&out))
+            );
             Ok(ExitCode::from(1))
         }
     }
+}
+
+/// A file-name stem from a scenario name: letters, digits, `-` and `_` only (never a path).
+fn file_stem_of(name: &str) -> String {
+    let stem: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let stem = stem.trim_start_matches(['-', '_']).to_string();
+    if stem.is_empty() {
+        "explore".into()
+    } else {
+        stem
+    }
+}
+
+/// `--epsilon`: a humantime duration of at most 60 s (a near-tie, not a reordering of minutes).
+fn parse_epsilon(s: &str) -> Result<std::time::Duration, String> {
+    let d = humantime::parse_duration(s)
+        .map_err(|e| format!("{e}; expected a duration like \"1ms\""))?;
+    if d > std::time::Duration::from_secs(60) {
+        return Err(format!("expected at most 60s, got {s}"));
+    }
+    Ok(d)
 }

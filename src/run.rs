@@ -39,7 +39,8 @@ impl Invocation {
     }
 }
 
-fn quote(s: &str) -> String {
+/// `s` quoted for a POSIX shell when it needs it (replay commands are pasted into terminals).
+pub fn quote(s: &str) -> String {
     if !s.is_empty()
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@".contains(c))

@@ -128,3 +128,52 @@ fn exhaustive_counts_schedules_and_rejects_big_worlds() {
         .assert()
         .code(2);
 }
+
+#[test]
+fn outputs_never_overwrite_inputs_and_bad_out_fails_before_searching() {
+    let dir = tempfile::tempdir().unwrap();
+    let sc = dir.path().join("sc.json");
+    std::fs::copy(INCIDENT, &sc).unwrap();
+    let before = std::fs::read(&sc).unwrap();
+    refundsim()
+        .args(["explore"])
+        .arg(&sc)
+        .args(["--policy", "policies/key-only.json", "--out"])
+        .arg(&sc)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("would overwrite the input"));
+    refundsim()
+        .args(["check"])
+        .arg(&sc)
+        .arg("--junit")
+        .arg(&sc)
+        .assert()
+        .code(2);
+    assert_eq!(
+        std::fs::read(&sc).unwrap(),
+        before,
+        "the input is untouched"
+    );
+    refundsim()
+        .args([
+            "explore",
+            INCIDENT,
+            "--policy",
+            "policies/key-only.json",
+            "--out",
+        ])
+        .arg(dir.path().join("missing/x.json"))
+        .assert()
+        .code(2)
+        .stdout(predicate::str::is_empty())
+        .stderr(predicate::str::contains("does not exist"));
+    refundsim()
+        .args(["explore", INCIDENT, "--cases", "0"])
+        .assert()
+        .code(2);
+    refundsim()
+        .args(["explore", INCIDENT, "--epsilon", "2m"])
+        .assert()
+        .code(2);
+}

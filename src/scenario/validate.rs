@@ -275,6 +275,17 @@ pub fn validate(s: &Scenario) -> Result<(), ValidationError> {
             ),
         );
     }
+    if let Some(tb) = &s.tie_break {
+        if tb.epsilon > Duration::from_secs(60) {
+            return fail(
+                "tie_break.epsilon",
+                format!(
+                    "invalid value: expected at most 60s, got {}",
+                    fmt_d(tb.epsilon)
+                ),
+            );
+        }
+    }
     for (i, d) in s.stripe.latency_choices.iter().enumerate() {
         at_most(&format!("stripe.latency_choices.{i}"), *d, MAX_DURATION)?;
     }
