@@ -188,3 +188,22 @@ fn bad_input_exits_2_with_one_line() {
         assert!(err.contains(want), "{err}");
     }
 }
+
+#[test]
+fn one_seed_is_refused_because_an_interval_needs_two() {
+    let out = assert_cmd::Command::cargo_bin("refundsim")
+        .unwrap()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "diff",
+            "--baseline",
+            "policies/key-only.json",
+            "--candidate",
+            "policies/fixed.json",
+        ])
+        .args(["scenarios/carrier-outage.json", "--seeds", "7"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("at least 2 seeds"));
+}

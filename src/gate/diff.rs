@@ -138,6 +138,18 @@ struct Side {
 pub fn diff(opts: &DiffOptions) -> Result<DiffReport, GateError> {
     let tol = tolerances(&opts.tolerances)?;
     let cseeds = opts.candidate_seeds.unwrap_or(opts.seeds);
+    // A 95 % interval needs a sample variance: at least two seeds on each side.
+    for (flag, r) in [("--seeds", opts.seeds), ("--candidate-seeds", cseeds)] {
+        if r.seeds().len() < 2 {
+            return Err(GateError::Seeds {
+                flag,
+                arg: format!("{}..{}", r.seeds()[0], r.seeds()[0]),
+                message:
+                    "a confidence interval needs at least 2 seeds; expected a range like 1..30"
+                        .into(),
+            });
+        }
+    }
     let paired_seeds = cseeds == opts.seeds;
     let mut sides: Vec<Side> = Vec::new();
     let files = scenario_files(&opts.scenarios)?;
