@@ -105,9 +105,8 @@ async fn rerun_tool(w: &Rc<World>, t: &Ticket, attempt: u32) -> u16 {
 fn refund_exists(w: &World, ticket: u64) -> bool {
     w.stripe
         .borrow()
-        .refunds_for_charge(&World::charge_id(ticket))
-        .iter()
-        .any(|r| r.status.moves_money())
+        .first_money_moving_refund(&World::charge_id(ticket))
+        .is_some()
 }
 
 /// One manual refund from the dashboard (no idempotency key); returns the HTTP status seen

@@ -163,9 +163,7 @@ async fn lookup(w: &World, ticket: u64) -> Option<String> {
         let found = w
             .stripe
             .borrow()
-            .refunds_for_charge(&charge)
-            .iter()
-            .find(|r| r.status.moves_money())
+            .first_money_moving_refund(&charge)
             .map(|r| r.id.clone());
         if found.is_some() {
             return found;

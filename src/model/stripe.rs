@@ -434,6 +434,14 @@ impl FakeStripe {
         })
     }
 
+    /// The first refund of `charge` that moves money (`GET /v1/refunds?charge=…` as a human or a
+    /// lookup reads it), or `None`.
+    pub fn first_money_moving_refund(&self, charge: &str) -> Option<&Refund> {
+        self.refunds_for_charge(charge)
+            .into_iter()
+            .find(|r| r.status.moves_money())
+    }
+
     /// The amount of `charge` not yet refunded (refunds in a status that moves money count;
     /// `failed`/`canceled` ones do not), or `None` for an unknown charge.
     pub fn remaining_cents(&self, charge: &str) -> Option<u64> {
