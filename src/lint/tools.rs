@@ -89,7 +89,16 @@ pub fn tool_facts(file: &str, path: &str, v: &Value) -> Result<ToolFacts, LintEr
     Ok(ToolFacts {
         name: name.to_string(),
         path: path.to_string(),
-        annotated: ann.is_some(),
+        annotated: ann.is_some_and(|a| {
+            [
+                "readOnlyHint",
+                "destructiveHint",
+                "idempotentHint",
+                "openWorldHint",
+            ]
+            .iter()
+            .any(|k| a.contains_key(*k))
+        }),
         read_only: hint("readOnlyHint")?,
         idempotent: hint("idempotentHint")?,
     })
@@ -104,7 +113,7 @@ pub fn tool_rules(t: &ToolFacts) -> Vec<Finding> {
             Severity::Warning,
             join(&t.path, "annotations"),
             format!(
-                "tool `{}` declares no annotations, so MCP's defaults apply: not read-only, destructive, not idempotent",
+                "tool `{}` declares no behaviour hints (no annotations, or none of readOnlyHint, destructiveHint, idempotentHint, openWorldHint), so MCP's defaults apply: not read-only, destructive, not idempotent",
                 t.name
             ),
             "state them explicitly (e.g. {\"readOnlyHint\": false, \"destructiveHint\": true, \"idempotentHint\": false}) so retry rules and reviewers see what the tool does",
@@ -116,6 +125,18 @@ pub fn tool_rules(t: &ToolFacts) -> Vec<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn empty_or_unknown_annotations_count_as_missing() {
+        for a in [r#"{}"#, r#"{"bogus":true}"#, r#"{"title":"Refund"}"#] {
+            let v: Value =
+                serde_json::from_str(&format!(r#"{{"name":"r","annotations":{a}}}"#)).unwrap();
+            let t = tool_facts("f", "tools.0", &v).unwrap();
+            let f = tool_rules(&t);
+            assert_eq!(f.len(), 1, "{a}");
+            assert_eq!(f[0].id, "tool-annotations-missing");
+        }
+    }
 
     #[test]
     fn reads_hints_and_rejects_bad_shapes() {
