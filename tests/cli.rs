@@ -179,3 +179,12 @@ fn trace_is_jsonl_with_formatted_clock_and_reads_back() {
     let events = refundsim::history::read_trace(text.as_bytes(), "t.jsonl").unwrap();
     assert_eq!(events.len(), text.lines().count());
 }
+
+#[test]
+fn a_policy_given_as_a_scenario_gets_a_hint() {
+    refundsim()
+        .args(["run", "policies/fixed.json"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("missing field `name`").and(predicate::str::contains("--policy")));
+}

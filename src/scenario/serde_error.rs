@@ -68,6 +68,19 @@ pub(super) fn data_error(mut segs: Vec<String>, e: &serde_json::Error) -> (Strin
 
 /// Says what was expected in words where serde's message names a Rust type.
 fn augment(mut message: String) -> String {
+    if [
+        "missing field `name`",
+        "missing field `horizon`",
+        "missing field `arrivals`",
+    ]
+    .iter()
+    .any(|m| message.starts_with(m))
+    {
+        message.push_str(
+            " (a scenario needs name, horizon and arrivals; a policy patch goes after --policy)",
+        );
+        return message;
+    }
     if message.ends_with(", expected a duration") {
         let negative = message.starts_with("invalid value: string \"-");
         message.truncate(message.len() - "a duration".len());
