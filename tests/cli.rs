@@ -186,5 +186,8 @@ fn a_policy_given_as_a_scenario_gets_a_hint() {
         .args(["run", "policies/fixed.json"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("missing field `name`").and(predicate::str::contains("--policy")));
+        .stderr(
+            predicate::str::contains("missing field `name`")
+                .and(predicate::str::contains("--policy")),
+        );
 }
