@@ -186,3 +186,23 @@ fn bad_input_exits_2_with_one_line_naming_the_file() {
         assert!(err.contains(want), "{name}: {err}");
     }
 }
+
+#[test]
+fn empty_and_non_json_files_say_what_was_expected() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.json");
+    let text = dir.path().join("hello.json");
+    std::fs::write(&empty, "").unwrap();
+    std::fs::write(&text, "hello\n").unwrap();
+    for (f, needle) in [(&empty, "file is empty"), (&text, "not valid JSON")] {
+        let out = assert_cmd::Command::cargo_bin("refundsim")
+            .unwrap()
+            .arg("lint")
+            .arg(f)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle) && err.lines().count() == 1, "{err}");
+    }
+}

@@ -50,11 +50,22 @@ pub fn read_input(path: &Path) -> Result<LintInput, LintError> {
         file: file.clone(),
         message: e.to_string(),
     })?;
-    let v: Value = serde_json::from_str(&text).map_err(|e| LintError::Syntax {
-        file: file.clone(),
-        line: e.line(),
-        column: e.column(),
-        message: e.to_string(),
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let v: Value = serde_json::from_str(text).map_err(|e| {
+        // serde's text ends with " at line L column C", which the error already shows.
+        let raw = e.to_string();
+        let bare = raw.split(" at line ").next().unwrap_or(&raw).to_string();
+        let message = if text.trim().is_empty() {
+            "file is empty; expected a JSON scenario, policy or tool list".to_string()
+        } else {
+            format!("not valid JSON ({bare}); expected a scenario, a policy, or tool definitions")
+        };
+        LintError::Syntax {
+            file: file.clone(),
+            line: e.line(),
+            column: e.column(),
+            message,
+        }
     })?;
     let shape = |message: &str| LintError::Shape {
         file: file.clone(),
