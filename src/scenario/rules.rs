@@ -92,38 +92,40 @@ pub(super) fn latency(path: &str, d: &LatencyDist) -> Check {
     at_most(&format!("{path}.p99"), d.p99, MAX_DURATION)
 }
 
-pub(super) fn amount(path: &str, a: &AmountDist) -> Check {
-    if a.p50_cents == 0 {
-        return fail(
-            format!("{path}.p50_cents"),
-            "invalid value: expected an integer ≥ 1, got 0",
-        );
+/// `value` ≥ 1 (counts and cents where 0 makes no sense).
+pub(super) fn at_least_one(path: impl Into<String>, value: u64) -> Check {
+    if value == 0 {
+        return fail(path, "invalid value: expected an integer ≥ 1, got 0");
     }
-    if a.p99_cents < a.p50_cents {
+    Ok(())
+}
+
+/// `value` ≥ `min`, where `min` is the sibling field `min_name`.
+pub(super) fn not_below(path: impl Into<String>, value: u64, min_name: &str, min: u64) -> Check {
+    if value < min {
         return fail(
-            format!("{path}.p99_cents"),
-            format!(
-                "invalid value: expected ≥ p50_cents ({}), got {}",
-                a.p50_cents, a.p99_cents
-            ),
-        );
-    }
-    if a.min_cents == 0 {
-        return fail(
-            format!("{path}.min_cents"),
-            "invalid value: expected an integer ≥ 1, got 0",
-        );
-    }
-    if a.max_cents < a.min_cents {
-        return fail(
-            format!("{path}.max_cents"),
-            format!(
-                "invalid value: expected ≥ min_cents ({}), got {}",
-                a.min_cents, a.max_cents
-            ),
+            path,
+            format!("invalid value: expected ≥ {min_name} ({min}), got {value}"),
         );
     }
     Ok(())
+}
+
+pub(super) fn amount(path: &str, a: &AmountDist) -> Check {
+    at_least_one(format!("{path}.p50_cents"), a.p50_cents)?;
+    not_below(
+        format!("{path}.p99_cents"),
+        a.p99_cents,
+        "p50_cents",
+        a.p50_cents,
+    )?;
+    at_least_one(format!("{path}.min_cents"), a.min_cents)?;
+    not_below(
+        format!("{path}.max_cents"),
+        a.max_cents,
+        "min_cents",
+        a.min_cents,
+    )
 }
 
 pub(super) fn factor(path: &str, f: &FactorRange) -> Check {

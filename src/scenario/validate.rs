@@ -6,7 +6,8 @@ use std::time::Duration;
 use super::config::Scenario;
 use super::error::ValidationError;
 use super::rules::{
-    amount, at_most, factor, fail, fmt_d, latency, positive, probability, rate, Check,
+    amount, at_least_one, at_most, factor, fail, fmt_d, latency, not_below, positive, probability,
+    rate, Check,
 };
 
 /// Metric names a scenario's `expect` may bound. This list must match the metric names of the
@@ -219,12 +220,7 @@ pub fn validate(s: &Scenario) -> Result<(), ValidationError> {
     }
 
     let svc = &s.refunds_service;
-    if svc.pool_size == 0 {
-        return fail(
-            "refunds_service.pool_size",
-            "invalid value: expected an integer ≥ 1, got 0",
-        );
-    }
+    at_least_one("refunds_service.pool_size", u64::from(svc.pool_size))?;
     if let Some(t) = svc.acquire_timeout {
         positive("refunds_service.acquire_timeout", t)?;
     }
@@ -374,21 +370,13 @@ fn validate_arrivals(s: &Scenario) -> Check {
             );
         }
         at_most_cents(&format!("{p}.charge_amount_cents"), t.charge_amount_cents)?;
-        if t.amount_cents == 0 {
-            return fail(
-                format!("{p}.amount_cents"),
-                "invalid value: expected an integer ≥ 1, got 0",
-            );
-        }
-        if t.charge_amount_cents < t.amount_cents {
-            return fail(
-                format!("{p}.charge_amount_cents"),
-                format!(
-                    "invalid value: expected ≥ amount_cents ({}), got {}",
-                    t.amount_cents, t.charge_amount_cents
-                ),
-            );
-        }
+        at_least_one(format!("{p}.amount_cents"), t.amount_cents)?;
+        not_below(
+            format!("{p}.charge_amount_cents"),
+            t.charge_amount_cents,
+            "amount_cents",
+            t.amount_cents,
+        )?;
     }
     amount("arrivals.amount", &a.amount)?;
     at_most_cents("arrivals.amount.max_cents", a.amount.max_cents)?;
