@@ -17,9 +17,9 @@
 //! let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
 //! let incident = load(&dir.join("scenarios/carrier-outage.json"), &[], &[]).unwrap();
 //! let out = run(&incident, incident.seed, &Default::default());
-//! assert_eq!(out.report.seed, 28);
-//! assert_eq!(out.report.metrics.duplicate_refund_tickets, 42);
-//! assert_eq!(out.report.metrics.over_refund_cents, 644_744); // $6,447.44
+//! assert_eq!(out.report.seed, 157);
+//! assert_eq!(out.report.metrics.duplicate_refund_tickets, 43);
+//! assert_eq!(out.report.metrics.over_refund_cents, 591_711); // $5,917.11
 //!
 //! let policy: PathBuf = dir.join("policies/fixed.json");
 //! let fixed = load(&dir.join("scenarios/carrier-outage.json"), &[policy], &[]).unwrap();

@@ -147,9 +147,15 @@ fn set_and_policy_change_the_run() {
         .as_str()
         .unwrap()
         .contains("--set executor.timeout=15s"));
-    let key = run_json(&[INCIDENT, "--policy", "policies/key-only.json"]);
+    let key = run_json(&[
+        INCIDENT,
+        "--seed",
+        "4",
+        "--policy",
+        "policies/key-only.json",
+    ]);
     // A per-ticket key turns the model's retry into a replay; what is left comes from humans who
-    // refund an escalated ticket by hand without checking (no key): seed 28 has exactly one.
+    // refund an escalated ticket by hand without checking (no key): seed 4 has exactly one.
     assert_eq!(key["duplicate_refund_tickets"], 1);
     assert_eq!(key["manual_refunds"], 1);
     assert!(key["stripe_replays"].as_u64().unwrap() > 0);

@@ -52,3 +52,60 @@ fn common_random_numbers_same_tickets_under_two_policies() {
         "ticket arrivals and amounts must not depend on the policy"
     );
 }
+
+/// Draws are keyed by a generated ticket's arrival ordinal, not its id: renumbering the tickets
+/// (`arrivals.first_ticket_id`) changes no arrival time, amount, latency or outcome.
+#[test]
+fn renumbering_tickets_changes_no_draw() {
+    let times = |first: u64| {
+        let set = [format!("arrivals.first_ticket_id={first}")];
+        let sc = load(Path::new(INCIDENT), &[], &set).unwrap();
+        let out = refundsim::run::run(&sc, 9, &Default::default());
+        let events: Vec<(u64, u64)> = out
+            .history
+            .events
+            .iter()
+            .map(|e| (e.t_ns.as_nanos(), e.ticket.map_or(0, |t| t - first)))
+            .collect();
+        (out.report.metrics.duplicate_refund_tickets, events)
+    };
+    let (dups, base) = times(47_500);
+    assert!(dups > 0, "seed 9 of the incident has duplicates");
+    assert_eq!(times(1), (dups, base.clone()));
+    assert_eq!(times(100_000), (dups, base));
+}
+
+/// The SDK's retry backoff is drawn from a stream keyed by (ticket, attempt, executor try,
+/// SDK try), not by a run-wide request counter: a ticket that runs long before another (and so
+/// shifts every later request id) does not move the later ticket's backoffs.
+#[test]
+fn sdk_backoff_does_not_depend_on_other_tickets() {
+    let scenario = |tickets: &str| {
+        let text = format!(
+            r#"{{"name": "sdk-backoff", "horizon": "1h",
+            "arrivals": {{"tickets": [{tickets}]}},
+            "agent": {{"retry": {{"max_retries": 0}}}},
+            "executor": {{"timeout": "60s"}},
+            "refunds_service": {{"stripe_client": {{"max_network_retries": 2, "timeout": "1s"}}}},
+            "stripe": {{"latency": {{"p50": "3s", "p99": "3s"}}}},
+            "humans": {{"enabled": false}}, "expect": {{}}}}"#
+        );
+        refundsim::scenario::load_str(&text, "sdk-backoff").unwrap()
+    };
+    let later = r#"{"id": 2, "opened_at": "30m", "amount_cents": 100, "charge_amount_cents": 500}"#;
+    let earlier =
+        r#"{"id": 1, "opened_at": "0s", "amount_cents": 100, "charge_amount_cents": 500}"#;
+    let requests = |sc: &refundsim::scenario::Scenario| -> Vec<u64> {
+        let out = refundsim::run::run(sc, 3, &Default::default());
+        out.history
+            .events
+            .iter()
+            .filter(|e| e.ticket == Some(2) && matches!(e.kind, EventKind::StripeRequest { .. }))
+            .map(|e| e.t_ns.as_nanos())
+            .collect()
+    };
+    let alone = requests(&scenario(later));
+    let with_other = requests(&scenario(&format!("{earlier}, {later}")));
+    assert_eq!(alone.len(), 3, "one try and two SDK retries");
+    assert_eq!(alone, with_other);
+}

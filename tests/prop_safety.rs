@@ -59,7 +59,7 @@ fn counterexample(fix: fn(&mut refundsim::scenario::Scenario), seed: u8) -> Case
 #[test]
 fn breaks_each_single_fix_alone_has_a_small_counterexample() {
     for (i, (name, fix)) in policy::SINGLE_FIXES.iter().enumerate() {
-        let minimal = counterexample(*fix, 10 + i as u8);
+        let minimal = counterexample(*fix, 20 + i as u8);
         let v = check_case(&minimal).expect_err("the shrunk case still fails");
         let n = minimal.scenario.arrivals.tickets.len();
         assert!(n <= 3, "{name}: shrunk to {n} tickets");

@@ -52,7 +52,7 @@ pub async fn handle_ticket(w: Rc<World>, t: Ticket) {
             phase: t.phase.clone(),
         },
     );
-    let mut rng = w.stream("agent", &[t.id]);
+    let mut rng = w.ticket_stream("agent", t.id, &[]);
     let overhead = SimTime::from_duration(cfg.call_overhead);
     w.sim.sleep(dist::latency(&mut rng, &cfg.think_time)).await;
     let mut attempt = 0u32;

@@ -16,7 +16,7 @@ use crate::sim::SimTime;
 /// Draws ticket `id`'s amount and charge.
 pub fn draw_ticket(w: &World, id: u64, phase: String) -> Ticket {
     let a = &w.cfg.arrivals;
-    let mut rng = w.stream("ticket", &[id]);
+    let mut rng = w.ticket_stream("ticket", id, &[]);
     let amount_cents = dist::amount(&mut rng, &a.amount);
     let factor = dist::uniform(&mut rng, a.charge_factor.min, a.charge_factor.max);
     let charge_amount_cents = ((amount_cents as f64) * factor).ceil() as u64;

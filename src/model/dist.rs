@@ -1,7 +1,11 @@
 //! Sampling helpers over a seeded stream. Every draw in the model goes through these.
+//!
+//! Portability: the transcendental functions behind every draw (`log`, `exp`, `cos`, `pow`) come
+//! from [`libm`], a pure-Rust port of musl's math library, not from the platform's C library
+//! (whose last bits differ between glibc, macOS and Windows). With integer nanoseconds and
+//! ChaCha8 streams, a run is therefore bit-identical on every platform.
 
 use rand::Rng;
-use rand_distr::{Distribution, Exp, LogNormal};
 
 use crate::scenario::{AmountDist, LatencyDist};
 use crate::sim::{SimTime, StreamRng};
@@ -11,22 +15,33 @@ const Z99: f64 = 2.326_347_874_040_841;
 
 /// `(mu, sigma)` of the lognormal with median `p50` and 99th percentile `p99` (both > 0).
 pub fn lognormal_params(p50: f64, p99: f64) -> (f64, f64) {
-    let mu = p50.ln();
-    let sigma = ((p99.ln() - mu) / Z99).max(0.0);
+    let mu = libm::log(p50);
+    let sigma = ((libm::log(p99) - mu) / Z99).max(0.0);
     (mu, sigma)
+}
+
+/// A uniform draw in `(0, 1]`: never 0, so its logarithm is finite.
+fn open_unit(rng: &mut StreamRng) -> f64 {
+    1.0 - rng.random::<f64>()
+}
+
+/// A standard normal draw by the Box–Muller transform (cosine branch): always two uniforms.
+pub fn standard_normal(rng: &mut StreamRng) -> f64 {
+    let r = libm::sqrt(-2.0 * libm::log(open_unit(rng)));
+    let theta = 2.0 * std::f64::consts::PI * rng.random::<f64>();
+    r * libm::cos(theta)
 }
 
 fn lognormal(rng: &mut StreamRng, p50: f64, p99: f64) -> f64 {
     let (mu, sigma) = lognormal_params(p50, p99);
+    let z = standard_normal(rng);
     if sigma == 0.0 {
         return p50;
     }
-    LogNormal::new(mu, sigma)
-        .map(|d| d.sample(rng))
-        .unwrap_or(p50)
+    libm::exp(mu + sigma * z)
 }
 
-/// A duration from a p50/p99 lognormal, rounded to whole ns.
+/// A duration from a p50/p99 lognormal, rounded to whole ns. Always draws two numbers.
 pub fn latency(rng: &mut StreamRng, d: &LatencyDist) -> SimTime {
     let ns = lognormal(rng, d.p50.as_nanos() as f64, d.p99.as_nanos() as f64);
     SimTime::from_nanos(ns.round().clamp(0.0, u64::MAX as f64) as u64)
@@ -38,12 +53,11 @@ pub fn amount(rng: &mut StreamRng, d: &AmountDist) -> u64 {
     c.clamp(d.min_cents, d.max_cents.max(d.min_cents))
 }
 
-/// An exponential inter-arrival time for `rate_per_s` (> 0), in ns.
+/// An exponential inter-arrival time for `rate_per_s` (> 0), in ns, by inversion
+/// (`−ln U / rate`). Always draws one number.
 pub fn interarrival(rng: &mut StreamRng, rate_per_s: f64) -> SimTime {
-    let secs = Exp::new(rate_per_s)
-        .map(|d| d.sample(rng))
-        .unwrap_or(f64::INFINITY);
-    SimTime::from_nanos((secs * 1e9).min(u64::MAX as f64) as u64)
+    let secs = -libm::log(open_unit(rng)) / rate_per_s;
+    SimTime::from_nanos((secs * 1e9).min(u64::MAX as f64).max(0.0) as u64)
 }
 
 /// `true` with probability `p`. Always draws one number, so the stream's position does not
@@ -87,5 +101,18 @@ mod tests {
         let d = LatencyDist::new(Duration::from_millis(7), Duration::from_millis(7));
         let mut rng = Streams::new(1).stream("t", &[]);
         assert_eq!(latency(&mut rng, &d), SimTime::from_millis(7));
+    }
+    /// Pinned bits: the draws are computed with `libm`, so these hold on every platform; a
+    /// change here moves every run's numbers (re-pin `tests/pinned/` and say so in CHANGELOG).
+    #[test]
+    fn draws_are_bit_identical_across_platforms() {
+        let mut rng = Streams::new(1).stream("t", &[]);
+        let z = standard_normal(&mut rng);
+        let e = interarrival(&mut rng, 0.5);
+        let d = LatencyDist::new(Duration::from_millis(380), Duration::from_millis(1600));
+        let l = latency(&mut rng, &d);
+        assert_eq!(z.to_bits(), 0x3fe3_78e5_86e7_026c);
+        assert_eq!(e.as_nanos(), 2_262_598_552);
+        assert_eq!(l.as_nanos(), 507_406_294);
     }
 }

@@ -44,10 +44,17 @@ impl ToolReply {
     }
 }
 
-/// Delay before executor retry `n` (1-based): `initial · factor^(n−1)`, capped, times
-/// `U(1 − jitter, 1 + jitter)`.
+/// Delay before executor retry `n` (1-based): `initial · factor^(n−1)`, capped at `max_delay`,
+/// times `U(1 − jitter, 1 + jitter)`. A zero `initial_delay` waits 0 s whatever the factor (so
+/// `0 × ∞` never turns into a NaN that the cap would read as `max_delay`); a power that
+/// overflows is capped like any other large value.
 fn retry_delay(r: &ExecutorRetry, n: u32, u: f64) -> SimTime {
-    let base = r.initial_delay.as_secs_f64() * r.backoff_factor.powi(n as i32 - 1);
+    let initial = r.initial_delay.as_secs_f64();
+    let base = if initial == 0.0 {
+        0.0
+    } else {
+        initial * libm::pow(r.backoff_factor, f64::from(n) - 1.0)
+    };
     let capped = base.min(r.max_delay.as_secs_f64());
     let jittered = capped * (1.0 - r.jitter + 2.0 * r.jitter * u);
     SimTime::from_nanos((jittered.max(0.0) * 1e9) as u64)
@@ -59,7 +66,7 @@ pub async fn call_tool(w: Rc<World>, ticket: u64, attempt: u32, amount_cents: u6
     let cfg = &w.cfg.executor;
     let timeout = SimTime::from_duration(cfg.timeout);
     let max_tries = cfg.retry.as_ref().map_or(0, |r| r.max_retries);
-    let mut jitter_rng = w.stream("executor_retry", &[ticket, u64::from(attempt)]);
+    let mut jitter_rng = w.ticket_stream("executor_retry", ticket, &[u64::from(attempt)]);
     let mut exec_try = 0;
     loop {
         let call = w.next_call_id();
@@ -167,6 +174,28 @@ mod tests {
         assert_eq!(
             retry_delay(&r, 10, 0.5),
             SimTime::from_duration(Duration::from_secs(60))
+        );
+    }
+
+    /// `shared/failing/backoff-overflow.json`: a factor of 1e308 with a zero initial delay waits
+    /// 0 s on every retry (it used to wait `max_delay`: 0 × ∞ = NaN, and NaN.min(60 s) = 60 s).
+    #[test]
+    fn zero_initial_delay_waits_zero_whatever_the_factor() {
+        let r: ExecutorRetry = serde_json::from_str(
+            r#"{"initial_delay": "0s", "backoff_factor": 1e308, "jitter": 0}"#,
+        )
+        .unwrap();
+        for n in 1..=5 {
+            assert_eq!(retry_delay(&r, n, 0.5), SimTime::ZERO, "retry {n}");
+        }
+        let big: ExecutorRetry = serde_json::from_str(
+            r#"{"initial_delay": "1s", "backoff_factor": 1e308, "jitter": 0}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            retry_delay(&big, 3, 0.5),
+            SimTime::from_secs(60),
+            "overflow is capped"
         );
     }
 }

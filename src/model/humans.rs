@@ -32,7 +32,7 @@ pub const HUMAN_RETRY_PAUSE: SimTime = SimTime::from_secs(60);
 
 async fn human(w: Rc<World>, t: Ticket) {
     let cfg = &w.cfg.humans;
-    let mut rng = w.stream("human", &[t.id]);
+    let mut rng = w.ticket_stream("human", t.id, &[]);
     let delay = dist::latency(&mut rng, &cfg.pickup_delay);
     let checks = dist::chance(&mut rng, cfg.check_probability);
     w.sim.sleep(delay).await;
@@ -133,7 +133,7 @@ async fn manual_refund(w: &Rc<World>, t: &Ticket, ids: Ids, attempt: u32) -> u16
             sdk_try: attempt,
         },
     );
-    let rng = w.stream("stripe_human", &[t.id, u64::from(attempt)]);
+    let rng = w.ticket_stream("stripe_human", t.id, &[u64::from(attempt)]);
     let start = w.now();
     let delivered = serve(w.clone(), req, ids, Caller::Human, rng).await;
     let (status, outcome, refund_id) = classify(&delivered);

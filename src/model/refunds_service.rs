@@ -55,7 +55,7 @@ fn idempotency_key(w: &World, req: &ServiceRequest) -> Option<String> {
             let row = ledger.row(req.ticket);
             let generation = row.nonce_generation;
             let nonce = row.nonce.get_or_insert_with(|| {
-                let n: u64 = w.stream("nonce", &[req.ticket, generation]).random();
+                let n: u64 = w.ticket_stream("nonce", req.ticket, &[generation]).random();
                 format!("{n:016x}")
             });
             Some(format!("refund_{}_{}", req.ticket, nonce))

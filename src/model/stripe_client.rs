@@ -65,14 +65,15 @@ fn should_retry(d: Option<&Delivered>) -> bool {
 /// `min(0.5·2^(n−1), 5) s × U(0.5, 1)`, at least 0.5 s (stripe-python's exponential form;
 /// stripe-node grows as `0.5·(n−1)²` under the same cap, jitter and floor).
 fn backoff(n: u32, u: f64) -> SimTime {
-    let base = (0.5 * 2f64.powi(n as i32 - 1)).min(5.0);
+    let base = (0.5 * libm::pow(2.0, f64::from(n) - 1.0)).min(5.0);
     let secs = (base * (0.5 + 0.5 * u)).max(0.5);
     SimTime::from_nanos((secs * 1e9) as u64)
 }
 
 /// One logical `refunds.create(charge, amount, reason)` from the refunds service. `key` is the
 /// service's idempotency key; with network retries on and no key, the SDK generates one per
-/// logical call. Stripe draws are keyed by `(ticket, attempt, exec_try, sdk_try)`.
+/// logical call. Stripe draws and backoff draws are keyed by `(ticket, attempt, exec_try, sdk_try)`
+/// (ticket by [`World::ticket_key`]).
 pub async fn create_refund(
     w: Rc<World>,
     key: Option<String>,
@@ -86,7 +87,7 @@ pub async fn create_refund(
     let key = key.or_else(|| {
         (cfg.max_network_retries > 0).then(|| format!("stripe-node-retry-{ticket}-{call}"))
     });
-    let mut backoff_rng = w.stream("sdk_backoff", &[ticket, call]);
+    let attempt = u64::from(ids.attempt.unwrap_or(0));
     let mut try_no = 0;
     loop {
         let req = StripeRequest {
@@ -105,11 +106,8 @@ pub async fn create_refund(
                 sdk_try: try_no,
             },
         );
-        let attempt = u64::from(ids.attempt.unwrap_or(0));
-        let rng = w.stream(
-            "stripe",
-            &[ticket, attempt, u64::from(exec_try), u64::from(try_no)],
-        );
+        let entity = [attempt, u64::from(exec_try), u64::from(try_no)];
+        let rng = w.ticket_stream("stripe", ticket, &entity);
         let start = w.now();
         let server = w
             .sim
@@ -137,6 +135,9 @@ pub async fn create_refund(
             return CallResult::Refunded(id);
         }
         if try_no < cfg.max_network_retries && should_retry(got.as_ref()) {
+            // Keyed by (ticket, attempt, executor try, SDK retry), not by a run-wide counter,
+            // so a change elsewhere in the run never moves this draw.
+            let mut backoff_rng = w.ticket_stream("sdk_backoff", ticket, &entity);
             try_no += 1;
             let u = dist::uniform(&mut backoff_rng, 0.0, 1.0);
             w.sim.sleep(backoff(try_no, u)).await;

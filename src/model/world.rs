@@ -133,6 +133,28 @@ impl World {
         self.streams.stream(name, ids)
     }
 
+    /// The key that stands for ticket `id` in every random stream: a generated ticket's arrival
+    /// ordinal (`id − arrivals.first_ticket_id`, so 0 for the first ticket), a recorded
+    /// ticket's own id. Renumbering generated tickets therefore changes no draw, and removing
+    /// one recorded ticket (as shrinking does) leaves the others' draws alone.
+    pub fn ticket_key(&self, id: u64) -> u64 {
+        let a = &self.cfg.arrivals;
+        if a.tickets.is_empty() {
+            id.wrapping_sub(a.first_ticket_id)
+        } else {
+            id
+        }
+    }
+
+    /// The stream `name` for ticket `id` and further entity `ids`, keyed by
+    /// [`World::ticket_key`].
+    pub fn ticket_stream(&self, name: &str, id: u64, ids: &[u64]) -> StreamRng {
+        let mut key = Vec::with_capacity(ids.len() + 1);
+        key.push(self.ticket_key(id));
+        key.extend_from_slice(ids);
+        self.streams.stream(name, &key)
+    }
+
     /// The Stripe charge id of a ticket.
     pub fn charge_id(ticket: u64) -> String {
         format!("ch_{ticket}")

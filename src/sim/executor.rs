@@ -1,8 +1,15 @@
 //! refundsim's own single-threaded executor over virtual time.
 //!
 //! Tasks are polled by [`Sim::run`]; when no task is ready the clock jumps to the earliest pending
-//! timer. Timers are ordered by `(deadline, sequence number)`, so events at the same instant fire in
-//! the order they were scheduled, and a run is a pure function of its inputs.
+//! timer. Timers are ordered by `(deadline, kind, sequence number)`, so events at the same instant
+//! fire in the order they were scheduled, and a run is a pure function of its inputs.
+//!
+//! **Exact ties between a timeout and the work it guards.** A [`Sim::timeout`]'s timer is of kind
+//! [`TimerKind::Deadline`]; every other timer is [`TimerKind::Work`]. At one instant, every work
+//! timer fires (and the tasks it wakes run) before any deadline timer, so work that completes at
+//! exactly its time limit is in time — whether it runs inside the timed-out future or in a task
+//! of its own behind a [`JoinHandle`]. Among deadlines due at one instant, the one set first
+//! fires first. Exploration mode may still reorder events within its `epsilon`.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, VecDeque};
@@ -42,12 +49,24 @@ impl Wake for TaskWaker {
     }
 }
 
+/// What a timer stands for, which decides the order of timers due at the same instant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum TimerKind {
+    /// A sleep: the end of some work (a latency, a pause, a scheduled arrival).
+    Work,
+    /// The time limit of a [`Sim::timeout`]: fires after every work timer due at the same instant.
+    Deadline,
+}
+
+/// A pending timer's place in the order: `(deadline, kind, sequence number)`.
+pub(super) type TimerKey = (SimTime, TimerKind, u64);
+
 pub(super) struct Inner {
     now: Cell<SimTime>,
     next_seq: Cell<u64>,
     next_task: Cell<u64>,
-    /// Pending timers keyed by `(deadline, sequence)`: the tie-break order for same-instant events.
-    timers: RefCell<BTreeMap<(SimTime, u64), Waker>>,
+    /// Pending timers keyed by `(deadline, kind, sequence)`: the order of same-instant events.
+    timers: RefCell<BTreeMap<TimerKey, Waker>>,
     tasks: RefCell<BTreeMap<u64, Option<Task>>>,
     ready: Arc<Mutex<ReadyQueue>>,
     events_processed: Cell<u64>,
@@ -134,16 +153,16 @@ impl Sim {
 
     /// Removes the next timer to fire: the earliest, or in exploration mode the tie-break's pick
     /// among those due within `epsilon` of the earliest.
-    fn pop_next_timer(&self) -> Option<((SimTime, u64), Waker)> {
+    fn pop_next_timer(&self) -> Option<(TimerKey, Waker)> {
         let mut timers = self.inner.timers.borrow_mut();
-        let (&(first, _), _) = timers.first_key_value()?;
+        let (&(first, _, _), _) = timers.first_key_value()?;
         let mut tb = self.inner.tie_break.borrow_mut();
         let Some(tb) = tb.as_mut() else {
             return timers.pop_first();
         };
         let limit = first.saturating_add(self.inner.epsilon.get());
-        let candidates: Vec<(SimTime, u64)> = timers
-            .range(..=(limit, u64::MAX))
+        let candidates: Vec<TimerKey> = timers
+            .range(..=(limit, TimerKind::Deadline, u64::MAX))
             .map(|(k, _)| *k)
             .take(MAX_CANDIDATES)
             .collect();
@@ -199,35 +218,44 @@ impl Sim {
 
     /// A future that completes at virtual instant `deadline` (at once if it has passed).
     pub fn sleep_until(&self, deadline: SimTime) -> Sleep {
-        Sleep::new(self.clone(), deadline)
+        Sleep::new(self.clone(), deadline, TimerKind::Work)
     }
 
     /// Runs `fut` with a time limit of `d`: `Ok(output)` if it completes first, else
-    /// `Err(Elapsed)`, and `fut` is dropped. When both are due at the same instant the future wins.
+    /// `Err(Elapsed)`, and `fut` is dropped. When both are due at the same instant the work wins,
+    /// also when it runs in a spawned task (see the module docs: deadline timers fire last).
     pub fn timeout<F: Future>(&self, d: SimTime, fut: F) -> Timeout<F> {
-        Timeout::new(fut, self.sleep(d))
+        let limit = Sleep::new(
+            self.clone(),
+            self.now().saturating_add(d),
+            TimerKind::Deadline,
+        );
+        Timeout::new(fut, limit)
     }
 
-    pub(super) fn register_timer(&self, deadline: SimTime, waker: Waker) -> u64 {
+    pub(super) fn register_timer(
+        &self,
+        deadline: SimTime,
+        kind: TimerKind,
+        waker: Waker,
+    ) -> TimerKey {
         let seq = self.inner.next_seq.get();
         self.inner.next_seq.set(seq + 1);
-        self.inner
-            .timers
-            .borrow_mut()
-            .insert((deadline, seq), waker);
-        seq
+        let key = (deadline, kind, seq);
+        self.inner.timers.borrow_mut().insert(key, waker);
+        key
     }
 
-    pub(super) fn update_timer(&self, deadline: SimTime, seq: u64, waker: &Waker) {
-        if let Some(w) = self.inner.timers.borrow_mut().get_mut(&(deadline, seq)) {
+    pub(super) fn update_timer(&self, key: TimerKey, waker: &Waker) {
+        if let Some(w) = self.inner.timers.borrow_mut().get_mut(&key) {
             if !w.will_wake(waker) {
                 *w = waker.clone();
             }
         }
     }
 
-    pub(super) fn cancel_timer(&self, deadline: SimTime, seq: u64) {
-        self.inner.timers.borrow_mut().remove(&(deadline, seq));
+    pub(super) fn cancel_timer(&self, key: TimerKey) {
+        self.inner.timers.borrow_mut().remove(&key);
     }
 
     /// Number of pending timers (for tests and diagnostics).
@@ -244,12 +272,12 @@ impl Sim {
             let next = {
                 let mut timers = self.inner.timers.borrow_mut();
                 match timers.first_key_value() {
-                    Some((&(due, _), _)) if due <= t => timers.pop_first(),
+                    Some((&(due, _, _), _)) if due <= t => timers.pop_first(),
                     _ => None,
                 }
             };
             match next {
-                Some(((due, _), waker)) => {
+                Some(((due, _, _), waker)) => {
                     self.inner.now.set(due);
                     waker.wake();
                 }
@@ -266,7 +294,7 @@ impl Sim {
             self.run_ready();
             let next = self.pop_next_timer();
             match next {
-                Some(((due, _), waker)) => {
+                Some(((due, _, _), waker)) => {
                     self.inner.now.set(due.max(self.now()));
                     self.count_event();
                     waker.wake();
@@ -460,5 +488,77 @@ mod tests {
         });
         sim.run();
         assert_eq!(res.get(), Some(Some(5)));
+    }
+
+    /// Runs `work(sim)` under a 1 s timeout that it meets at exactly 1 s; `Some(output)` if the
+    /// work was in time.
+    fn tie<F, W>(work: W) -> Option<u32>
+    where
+        W: FnOnce(Sim) -> F + 'static,
+        F: Future<Output = u32> + 'static,
+    {
+        let sim = Sim::new();
+        let s = sim.clone();
+        let res = Rc::new(Cell::new(None));
+        let r = res.clone();
+        sim.spawn(async move {
+            let v = s.timeout(SimTime::from_secs(1), work(s.clone())).await;
+            r.set(Some(v.ok()));
+        });
+        sim.run();
+        res.get().expect("the timed call returned")
+    }
+
+    #[test]
+    fn exact_tie_goes_to_plain_work() {
+        let got = tie(|s| async move {
+            s.sleep(SimTime::from_secs(1)).await;
+            5
+        });
+        assert_eq!(got, Some(5));
+    }
+
+    #[test]
+    fn exact_tie_goes_to_spawned_work_too() {
+        // The spawned task registers its timer after the timeout's (a later sequence number);
+        // the deadline still fires last at the shared instant.
+        let got = tie(|s| {
+            let inner = s.clone();
+            s.spawn(async move {
+                inner.sleep(SimTime::from_secs(1)).await;
+                6
+            })
+        });
+        assert_eq!(got, Some(6));
+        let chained = tie(|s| {
+            let inner = s.clone();
+            s.spawn(async move {
+                inner.sleep(SimTime::from_millis(400)).await;
+                let deeper = inner.clone();
+                inner
+                    .spawn(async move {
+                        deeper.sleep(SimTime::from_millis(600)).await;
+                        7
+                    })
+                    .await
+            })
+        });
+        assert_eq!(
+            chained,
+            Some(7),
+            "a chain of spawned tasks ending at the deadline"
+        );
+    }
+
+    #[test]
+    fn work_one_nanosecond_late_times_out() {
+        let got = tie(|s| {
+            let inner = s.clone();
+            s.spawn(async move {
+                inner.sleep(SimTime::from_nanos(1_000_000_001)).await;
+                8
+            })
+        });
+        assert_eq!(got, None);
     }
 }

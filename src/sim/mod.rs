@@ -23,7 +23,7 @@ mod tiebreak;
 mod time;
 mod timer;
 
-pub use executor::{JoinHandle, RunStats, Sim};
+pub use executor::{JoinHandle, RunStats, Sim, TimerKind};
 pub use rng::{tag, StreamRng, Streams};
 pub use tiebreak::{Script, Seeded, TieBreak, MAX_CANDIDATES};
 pub use time::SimTime;

@@ -4,7 +4,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use super::executor::Sim;
+use super::executor::{Sim, TimerKey, TimerKind};
 use super::time::SimTime;
 
 /// Completes when virtual time reaches its deadline. Created by [`Sim::sleep`] and
@@ -12,15 +12,17 @@ use super::time::SimTime;
 pub struct Sleep {
     sim: Sim,
     deadline: SimTime,
-    seq: Option<u64>,
+    kind: TimerKind,
+    key: Option<TimerKey>,
 }
 
 impl Sleep {
-    pub(super) fn new(sim: Sim, deadline: SimTime) -> Self {
+    pub(super) fn new(sim: Sim, deadline: SimTime, kind: TimerKind) -> Self {
         Sleep {
             sim,
             deadline,
-            seq: None,
+            kind,
+            key: None,
         }
     }
 
@@ -34,16 +36,18 @@ impl Future for Sleep {
     type Output = ();
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         if self.sim.now() >= self.deadline {
-            if let Some(seq) = self.seq.take() {
-                self.sim.cancel_timer(self.deadline, seq);
+            if let Some(key) = self.key.take() {
+                self.sim.cancel_timer(key);
             }
             return Poll::Ready(());
         }
-        match self.seq {
-            Some(seq) => self.sim.update_timer(self.deadline, seq, cx.waker()),
+        match self.key {
+            Some(key) => self.sim.update_timer(key, cx.waker()),
             None => {
-                let seq = self.sim.register_timer(self.deadline, cx.waker().clone());
-                self.seq = Some(seq);
+                let key = self
+                    .sim
+                    .register_timer(self.deadline, self.kind, cx.waker().clone());
+                self.key = Some(key);
             }
         }
         Poll::Pending
@@ -52,8 +56,8 @@ impl Future for Sleep {
 
 impl Drop for Sleep {
     fn drop(&mut self) {
-        if let Some(seq) = self.seq.take() {
-            self.sim.cancel_timer(self.deadline, seq);
+        if let Some(key) = self.key.take() {
+            self.sim.cancel_timer(key);
         }
     }
 }
