@@ -1,5 +1,7 @@
 //! The typed event record every run produces (DESIGN §4, "Trace").
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::sim::SimTime;
@@ -99,6 +101,31 @@ pub enum EventKind {
     ServiceRequest {
         /// Executor-level try within the tool call (0 unless an executor retry layer is on).
         exec_try: u32,
+        /// The tries (≥ 1) of the added layers this request went through, by layer name
+        /// (e.g. `{"sidecar": 1}` for the sidecar's first retry); absent on a first try.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        via: BTreeMap<String, u32>,
+    },
+    /// An added layer (framework retry, proxy) retries: try `layer_try` (1 = first retry) starts
+    /// after `backoff_ns`.
+    LayerRetry {
+        /// The layer's name in `stack`.
+        layer: String,
+        /// The try about to start (1 = first retry).
+        layer_try: u32,
+        /// The `retry_on` class that caused it (`timeout`, `5xx`, `reset`, …).
+        reason: String,
+        /// Backoff before the try, ns.
+        backoff_ns: u64,
+    },
+    /// An added layer's per-try timeout fired; the try's work keeps running.
+    LayerTimeout {
+        /// The layer's name in `stack`.
+        layer: String,
+        /// The try that timed out (0 = first try).
+        layer_try: u32,
+        /// The per-try timeout, ns.
+        after_ns: u64,
     },
     /// A refunds-service request started waiting for a pool connection.
     PoolWait {

@@ -4,7 +4,7 @@
 use std::rc::Rc;
 
 use super::dist;
-use super::executor::call_tool;
+use super::framework_retry;
 use super::humans::escalate;
 use super::world::{Ids, World};
 use crate::history::{Decision, EventKind, Outcome};
@@ -29,13 +29,18 @@ pub struct Ticket {
 pub fn retry_eligible(w: &World) -> bool {
     match w.cfg.agent.retry.applies_to {
         AppliesTo::AnyTool => true,
-        AppliesTo::IdempotentTools => w
-            .cfg
-            .tools
-            .iter()
-            .find(|t| t.name == w.cfg.agent.tool)
-            .is_some_and(|t| t.is_idempotent()),
+        AppliesTo::IdempotentTools => tool_is_idempotent(w),
     }
+}
+
+/// Whether the agent's tool is idempotent by its MCP annotations (`readOnlyHint ||
+/// idempotentHint`).
+pub fn tool_is_idempotent(w: &World) -> bool {
+    w.cfg
+        .tools
+        .iter()
+        .find(|t| t.name == w.cfg.agent.tool)
+        .is_some_and(|t| t.is_idempotent())
 }
 
 /// One ticket's life in the agent, from opening to a final tool result or escalation.
@@ -67,7 +72,7 @@ pub async fn handle_ticket(w: Rc<World>, t: Ticket) {
                 amount_cents: amount,
             },
         );
-        let reply = call_tool(w.clone(), t.id, attempt, amount).await;
+        let reply = framework_retry::call(w.clone(), t.id, attempt, amount).await;
         w.record(
             ids,
             EventKind::ToolResult {

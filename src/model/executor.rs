@@ -6,10 +6,12 @@ use std::cell::Cell;
 use std::rc::Rc;
 
 use super::dist;
+use super::layers::{status_class, Via};
+use super::proxy;
 use super::refunds_service::{get_status, issue, ServiceRequest, ServiceResult};
 use super::world::{Ids, World};
 use crate::history::{EventKind, Outcome, TicketStatus};
-use crate::scenario::{ExecutorRetry, OnTimeout};
+use crate::scenario::{ExecutorRetry, OnTimeout, RetryOn};
 use crate::sim::SimTime;
 
 /// The tool result shown to the model.
@@ -23,6 +25,9 @@ pub struct ToolReply {
     pub refund_id: Option<String>,
     /// Whether the last try ended in an executor timeout.
     pub timed_out: bool,
+    /// The failure's `retry_on` class for a framework retry layer above (`timeout`, `5xx`, …);
+    /// `None` for a success, an unknown outcome, or a failure no class names.
+    pub class: Option<RetryOn>,
 }
 
 impl ToolReply {
@@ -32,14 +37,43 @@ impl ToolReply {
             shown: format!("{{ status: \"refunded\", refund_id: \"{id}\" }}"),
             refund_id: Some(id),
             timed_out: false,
+            class: None,
         }
     }
-    fn fail(text: String, timed_out: bool) -> Self {
+    /// A failure; `status` is the service's HTTP status (0 for the executor's own timeout).
+    fn fail(text: String, timed_out: bool, status: u16) -> Self {
         ToolReply {
             outcome: Outcome::Fail,
             shown: format!("{{ error: \"{text}\" }}"),
             refund_id: None,
             timed_out,
+            class: if timed_out {
+                Some(RetryOn::Timeout)
+            } else {
+                status_class(status)
+            },
+        }
+    }
+    /// What a framework layer reports when its last try timed out: a failure (class `timeout`)
+    /// or, with `unknown`, an unknown outcome.
+    pub fn layer_timeout(after: SimTime, layer: &str, unknown: bool) -> Self {
+        let text = format!("timeout after {}ms ({layer})", after.as_nanos() / 1_000_000);
+        if unknown {
+            Self::unknown(text)
+        } else {
+            Self::fail(text, true, 0)
+        }
+    }
+    /// An unknown outcome reported from below (a layer with `on_timeout: unknown`).
+    fn unknown(text: String) -> Self {
+        ToolReply {
+            outcome: Outcome::Info,
+            shown: format!(
+                "{{ status: \"unknown\", note: \"{text}; outcome unknown, do not retry\" }}"
+            ),
+            refund_id: None,
+            timed_out: true,
+            class: None,
         }
     }
 }
@@ -60,33 +94,38 @@ fn retry_delay(r: &ExecutorRetry, n: u32, u: f64) -> SimTime {
     SimTime::from_nanos((jittered.max(0.0) * 1e9) as u64)
 }
 
-/// Runs the model's tool call `attempt` for `ticket` and returns what the model is shown. The
-/// `tool_result` event is recorded by the caller.
-pub async fn call_tool(w: Rc<World>, ticket: u64, attempt: u32, amount_cents: u64) -> ToolReply {
+/// Runs the executor for the model's tool call `attempt` for `ticket` (below any framework
+/// retry layer) and returns what the model is shown. `via` names the tries of the layers above.
+/// The `tool_result` event is recorded by the caller.
+pub async fn call_tool(
+    w: Rc<World>,
+    ticket: u64,
+    attempt: u32,
+    amount_cents: u64,
+    via: Via,
+) -> ToolReply {
     let cfg = &w.cfg.executor;
     let timeout = SimTime::from_duration(cfg.timeout);
     let max_tries = cfg.retry.as_ref().map_or(0, |r| r.max_retries);
     let mut jitter_rng = w.ticket_stream("executor_retry", ticket, &[u64::from(attempt)]);
     let mut exec_try = 0;
     loop {
-        let call = w.next_call_id();
-        let ids = Ids::call(ticket, attempt, call);
-        w.record(ids, EventKind::ServiceRequest { exec_try });
-        let req = ServiceRequest {
+        let req = Outgoing {
             ticket,
             attempt,
-            call,
             exec_try,
             amount_cents,
             deadline: w.now() + timeout,
+            via: via.clone(),
         };
-        let gone = Rc::new(Cell::new(false));
-        let work = w.sim.spawn(issue(w.clone(), req, gone.clone()));
-        let reply = match w.sim.timeout(timeout, work).await {
+        let last_call = Rc::new(Cell::new(0));
+        let path = proxy::before_service(w.clone(), req, last_call.clone());
+        let reply = match w.sim.timeout(timeout, path).await {
             Ok(ServiceResult::Refunded(id)) => return ToolReply::ok(id),
-            Ok(ServiceResult::Error(e)) => ToolReply::fail(e, false),
+            Ok(ServiceResult::Error { status, text }) => ToolReply::fail(text, false, status),
+            Ok(ServiceResult::Unknown(text)) => return ToolReply::unknown(text),
             Err(_) => {
-                gone.set(true);
+                let ids = Ids::call(ticket, attempt, last_call.get());
                 let action = match cfg.on_timeout {
                     OnTimeout::ReportError => "report_error",
                     OnTimeout::ProbeStatus => "probe_status",
@@ -102,6 +141,7 @@ pub async fn call_tool(w: Rc<World>, ticket: u64, attempt: u32, amount_cents: u6
                     OnTimeout::ReportError => ToolReply::fail(
                         format!("timeout after {}ms", timeout.as_nanos() / 1_000_000),
                         true,
+                        0,
                     ),
                     OnTimeout::ProbeStatus => return probe(&w, ids).await,
                 }
@@ -114,6 +154,71 @@ pub async fn call_tool(w: Rc<World>, ticket: u64, attempt: u32, amount_cents: u6
                 w.sim.sleep(retry_delay(r, exec_try, u)).await;
             }
             _ => return reply,
+        }
+    }
+}
+
+/// A request on its way from the executor to the refunds service, before it gets a call id.
+#[derive(Clone, Debug)]
+pub struct Outgoing {
+    /// Ticket.
+    pub ticket: u64,
+    /// Model attempt.
+    pub attempt: u32,
+    /// Executor-level try.
+    pub exec_try: u32,
+    /// Amount, cents.
+    pub amount_cents: u64,
+    /// When the caller gives up (deadline propagation).
+    pub deadline: SimTime,
+    /// Tries of the added layers above (see [`Via`]).
+    pub via: Via,
+}
+
+/// Sends `req` to the refunds service as a request of its own (a new call id, traced as
+/// `service_request`) and waits for the answer. The service's work is a task of its own: if
+/// this future is dropped before the answer (a timeout above gave up), the work keeps running
+/// and its answer is traced as late.
+pub async fn send(w: Rc<World>, req: Outgoing, last_call: Rc<Cell<u64>>) -> ServiceResult {
+    let call = w.next_call_id();
+    last_call.set(call);
+    let ids = Ids::call(req.ticket, req.attempt, call);
+    w.record(
+        ids,
+        EventKind::ServiceRequest {
+            exec_try: req.exec_try,
+            via: req.via.iter().cloned().collect(),
+        },
+    );
+    let req = ServiceRequest {
+        ticket: req.ticket,
+        attempt: req.attempt,
+        call,
+        exec_try: req.exec_try,
+        amount_cents: req.amount_cents,
+        deadline: req.deadline,
+        via: req.via,
+    };
+    let gone = Rc::new(Cell::new(false));
+    let guard = GoneOnDrop(Some(gone.clone()));
+    let answer = w.sim.spawn(issue(w.clone(), req, gone)).await;
+    guard.disarm();
+    answer
+}
+
+/// Marks a request's caller as gone when the waiting future is dropped before the answer.
+struct GoneOnDrop(Option<Rc<Cell<bool>>>);
+
+impl GoneOnDrop {
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for GoneOnDrop {
+    fn drop(&mut self) {
+        if let Some(g) = self.0.take() {
+            g.set(true);
         }
     }
 }
@@ -139,6 +244,7 @@ async fn probe(w: &World, ids: Ids) -> ToolReply {
                 return ToolReply::fail(
                     "timed out; status probe shows no refund was made".into(),
                     true,
+                    0,
                 )
             }
             TicketStatus::Pending => {
@@ -149,6 +255,7 @@ async fn probe(w: &World, ids: Ids) -> ToolReply {
                             .into(),
                         refund_id: None,
                         timed_out: true,
+                        class: None,
                     };
                 }
                 w.sim

@@ -85,7 +85,7 @@ async fn rerun_tool(w: &Rc<World>, t: &Ticket, attempt: u32) -> u16 {
             amount_cents: t.amount_cents,
         },
     );
-    let reply = call_tool(w.clone(), t.id, a, t.amount_cents).await;
+    let reply = call_tool(w.clone(), t.id, a, t.amount_cents, Vec::new()).await;
     let ok = reply.outcome == Outcome::Ok;
     w.record(
         ids,

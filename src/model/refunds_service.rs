@@ -5,6 +5,7 @@ use std::rc::Rc;
 
 use rand::Rng;
 
+use super::layers::Via;
 use super::stripe::RefundParams;
 use super::stripe_client::{create_refund, CallResult};
 use super::world::{Ids, World};
@@ -30,6 +31,8 @@ pub struct ServiceRequest {
     pub amount_cents: u64,
     /// When the caller gives up (used by deadline propagation).
     pub deadline: SimTime,
+    /// Tries of the added layers above (part of the Stripe draw key; see [`Via`]).
+    pub via: Via,
 }
 
 /// The service's answer.
@@ -37,8 +40,26 @@ pub struct ServiceRequest {
 pub enum ServiceResult {
     /// `{status: "refunded", refund_id}`.
     Refunded(String),
-    /// An error, with its text.
-    Error(String),
+    /// An error answer: the service's HTTP status and the error text. 503: no pool connection
+    /// in time; 504: the caller's deadline passed before Stripe; 502: Stripe answered 5xx or
+    /// not at all; 4xx: Stripe's 4xx passed through.
+    Error {
+        /// HTTP status.
+        status: u16,
+        /// What the caller is told.
+        text: String,
+    },
+    /// An unknown outcome (a proxy with `on_timeout: unknown` gave up on its last try).
+    Unknown(String),
+}
+
+impl ServiceResult {
+    fn error(status: u16, text: impl Into<String>) -> Self {
+        ServiceResult::Error {
+            status,
+            text: text.into(),
+        }
+    }
 }
 
 /// `get_status(ticket)`: `refunded`, `pending` or `none` from the ledger.
@@ -86,17 +107,19 @@ pub async fn issue(
             ServiceResult::Refunded(id) => {
                 row.refund_id.get_or_insert_with(|| id.clone());
             }
-            ServiceResult::Error(_) if w.cfg.refunds_service.new_nonce_after_error => {
+            ServiceResult::Error { .. } if w.cfg.refunds_service.new_nonce_after_error => {
                 if row.nonce.take().is_some() {
                     row.nonce_generation += 1;
                 }
             }
-            ServiceResult::Error(_) => {}
+            ServiceResult::Error { .. } | ServiceResult::Unknown(_) => {}
         }
     }
     let (ok, refund_id, error) = match &result {
         ServiceResult::Refunded(id) => (true, Some(id.clone()), None),
-        ServiceResult::Error(e) => (false, None, Some(e.clone())),
+        ServiceResult::Error { text, .. } | ServiceResult::Unknown(text) => {
+            (false, None, Some(text.clone()))
+        }
     };
     w.record(
         ids,
@@ -121,13 +144,13 @@ async fn handle(w: &Rc<World>, req: &ServiceRequest, ids: Ids) -> ServiceResult 
     }
     let key = idempotency_key(w, req);
     let Some(permit) = acquire(w, ids).await else {
-        return ServiceResult::Error("pool acquire timeout (503)".into());
+        return ServiceResult::error(503, "pool acquire timeout (503)");
     };
     if cfg.deadline_propagation && w.now() >= req.deadline {
         drop(permit);
         release(w, ids);
         w.record(ids, EventKind::RequestDropped);
-        return ServiceResult::Error("deadline exceeded before reaching Stripe".into());
+        return ServiceResult::error(504, "deadline exceeded before reaching Stripe");
     }
     let params = RefundParams {
         charge: World::charge_id(req.ticket),
@@ -135,18 +158,28 @@ async fn handle(w: &Rc<World>, req: &ServiceRequest, ids: Ids) -> ServiceResult 
         reason: "requested_by_customer".into(),
         ticket: req.ticket,
     };
-    let result = create_refund(w.clone(), key, params, ids, req.exec_try).await;
+    let result = create_refund(w.clone(), key, params, ids, req.exec_try, &req.via).await;
     drop(permit);
     release(w, ids);
     match result {
         CallResult::Refunded(id) => ServiceResult::Refunded(id),
-        CallResult::Failed(e) => ServiceResult::Error(e),
-        CallResult::KeyConflict(e) => match cfg.on_key_conflict {
-            OnKeyConflict::Fail => ServiceResult::Error(e),
+        CallResult::Failed(status, e) => ServiceResult::error(upstream_status(status), e),
+        CallResult::KeyConflict(status, e) => match cfg.on_key_conflict {
+            OnKeyConflict::Fail => ServiceResult::error(status, e),
             OnKeyConflict::Lookup => lookup(w, req.ticket)
                 .await
-                .map_or(ServiceResult::Error(e), ServiceResult::Refunded),
+                .map_or(ServiceResult::error(status, e), ServiceResult::Refunded),
         },
+    }
+}
+
+/// The service's status for a Stripe failure: 502 for a 5xx or no answer (0), else Stripe's
+/// 4xx passed through.
+fn upstream_status(stripe: u16) -> u16 {
+    if stripe == 0 || stripe >= 500 {
+        502
+    } else {
+        stripe
     }
 }
 

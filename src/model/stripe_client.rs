@@ -4,10 +4,12 @@
 use std::rc::Rc;
 
 use super::dist;
+use super::layers::{via_ids, Via};
 use super::stripe::{Body, Delivered, ErrorType, Origin, RefundParams, Response, StripeRequest};
 use super::stripe_api::{serve, Caller};
 use super::world::{Ids, World};
 use crate::history::EventKind;
+use crate::scenario::{DroppedConnectionRetry, SdkKey, StripeClient};
 use crate::sim::SimTime;
 
 /// How a logical call ended, as the refunds service sees it.
@@ -15,10 +17,10 @@ use crate::sim::SimTime;
 pub enum CallResult {
     /// A refund object came back (new or replayed); its id and whether money moves.
     Refunded(String),
-    /// An error response or no response; the text names it.
-    Failed(String),
+    /// An error response or no response (status 0); the text names it.
+    Failed(u16, String),
     /// A key conflict: 409 `idempotency_key_in_use` or 400 `idempotency_error`.
-    KeyConflict(String),
+    KeyConflict(u16, String),
 }
 
 /// Classifies a delivery for the trace: `(http status, outcome name, refund id)`.
@@ -70,6 +72,26 @@ fn backoff(n: u32, u: f64) -> SimTime {
     SimTime::from_nanos((secs * 1e9) as u64)
 }
 
+/// The key the SDK generates for try `try_no` when the service sent none (see
+/// `StripeClient::key`): only when a network retry is possible at all, as stripe-node
+/// generates one only with `maxNetworkRetries > 0`; on stripe-node's retry of a dropped
+/// connection (`dropped`), the old version sends no key and the fixed one the call's key.
+fn sdk_key(cfg: &StripeClient, ticket: u64, call: u64, try_no: u32, dropped: bool) -> Option<String> {
+    if dropped && cfg.retry_dropped_connection == DroppedConnectionRetry::WithoutKey {
+        return None;
+    }
+    let retries_possible = cfg.max_network_retries > 0
+        || cfg.retry_dropped_connection == DroppedConnectionRetry::WithKey;
+    if !retries_possible {
+        return None;
+    }
+    match cfg.key {
+        SdkKey::Reuse => Some(format!("stripe-node-retry-{ticket}-{call}")),
+        SdkKey::NewPerRetry => Some(format!("stripe-node-retry-{ticket}-{call}-{try_no}")),
+        SdkKey::None => None,
+    }
+}
+
 /// One logical `refunds.create(charge, amount, reason)` from the refunds service. `key` is the
 /// service's idempotency key; with network retries on and no key, the SDK generates one per
 /// logical call. Stripe draws and backoff draws are keyed by `(ticket, attempt, exec_try, sdk_try)`
@@ -80,16 +102,16 @@ pub async fn create_refund(
     params: RefundParams,
     ids: Ids,
     exec_try: u32,
+    via: &Via,
 ) -> CallResult {
     let cfg = &w.cfg.refunds_service.stripe_client;
     let ticket = params.ticket;
     let call = ids.call.unwrap_or(0);
-    let key = key.or_else(|| {
-        (cfg.max_network_retries > 0).then(|| format!("stripe-node-retry-{ticket}-{call}"))
-    });
     let attempt = u64::from(ids.attempt.unwrap_or(0));
     let mut try_no = 0;
+    let mut dropped_retry_used = false;
     loop {
+        let key = key.clone().or_else(|| sdk_key(cfg, ticket, call, try_no, dropped_retry_used));
         let req = StripeRequest {
             idempotency_key: key.clone(),
             params: params.clone(),
@@ -106,7 +128,8 @@ pub async fn create_refund(
                 sdk_try: try_no,
             },
         );
-        let entity = [attempt, u64::from(exec_try), u64::from(try_no)];
+        let mut entity = vec![attempt, u64::from(exec_try), u64::from(try_no)];
+        entity.extend(via_ids(via));
         let rng = w.ticket_stream("stripe", ticket, &entity);
         let start = w.now();
         let server = w
@@ -134,7 +157,13 @@ pub async fn create_refund(
         if let (200, Some(id)) = (status, refund_id) {
             return CallResult::Refunded(id);
         }
-        if try_no < cfg.max_network_retries && should_retry(got.as_ref()) {
+        let dropped = matches!(got, Some(Delivered::ConnectionLost));
+        let dropped_retry = dropped
+            && !dropped_retry_used
+            && try_no >= cfg.max_network_retries
+            && cfg.retry_dropped_connection != DroppedConnectionRetry::Off;
+        if dropped_retry || (try_no < cfg.max_network_retries && should_retry(got.as_ref())) {
+            dropped_retry_used |= dropped_retry;
             // Keyed by (ticket, attempt, executor try, SDK retry), not by a run-wide counter,
             // so a change elsewhere in the run never moves this draw.
             let mut backoff_rng = w.ticket_stream("sdk_backoff", ticket, &entity);
@@ -145,8 +174,8 @@ pub async fn create_refund(
         }
         let text = format!("stripe {outcome} (HTTP {status})");
         return match outcome {
-            "idempotency_key_in_use" | "idempotency_error" => CallResult::KeyConflict(text),
-            _ => CallResult::Failed(text),
+            "idempotency_key_in_use" | "idempotency_error" => CallResult::KeyConflict(status, text),
+            _ => CallResult::Failed(status, text),
         };
     }
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use tokio::sync::Semaphore;
 
+use super::layers::LayerLoad;
 use super::ledger::Ledger;
 use super::stripe::FakeStripe;
 use crate::history::{Event, EventKind, History};
@@ -82,6 +83,7 @@ pub struct World {
     /// The fake Stripe account.
     pub stripe: RefCell<FakeStripe>,
     next_call: Cell<u64>,
+    layer_loads: RefCell<std::collections::BTreeMap<String, Rc<LayerLoad>>>,
 }
 
 impl World {
@@ -102,6 +104,7 @@ impl World {
             ledger: RefCell::new(Ledger::default()),
             stripe: RefCell::new(stripe),
             next_call: Cell::new(1),
+            layer_loads: RefCell::default(),
         })
     }
 
@@ -126,6 +129,15 @@ impl World {
         let c = self.next_call.get();
         self.next_call.set(c + 1);
         c
+    }
+
+    /// The requests and retries in flight through the added layer `name` (for its budget).
+    pub fn layer_load(&self, name: &str) -> Rc<LayerLoad> {
+        self.layer_loads
+            .borrow_mut()
+            .entry(name.to_string())
+            .or_default()
+            .clone()
     }
 
     /// The stream `name` for entity `ids`.

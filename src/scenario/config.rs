@@ -12,6 +12,8 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::layers::RetryLayer;
+
 fn d_ms(ms: u64) -> Duration {
     Duration::from_millis(ms)
 }
@@ -21,6 +23,11 @@ fn d_ms(ms: u64) -> Duration {
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct Scenario {
+    /// Version of the scenario format: 1 (the first model's sections only) or 2 (adds `layers`
+    /// and `stack`). Files without it are read as the current version; both versions load.
+    /// Default: [`SCHEMA_VERSION`].
+    #[serde(default = "schema_version")]
+    pub schema_version: u32,
     /// Short name, printed in summaries and reports (`scenario`).
     pub name: String,
     /// Free text: what the scenario demonstrates. Default: empty.
@@ -65,6 +72,15 @@ pub struct Scenario {
     /// The reconciliation job that alerts on tickets with more than one refund.
     #[serde(default)]
     pub reconciliation: Reconciliation,
+    /// Added layers of the call path, by name: framework retry middleware (`kind: "retry"`) and
+    /// proxies (`kind: "proxy"`); see [`super::layers`]. Default: none.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub layers: BTreeMap<String, RetryLayer>,
+    /// The call path, top (agent) to bottom (provider): the built-in layers `model_retry`,
+    /// `executor`, `refunds_service`, `sdk` in that order, with names from `layers` between
+    /// them. Default: the built-in layers alone (the first model's fixed path).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack: Option<Vec<String>>,
     /// Bounds on report metrics, by metric name (e.g. `{"duplicate_refund_tickets": {"max": 0}}`).
     /// Default: the safety invariants hold (no duplicates, no over-refund, no lost refund, no
     /// conservation violation).
@@ -99,6 +115,13 @@ impl TieBreakConfig {
 
 fn default_seed() -> u64 {
     1
+}
+
+/// The scenario format's current version (see `Scenario::schema_version`).
+pub const SCHEMA_VERSION: u32 = 2;
+
+fn schema_version() -> u32 {
+    SCHEMA_VERSION
 }
 
 /// The incident's tool definition as published (`scenarios/issue_refund.tool.json`, a copy of
@@ -701,6 +724,49 @@ pub struct StripeClient {
     #[serde(default = "default_sdk_timeout", with = "humantime_serde")]
     #[schemars(with = "String")]
     pub timeout: Duration,
+    /// The key the SDK sends on its network retries when the service sent none: `reuse` (one
+    /// key generated per logical call and sent on every try, as stripe-node and stripe-python do
+    /// today), `new_per_retry` (a fresh key on every try, as some older SDK versions did, which
+    /// protects nothing) or `none` (no key at all). A key the service sends is always reused.
+    /// Default: `reuse`.
+    #[serde(default = "sdk_key_reuse")]
+    pub key: SdkKey,
+    /// stripe-node's retry of a dropped connection: `off` (the default), `without_key` (one retry
+    /// even at `max_network_retries = 0`, sent without an idempotency key, before stripe-node
+    /// fixed it) or `with_key` (the fixed version: the retry carries the call's key).
+    #[serde(default = "reset_retry_off")]
+    pub retry_dropped_connection: DroppedConnectionRetry,
+}
+
+/// The SDK's key on network retries (see `StripeClient::key`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SdkKey {
+    /// One generated key per logical call, sent on every try (stripe-node, stripe-python).
+    Reuse,
+    /// A new generated key on every try (older SDK versions).
+    NewPerRetry,
+    /// No generated key.
+    None,
+}
+
+/// stripe-node's retry of a dropped connection (see `StripeClient::retry_dropped_connection`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DroppedConnectionRetry {
+    /// No such retry.
+    Off,
+    /// One retry of a dropped connection even at `max_network_retries = 0`, without a key.
+    WithoutKey,
+    /// The same retry, carrying the call's key (the fixed stripe-node).
+    WithKey,
+}
+
+fn sdk_key_reuse() -> SdkKey {
+    SdkKey::Reuse
+}
+fn reset_retry_off() -> DroppedConnectionRetry {
+    DroppedConnectionRetry::Off
 }
 
 fn default_sdk_timeout() -> Duration {
@@ -712,6 +778,8 @@ impl Default for StripeClient {
         StripeClient {
             max_network_retries: 0,
             timeout: default_sdk_timeout(),
+            key: SdkKey::Reuse,
+            retry_dropped_connection: DroppedConnectionRetry::Off,
         }
     }
 }

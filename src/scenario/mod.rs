@@ -4,6 +4,7 @@ mod bound_rules;
 mod config;
 mod dupkeys;
 mod error;
+pub mod layers;
 mod load;
 mod locate;
 mod rules;
@@ -16,6 +17,10 @@ mod validate;
 
 pub use config::*;
 pub use error::{Location, ScenarioError, ValidationError};
+pub use layers::{
+    layers_at, stack_of, Backoff, BackoffKind, Jitter, LayerKind, Position, ReportTimeout,
+    RetryBudget, RetryLayer, RetryOn,
+};
 pub use load::{load, load_str, schema_json};
 pub use validate::{
     validate, MAX_DURATION, MAX_EXPECTED_BACKGROUND, MAX_EXPECTED_TICKETS, MAX_FIRST_TICKET_ID,

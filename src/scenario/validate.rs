@@ -97,6 +97,17 @@ const RFC3339_EXAMPLE: &str = r#""2024-05-14T16:00:00Z""#;
 ///
 /// A schedule longer than the horizon is allowed: arrivals stop at the horizon.
 pub fn validate(s: &Scenario) -> Result<(), ValidationError> {
+    if !(1..=super::config::SCHEMA_VERSION).contains(&s.schema_version) {
+        return fail(
+            "schema_version",
+            format!(
+                "invalid value: expected 1 or {}, got {} (a newer refundsim wrote this file?)",
+                super::config::SCHEMA_VERSION,
+                s.schema_version
+            ),
+        );
+    }
+    super::layers::validate_layers(s)?;
     if s.horizon.is_zero() || s.horizon > MAX_HORIZON {
         return fail(
             "horizon",

@@ -1,0 +1,310 @@
+//! Added retry layers of the call path (DESIGN §1b): a framework's retry middleware around tool
+//! execution, and a proxy / sidecar in front of the refunds service.
+//!
+//! In the shape of tower's `Retry<P, S>`: a layer gets a request, calls its inner service once
+//! per try, and decides from each outcome (by [`RetryOn`] class) whether to try again after a
+//! backoff. The decision and the mechanism are apart: [`decide`] is a pure function of the
+//! layer's config, the outcome and its budget; [`run`] only loops, times tries out and sleeps.
+//!
+//! Draws: a layer's backoff comes from a stream keyed by (ticket, layer name, model attempt,
+//! the tries of the layers above, try number), and each try's requests carry the layer's try
+//! number in their Stripe draw key only when it is not 0, so adding a layer that never retries
+//! changes no draw.
+
+use std::cell::Cell;
+use std::future::Future;
+use std::rc::Rc;
+
+use super::dist;
+use super::world::{Ids, World};
+use crate::history::EventKind;
+use crate::scenario::{BackoffKind, Jitter, RetryLayer, RetryOn};
+use crate::sim::{tag, SimTime};
+
+/// The tries of the layers a request went through, top to bottom: `(layer name, try)` with
+/// try ≥ 1 only (a first try leaves no mark, so a layer that never retries changes nothing).
+pub type Via = Vec<(String, u32)>;
+
+/// The draw-key ids of a [`Via`]: `(tag(name), try)` per entry.
+pub fn via_ids(via: &Via) -> Vec<u64> {
+    via.iter()
+        .flat_map(|(name, n)| [tag(name), u64::from(*n)])
+        .collect()
+}
+
+/// How one try of a layer ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TryEnd<T> {
+    /// The inner service answered `T`; `class` is its retryable class, if it is a failure.
+    Answered {
+        /// The answer.
+        value: T,
+        /// Its class (`None`: a success, or a failure no `retry_on` names).
+        class: Option<RetryOn>,
+    },
+    /// The layer's per-try timeout passed first; the try's work keeps running.
+    TimedOut,
+}
+
+impl<T> TryEnd<T> {
+    fn class(&self) -> Option<RetryOn> {
+        match self {
+            TryEnd::Answered { class, .. } => *class,
+            TryEnd::TimedOut => Some(RetryOn::Timeout),
+        }
+    }
+}
+
+/// Requests and retries in flight through one layer (for its retry budget).
+#[derive(Debug, Default)]
+pub struct LayerLoad {
+    /// Requests in flight through the layer.
+    pub active: Cell<u64>,
+    /// Of those, requests on a retry (try ≥ 1).
+    pub retrying: Cell<u64>,
+}
+
+/// Whether the layer retries after try `n` (0-based) ended with `class`: the class is in
+/// `retry_on`, tries remain, and the retry budget (Envoy's rule: retries in flight below
+/// `max(min_retry_concurrency, budget_percent % of requests in flight)`) allows it.
+pub fn decide(layer: &RetryLayer, n: u32, class: Option<RetryOn>, load: &LayerLoad) -> bool {
+    let Some(class) = class else { return false };
+    if n >= layer.retries() || !layer.retries_on(class) {
+        return false;
+    }
+    match &layer.budget {
+        None => true,
+        Some(b) => {
+            let share = b.budget_percent / 100.0 * load.active.get() as f64;
+            let allowed = share.max(f64::from(b.min_retry_concurrency));
+            (load.retrying.get() as f64) < allowed
+        }
+    }
+}
+
+/// The delay before retry `n` (1-based) with uniform draw `u` in [0, 1): constant `base`, or
+/// `base · 2^(n−1)` capped at `max`; then full jitter `U(0, d)` or equal jitter
+/// `d/2 + U(0, d/2)`.
+pub fn backoff(layer: &RetryLayer, n: u32, u: f64) -> SimTime {
+    let base = layer.base().as_secs_f64();
+    let cap = layer.max_delay().as_secs_f64();
+    let d = match layer.backoff.kind {
+        BackoffKind::Constant => base,
+        BackoffKind::Exponential if base == 0.0 => 0.0,
+        BackoffKind::Exponential => base * libm::pow(2.0, f64::from(n) - 1.0),
+    }
+    .min(cap);
+    let jittered = match layer.backoff.jitter {
+        Jitter::None => d,
+        Jitter::Full => d * u,
+        Jitter::Equal => d / 2.0 + d / 2.0 * u,
+    };
+    SimTime::from_nanos((jittered.max(0.0) * 1e9) as u64)
+}
+
+/// One layer's identity in a run: its name, config and load.
+pub struct Layer<'a> {
+    /// The layer's name in `stack`.
+    pub name: &'a str,
+    /// Its config.
+    pub cfg: &'a RetryLayer,
+}
+
+/// Runs `try_once(n, via)` for n = 0, 1, … under the layer's policy and returns the answer to
+/// report upward: the last answer, or `timed_out(after)` when the last try timed out. `via` is
+/// the caller's [`Via`] with this layer's try appended when it is ≥ 1.
+pub async fn run<T, F, Fut>(
+    w: &Rc<World>,
+    layer: Layer<'_>,
+    ids: Ids,
+    via: &Via,
+    mut try_once: F,
+    timed_out: impl Fn(SimTime) -> T,
+) -> T
+where
+    F: FnMut(u32, Via) -> Fut,
+    Fut: Future<Output = TryEnd<T>>,
+{
+    let load = w.layer_load(layer.name);
+    let ticket = ids.ticket.unwrap_or(0);
+    let mut key = vec![tag(layer.name), u64::from(ids.attempt.unwrap_or(0))];
+    key.extend(via_ids(via));
+    let mut n = 0u32;
+    loop {
+        let mut here = via.clone();
+        if n > 0 {
+            here.push((layer.name.to_string(), n));
+        }
+        load.active.set(load.active.get() + 1);
+        if n > 0 {
+            load.retrying.set(load.retrying.get() + 1);
+        }
+        let end = match layer.cfg.per_try_timeout {
+            Some(t) => {
+                let t = SimTime::from_duration(t);
+                w.sim
+                    .timeout(t, try_once(n, here))
+                    .await
+                    .unwrap_or(TryEnd::TimedOut)
+            }
+            None => try_once(n, here).await,
+        };
+        load.active.set(load.active.get() - 1);
+        if n > 0 {
+            load.retrying.set(load.retrying.get() - 1);
+        }
+        let class = end.class();
+        if matches!(end, TryEnd::TimedOut) {
+            let after_ns = layer.cfg.per_try_timeout.map_or(0, |d| d.as_nanos() as u64);
+            w.record(
+                ids,
+                EventKind::LayerTimeout {
+                    layer: layer.name.to_string(),
+                    layer_try: n,
+                    after_ns,
+                },
+            );
+        }
+        if !decide(layer.cfg, n, class, &load) {
+            return match end {
+                TryEnd::Answered { value, .. } => value,
+                TryEnd::TimedOut => timed_out(SimTime::from_duration(
+                    layer.cfg.per_try_timeout.unwrap_or_default(),
+                )),
+            };
+        }
+        n += 1;
+        let mut rng = w.ticket_stream(
+            "layer_backoff",
+            ticket,
+            &[&key[..], &[u64::from(n)]].concat(),
+        );
+        let delay = backoff(layer.cfg, n, dist::uniform(&mut rng, 0.0, 1.0));
+        w.record(
+            ids,
+            EventKind::LayerRetry {
+                layer: layer.name.to_string(),
+                layer_try: n,
+                reason: class.map(retry_on_name).unwrap_or_default().into(),
+                backoff_ns: delay.as_nanos(),
+            },
+        );
+        w.sim.sleep(delay).await;
+    }
+}
+
+/// The `retry_on` spelling of a class.
+pub fn retry_on_name(c: RetryOn) -> &'static str {
+    match c {
+        RetryOn::Reset => "reset",
+        RetryOn::ConnectFailure => "connect-failure",
+        RetryOn::FiveXx => "5xx",
+        RetryOn::GatewayError => "gateway-error",
+        RetryOn::Retriable4xx => "retriable-4xx",
+        RetryOn::TooManyRequests => "429",
+        RetryOn::Timeout => "timeout",
+        RetryOn::PoolExhausted => "pool-exhausted",
+    }
+}
+
+/// The class of an HTTP status a layer sees from the refunds service: `pool-exhausted` for 503
+/// (the service answers 503 only when its pool is exhausted), `gateway-error` for 502 and 504
+/// (Stripe failed or went silent; a proxy's own timeout), `5xx`, `retriable-4xx` (409), `429`;
+/// `None` for other statuses. A layer whose `retry_on` lists `5xx` also retries gateway errors
+/// and pool exhaustion, as Envoy's `5xx` covers 502–504.
+pub fn status_class(status: u16) -> Option<RetryOn> {
+    match status {
+        503 => Some(RetryOn::PoolExhausted),
+        502 | 504 => Some(RetryOn::GatewayError),
+        500..=599 => Some(RetryOn::FiveXx),
+        409 => Some(RetryOn::Retriable4xx),
+        429 => Some(RetryOn::TooManyRequests),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::{LayerKind, RetryBudget};
+    use std::time::Duration;
+
+    fn layer(json: &str) -> RetryLayer {
+        serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn kinds_have_their_defaults() {
+        let r = RetryLayer::new(LayerKind::Retry);
+        assert_eq!(r.retries(), 2);
+        assert!(r.retries_on(RetryOn::Timeout) && r.retries_on(RetryOn::FiveXx));
+        assert_eq!(
+            (r.base(), r.max_delay()),
+            (Duration::from_secs(1), Duration::from_secs(60))
+        );
+        let p = RetryLayer::new(LayerKind::Proxy);
+        assert_eq!(p.retries(), 1);
+        assert!(p.retries_on(RetryOn::Reset) && p.retries_on(RetryOn::FiveXx));
+        assert!(!p.retries_on(RetryOn::Timeout) && !p.retries_on(RetryOn::Retriable4xx));
+        assert_eq!(
+            (p.base(), p.max_delay()),
+            (Duration::from_millis(25), Duration::from_millis(250))
+        );
+        assert_eq!(layer(r#"{"kind": "proxy", "num_retries": 3}"#).retries(), 3);
+    }
+
+    #[test]
+    fn backoff_kinds_and_jitters() {
+        let exp =
+            layer(r#"{"kind": "retry", "backoff": {"base": "1s", "max": "5s", "jitter": "none"}}"#);
+        let secs = |n, u| backoff(&exp, n, u).as_nanos() as f64 / 1e9;
+        assert_eq!(
+            [secs(1, 0.3), secs(2, 0.3), secs(3, 0.3), secs(4, 0.3)],
+            [1.0, 2.0, 4.0, 5.0]
+        );
+        let full = layer(r#"{"kind": "retry", "backoff": {"base": "2s", "jitter": "full"}}"#);
+        assert_eq!(backoff(&full, 1, 0.25), SimTime::from_millis(500));
+        let equal = layer(r#"{"kind": "retry", "backoff": {"base": "2s", "jitter": "equal"}}"#);
+        assert_eq!(backoff(&equal, 1, 0.5), SimTime::from_millis(1500));
+        let constant = layer(
+            r#"{"kind": "retry", "backoff": {"kind": "constant", "base": "300ms", "jitter": "none"}}"#,
+        );
+        assert_eq!(backoff(&constant, 7, 0.9), SimTime::from_millis(300));
+    }
+
+    #[test]
+    fn decide_follows_retry_on_count_and_budget() {
+        let mut l = layer(r#"{"kind": "proxy", "max_retries": 2}"#);
+        let load = LayerLoad::default();
+        assert!(decide(&l, 0, Some(RetryOn::FiveXx), &load));
+        assert!(decide(&l, 1, Some(RetryOn::Reset), &load));
+        assert!(!decide(&l, 2, Some(RetryOn::Reset), &load), "no tries left");
+        assert!(
+            !decide(&l, 0, Some(RetryOn::Timeout), &load),
+            "not in retry_on"
+        );
+        assert!(!decide(&l, 0, None, &load), "a success");
+        l.budget = Some(RetryBudget {
+            budget_percent: 50.0,
+            min_retry_concurrency: 1,
+        });
+        load.active.set(10);
+        load.retrying.set(4);
+        assert!(
+            decide(&l, 0, Some(RetryOn::FiveXx), &load),
+            "4 < 50 % of 10"
+        );
+        load.retrying.set(5);
+        assert!(!decide(&l, 0, Some(RetryOn::FiveXx), &load), "budget spent");
+    }
+
+    #[test]
+    fn statuses_map_to_envoy_classes() {
+        assert_eq!(status_class(503), Some(RetryOn::PoolExhausted));
+        assert_eq!(status_class(504), Some(RetryOn::GatewayError));
+        assert_eq!(status_class(500), Some(RetryOn::FiveXx));
+        assert_eq!(status_class(409), Some(RetryOn::Retriable4xx));
+        assert_eq!(status_class(429), Some(RetryOn::TooManyRequests));
+        assert_eq!(status_class(400), None);
+    }
+}

@@ -1,0 +1,443 @@
+//! The call path as a stack of named layers (DESIGN §1b): the `layers` and `stack` sections of a
+//! scenario, and their validation.
+//!
+//! The four built-in layers are configured by today's sections and keep their names:
+//! `model_retry` (`agent.retry`), `executor` (`executor`), `refunds_service`
+//! (`refunds_service`) and `sdk` (`refunds_service.stripe_client`). `layers` adds named retry
+//! layers — a framework's retry middleware (`kind: "retry"`) or a proxy / sidecar
+//! (`kind: "proxy"`) — and `stack` says where each sits. Layers are reached by name, so a policy
+//! (`{"layers": {"sidecar": {"max_retries": 0}}}`) or `--set layers.sidecar.max_retries=0`
+//! changes one layer's field without restating the stack (RFC 7396 replaces arrays whole).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::config::{AppliesTo, Scenario};
+use super::rules::{at_most, fail, positive, Check};
+use super::validate::{MAX_DURATION, MAX_RETRIES};
+
+/// The built-in layers, top to bottom: the default stack.
+pub const BUILT_IN_LAYERS: [&str; 4] = ["model_retry", "executor", "refunds_service", "sdk"];
+
+/// Where an added layer sits, which decides what it wraps and which outcomes it sees.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Position {
+    /// Between `model_retry` and `executor`: around tool execution (a framework's retry
+    /// middleware). Each try is a whole executor call, with its own executor timeout.
+    AroundTool,
+    /// Between `executor` and `refunds_service`: on the HTTP hop to the service (a sidecar or
+    /// API gateway). Each try is a new request to the service; a try it gives up on keeps running.
+    BeforeService,
+}
+
+/// What kind of layer an entry of `layers` is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LayerKind {
+    /// A framework's retry middleware around tool execution (LangChain's ToolRetryMiddleware,
+    /// the common agent frameworks' defaults): 2 retries on any failure, exponential backoff
+    /// from 1 s, capped at 60 s, full jitter.
+    Retry,
+    /// A proxy or sidecar (Envoy's route retry policy): 1 retry on `reset`,
+    /// `connect-failure` and `5xx` (POST included), backoff from 25 ms capped at 250 ms, full
+    /// jitter.
+    Proxy,
+}
+
+/// An outcome a layer may retry, in Envoy's `retry_on` terms where Envoy has one.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum RetryOn {
+    /// The connection was reset or the response never came (Envoy `reset`).
+    Reset,
+    /// The connection could not be made (Envoy `connect-failure`).
+    ConnectFailure,
+    /// Any 5xx answer (Envoy `5xx`).
+    #[serde(rename = "5xx")]
+    FiveXx,
+    /// 502, 503 or 504 (Envoy `gateway-error`).
+    GatewayError,
+    /// 409 Conflict (Envoy `retriable-4xx`).
+    #[serde(rename = "retriable-4xx")]
+    Retriable4xx,
+    /// 429 Too Many Requests.
+    #[serde(rename = "429")]
+    TooManyRequests,
+    /// This layer's per-try timeout, or a timeout reported by the layer below (the executor's).
+    Timeout,
+    /// The refunds service gave up waiting for a pool connection (its 503).
+    PoolExhausted,
+}
+
+/// How the delay before retry `n` grows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum BackoffKind {
+    /// `base` before every retry.
+    Constant,
+    /// `base · 2^(n−1)`, capped at `max`.
+    Exponential,
+}
+
+/// Jitter applied to a backoff delay `d`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Jitter {
+    /// Exactly `d`.
+    None,
+    /// `U(0, d)` (AWS "full jitter"; Envoy and most frameworks).
+    Full,
+    /// `d/2 + U(0, d/2)` (AWS "equal jitter").
+    Equal,
+}
+
+/// A retry layer's backoff. Defaults depend on the layer's kind (see [`LayerKind`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Backoff {
+    /// `constant` or `exponential`. Default: `exponential`.
+    #[serde(default = "exponential")]
+    pub kind: BackoffKind,
+    /// First delay. Default: 1 s (`retry`), 25 ms (`proxy`, Envoy's `base_interval`).
+    #[serde(
+        default,
+        with = "humantime_serde::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub base: Option<Duration>,
+    /// Cap on one delay. Default: 60 s (`retry`), 10 × base (`proxy`, Envoy's `max_interval`).
+    #[serde(
+        default,
+        with = "humantime_serde::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub max: Option<Duration>,
+    /// Jitter. Default: `full`.
+    #[serde(default = "full")]
+    pub jitter: Jitter,
+}
+
+fn exponential() -> BackoffKind {
+    BackoffKind::Exponential
+}
+fn full() -> Jitter {
+    Jitter::Full
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff {
+            kind: BackoffKind::Exponential,
+            base: None,
+            max: None,
+            jitter: Jitter::Full,
+        }
+    }
+}
+
+/// An Envoy-style retry budget: a retry may start only while the layer's retries in flight are
+/// fewer than `max(min_retry_concurrency, budget_percent % of its requests in flight)`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct RetryBudget {
+    /// Percent of the requests in flight that may be retries, in [0, 100]. Default: 20 (Envoy).
+    #[serde(default = "twenty")]
+    pub budget_percent: f64,
+    /// Retries always allowed in flight whatever the percentage. Default: 3 (Envoy).
+    #[serde(default = "three")]
+    pub min_retry_concurrency: u32,
+}
+
+fn twenty() -> f64 {
+    20.0
+}
+fn three() -> u32 {
+    3
+}
+
+/// What a retry layer reports upward when its last try timed out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReportTimeout {
+    /// A failure (what the incident's executor did: an `info` outcome shown as `fail`).
+    Error,
+    /// An unknown outcome (`info`), which callers must not treat as "nothing happened".
+    Unknown,
+}
+
+/// One added layer of `layers`: a framework retry middleware or a proxy. Every field but `kind`
+/// is optional; each default depends on the kind and is written beside the field.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct RetryLayer {
+    /// `retry` (framework middleware) or `proxy` (sidecar).
+    pub kind: LayerKind,
+    /// Retries after the first try, at most 100. Default: 2 (`retry`), 1 (`proxy`, Envoy's
+    /// `num_retries`, accepted as an alias).
+    #[serde(
+        default,
+        alias = "num_retries",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub max_retries: Option<u32>,
+    /// Time limit of one try; the try's work keeps running when the layer gives up on it.
+    /// Default: none (the layer waits as long as the layer below does).
+    #[serde(
+        default,
+        with = "humantime_serde::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub per_try_timeout: Option<Duration>,
+    /// Outcomes that are retried. Default: every failure and timeout (`retry`: `reset`,
+    /// `connect-failure`, `5xx`, `retriable-4xx`, `429`, `timeout`, `pool-exhausted`);
+    /// `reset`, `connect-failure`, `5xx` (`proxy`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_on: Option<Vec<RetryOn>>,
+    /// Delay between tries.
+    #[serde(default)]
+    pub backoff: Backoff,
+    /// An optional retry budget. Default: none (every allowed retry is made).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<RetryBudget>,
+    /// What the layer reports upward when its last try timed out: `error` or `unknown`.
+    /// Default: `error`.
+    #[serde(default = "report_error")]
+    pub on_timeout: ReportTimeout,
+    /// Which tools a `retry` layer retries: `any_tool` (the frameworks' default: every tool
+    /// unless filtered) or `idempotent_tools` (MCP `readOnlyHint || idempotentHint`). A proxy
+    /// does not know tools. Default: `any_tool`.
+    #[serde(default = "any_tool")]
+    pub applies_to: AppliesTo,
+}
+
+fn report_error() -> ReportTimeout {
+    ReportTimeout::Error
+}
+fn any_tool() -> AppliesTo {
+    AppliesTo::AnyTool
+}
+
+impl RetryLayer {
+    /// A layer of `kind` with every default.
+    pub fn new(kind: LayerKind) -> Self {
+        RetryLayer {
+            kind,
+            max_retries: None,
+            per_try_timeout: None,
+            retry_on: None,
+            backoff: Backoff::default(),
+            budget: None,
+            on_timeout: ReportTimeout::Error,
+            applies_to: AppliesTo::AnyTool,
+        }
+    }
+
+    /// Retries after the first try, with the kind's default.
+    pub fn retries(&self) -> u32 {
+        self.max_retries.unwrap_or(match self.kind {
+            LayerKind::Retry => 2,
+            LayerKind::Proxy => 1,
+        })
+    }
+
+    /// Whether this layer retries `outcome`, with the kind's default `retry_on`. As in Envoy,
+    /// `5xx` covers `gateway-error` (502–504), and both cover `pool-exhausted` (a 503).
+    pub fn retries_on(&self, outcome: RetryOn) -> bool {
+        match &self.retry_on {
+            Some(list) => covered_by(outcome).iter().any(|c| list.contains(c)),
+            None => match self.kind {
+                LayerKind::Retry => true,
+                LayerKind::Proxy => matches!(
+                    outcome,
+                    RetryOn::Reset | RetryOn::ConnectFailure | RetryOn::FiveXx
+                ),
+            },
+        }
+    }
+
+    /// First backoff delay, with the kind's default.
+    pub fn base(&self) -> Duration {
+        self.backoff.base.unwrap_or(match self.kind {
+            LayerKind::Retry => Duration::from_secs(1),
+            LayerKind::Proxy => Duration::from_millis(25),
+        })
+    }
+
+    /// Cap on one backoff delay, with the kind's default.
+    pub fn max_delay(&self) -> Duration {
+        self.backoff.max.unwrap_or(match self.kind {
+            LayerKind::Retry => Duration::from_secs(60),
+            LayerKind::Proxy => self.base().saturating_mul(10),
+        })
+    }
+}
+
+/// The `retry_on` entries that retry an outcome of class `c`: itself, and for 502–504 and the
+/// pool's 503 the broader classes that include them.
+fn covered_by(c: RetryOn) -> &'static [RetryOn] {
+    use RetryOn::*;
+    match c {
+        GatewayError => &[GatewayError, FiveXx],
+        PoolExhausted => &[PoolExhausted, GatewayError, FiveXx],
+        Reset => &[Reset],
+        ConnectFailure => &[ConnectFailure],
+        FiveXx => &[FiveXx],
+        Retriable4xx => &[Retriable4xx],
+        TooManyRequests => &[TooManyRequests],
+        Timeout => &[Timeout],
+    }
+}
+
+/// The stack a scenario compiles to, top (the agent's side) to bottom (the provider's side):
+/// `stack` if given, else the built-in layers.
+pub fn stack_of(s: &Scenario) -> Vec<String> {
+    match &s.stack {
+        Some(names) => names.clone(),
+        None => BUILT_IN_LAYERS.iter().map(|n| n.to_string()).collect(),
+    }
+}
+
+/// The added layers at `position`, top to bottom, with their names.
+pub fn layers_at(s: &Scenario, position: Position) -> Vec<(&str, &RetryLayer)> {
+    let stack = stack_of(s);
+    let (from, to) = match position {
+        Position::AroundTool => ("model_retry", "executor"),
+        Position::BeforeService => ("executor", "refunds_service"),
+    };
+    let start = stack.iter().position(|n| n == from).map_or(0, |i| i + 1);
+    let end = stack.iter().position(|n| n == to).unwrap_or(start);
+    stack[start..end.max(start)]
+        .iter()
+        .filter_map(|n| s.layers.get_key_value(n.as_str()))
+        .map(|(k, v)| (k.as_str(), v))
+        .collect()
+}
+
+/// Checks `layers` and `stack`: the built-in layers appear once each, in their order; every
+/// other name is a key of `layers` and sits between `model_retry` and `executor` or between
+/// `executor` and `refunds_service` (the two places refundsim models so far); every entry of
+/// `layers` is in the stack; each layer's fields are in range.
+pub fn validate_layers(s: &Scenario) -> Check {
+    for (name, layer) in &s.layers {
+        validate_layer(&format!("layers.{name}"), name, layer)?;
+    }
+    let stack = stack_of(s);
+    let built_in: Vec<&str> = stack
+        .iter()
+        .map(String::as_str)
+        .filter(|n| BUILT_IN_LAYERS.contains(n))
+        .collect();
+    if built_in != BUILT_IN_LAYERS {
+        return fail(
+            "stack",
+            format!(
+                "invalid value: expected the built-in layers once each and in this order: {}; got {}",
+                BUILT_IN_LAYERS.join(", "),
+                stack.join(", ")
+            ),
+        );
+    }
+    let top = stack.iter().position(|n| n == "model_retry").unwrap_or(0);
+    let service = stack
+        .iter()
+        .position(|n| n == "refunds_service")
+        .unwrap_or(0);
+    for (i, name) in stack.iter().enumerate() {
+        if BUILT_IN_LAYERS.contains(&name.as_str()) {
+            continue;
+        }
+        if !s.layers.contains_key(name) {
+            let known: Vec<&str> = s.layers.keys().map(String::as_str).collect();
+            return fail(
+                format!("stack.{i}"),
+                format!(
+                    "unknown layer {name:?}; expected a built-in layer ({}) or a key of `layers` ({})",
+                    BUILT_IN_LAYERS.join(", "),
+                    if known.is_empty() { "none defined".to_string() } else { known.join(", ") }
+                ),
+            );
+        }
+        if stack[..i].iter().filter(|n| *n == name).count() > 0 {
+            return fail(
+                format!("stack.{i}"),
+                format!("layer {name:?} appears twice"),
+            );
+        }
+        if i < top || i > service {
+            return fail(
+                format!("stack.{i}"),
+                format!(
+                    "layer {name:?} sits {}; expected it between model_retry and executor (a \
+                     framework retry) or between executor and refunds_service (a proxy in front \
+                     of the service)",
+                    if i < top {
+                        "above model_retry"
+                    } else {
+                        "below refunds_service"
+                    }
+                ),
+            );
+        }
+    }
+    if let Some(name) = s.layers.keys().find(|n| !stack.contains(n)) {
+        return fail(
+            format!("layers.{name}"),
+            format!("layer {name:?} is not in `stack`; expected its name in `stack` where it sits"),
+        );
+    }
+    Ok(())
+}
+
+fn validate_layer(path: &str, name: &str, l: &RetryLayer) -> Check {
+    if BUILT_IN_LAYERS.contains(&name) {
+        return fail(
+            path,
+            format!(
+                "{name:?} is a built-in layer, configured by its own section (model_retry: \
+                 agent.retry, executor: executor, refunds_service: refunds_service, sdk: \
+                 refunds_service.stripe_client); expected another name"
+            ),
+        );
+    }
+    if l.retries() > MAX_RETRIES {
+        return fail(
+            format!("{path}.max_retries"),
+            format!(
+                "invalid value: expected at most {MAX_RETRIES} retries, got {}",
+                l.retries()
+            ),
+        );
+    }
+    if let Some(t) = l.per_try_timeout {
+        positive(&format!("{path}.per_try_timeout"), t)?;
+        at_most(&format!("{path}.per_try_timeout"), t, MAX_DURATION)?;
+    }
+    at_most(&format!("{path}.backoff.base"), l.base(), MAX_DURATION)?;
+    at_most(&format!("{path}.backoff.max"), l.max_delay(), MAX_DURATION)?;
+    if let Some(b) = &l.budget {
+        if !(b.budget_percent.is_finite() && (0.0..=100.0).contains(&b.budget_percent)) {
+            return fail(
+                format!("{path}.budget.budget_percent"),
+                format!(
+                    "invalid value: expected a number in [0, 100], got {}",
+                    b.budget_percent
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The named layers of a scenario, for `Scenario::layers`.
+pub type Layers = BTreeMap<String, RetryLayer>;
