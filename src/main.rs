@@ -29,6 +29,9 @@ enum Command {
     Run(RunArgs),
     /// Print the JSON Schema of scenario files.
     Schema,
+    /// Print a scenario after policies and `--set`, every default written out, with the stack
+    /// of layers it compiles to (a valid scenario file itself).
+    Show(ShowArgs),
     /// CI gate: every scenario × policy × seed against `expect` bounds and conservation
     /// (exit 1 if one fails).
     Check(CheckArgs),
@@ -40,6 +43,18 @@ enum Command {
     /// Search interleavings of a scenario for a safety violation and shrink it to a minimal
     /// scenario file (exit 1 when one is found).
     Explore(ExploreArgs),
+}
+
+#[derive(clap::Args)]
+struct ShowArgs {
+    /// Scenario file (JSON).
+    scenario: PathBuf,
+    /// RFC 7396 JSON merge patch applied over the scenario; repeatable, applied in order.
+    #[arg(long = "policy", value_name = "FILE")]
+    policies: Vec<PathBuf>,
+    /// Override one field, e.g. `--set layers.sidecar.max_retries=0`; repeatable, after policies.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    sets: Vec<String>,
 }
 
 #[derive(clap::Args)]
@@ -189,6 +204,11 @@ fn run() -> anyhow::Result<ExitCode> {
         Command::Diff(args) => cmd_diff(args),
         Command::Lint(args) => cmd_lint(args),
         Command::Explore(args) => cmd_explore(args),
+        Command::Show(args) => {
+            let sc = scenario::load(&args.scenario, &args.policies, &args.sets)?;
+            print_json(&scenario::compiled(&sc))?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Schema => {
             print!("{}", scenario::schema_json());
             Ok(ExitCode::SUCCESS)

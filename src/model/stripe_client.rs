@@ -76,7 +76,13 @@ fn backoff(n: u32, u: f64) -> SimTime {
 /// `StripeClient::key`): only when a network retry is possible at all, as stripe-node
 /// generates one only with `maxNetworkRetries > 0`; on stripe-node's retry of a dropped
 /// connection (`dropped`), the old version sends no key and the fixed one the call's key.
-fn sdk_key(cfg: &StripeClient, ticket: u64, call: u64, try_no: u32, dropped: bool) -> Option<String> {
+fn sdk_key(
+    cfg: &StripeClient,
+    ticket: u64,
+    call: u64,
+    try_no: u32,
+    dropped: bool,
+) -> Option<String> {
     if dropped && cfg.retry_dropped_connection == DroppedConnectionRetry::WithoutKey {
         return None;
     }
@@ -111,7 +117,9 @@ pub async fn create_refund(
     let mut try_no = 0;
     let mut dropped_retry_used = false;
     loop {
-        let key = key.clone().or_else(|| sdk_key(cfg, ticket, call, try_no, dropped_retry_used));
+        let key = key
+            .clone()
+            .or_else(|| sdk_key(cfg, ticket, call, try_no, dropped_retry_used));
         let req = StripeRequest {
             idempotency_key: key.clone(),
             params: params.clone(),

@@ -22,43 +22,103 @@ fn dollars(cents: u64) -> String {
     format!("${}.{:02}", cents / 100, cents % 100)
 }
 
-fn line(e: &Event, attempts: &BTreeMap<u64, u32>) -> Option<String> {
+/// The label of a request: the model attempt's ordinal, then the try of each layer below the
+/// model that retried (`FIRST call, framework_retry try 2`, `SECOND call, executor try 1`).
+fn label(attempt: u32, exec_try: u32, via: &BTreeMap<String, u32>) -> String {
+    let mut s = format!("{} call", ordinal(attempt));
+    for (layer, n) in via {
+        s.push_str(&format!(", {layer} try {}", n + 1));
+    }
+    if exec_try > 0 {
+        s.push_str(&format!(", executor try {}", exec_try + 1));
+    }
+    s
+}
+
+fn line(e: &Event, attempts: &BTreeMap<u64, String>) -> Option<String> {
     let call = e.call.unwrap_or(0);
     let which = e
         .call
         .and_then(|c| attempts.get(&c))
-        .map(|a| ordinal(*a))
+        .cloned()
         .unwrap_or_default();
     Some(match &e.kind {
-        EventKind::TicketOpened { amount_cents, charge_amount_cents, phase } => format!(
+        EventKind::TicketOpened {
+            amount_cents,
+            charge_amount_cents,
+            phase,
+        } => format!(
             "ticket opened ({phase}): approved refund {} of a {} charge",
             dollars(*amount_cents),
             dollars(*charge_amount_cents)
         ),
         EventKind::ToolCall { tool, amount_cents } => {
-            format!("tool_call {tool}(ticket={}, amount={amount_cents})", e.ticket.unwrap_or(0))
+            format!(
+                "tool_call {tool}(ticket={}, amount={amount_cents})",
+                e.ticket.unwrap_or(0)
+            )
         }
         EventKind::PoolAcquire { waited_ns } if *waited_ns >= 1_000_000_000 => format!(
             "refunds-service: call #{call} got a Stripe connection after waiting {}",
             SimTime::from_nanos(*waited_ns)
         ),
         EventKind::PoolTimeout { waited_ns } => {
-            format!("refunds-service: call #{call} gave up waiting for a connection after {}", SimTime::from_nanos(*waited_ns))
+            format!(
+                "refunds-service: call #{call} gave up waiting for a connection after {}",
+                SimTime::from_nanos(*waited_ns)
+            )
         }
-        EventKind::RequestDropped => format!("refunds-service: call #{call} dropped, its caller's deadline passed"),
-        EventKind::StripeResponse { status, outcome, refund_id, .. } => format!(
+        EventKind::RequestDropped => {
+            format!("refunds-service: call #{call} dropped, its caller's deadline passed")
+        }
+        EventKind::StripeResponse {
+            status,
+            outcome,
+            refund_id,
+            ..
+        } => format!(
             "stripe: POST /v1/refunds for {} → {} {outcome}{}",
-            if e.call.is_some() { format!("call #{call}") } else { "the manual refund".into() },
-            if *status == 0 { "no response,".to_string() } else { status.to_string() },
-            refund_id.as_ref().map(|r| format!(" {r}")).unwrap_or_default()
+            if e.call.is_some() {
+                format!("call #{call}")
+            } else {
+                "the manual refund".into()
+            },
+            if *status == 0 {
+                "no response,".to_string()
+            } else {
+                status.to_string()
+            },
+            refund_id
+                .as_ref()
+                .map(|r| format!(" {r}"))
+                .unwrap_or_default()
         ),
-        EventKind::RefundCreated { refund_id, amount_cents, status, by, .. } => {
-            let who = if by == "human" { "manual refund by a human".to_string() } else { format!("for the {which} call") };
-            format!("stripe: refund {refund_id} created, {} {status} ({who})", dollars(*amount_cents))
+        EventKind::RefundCreated {
+            refund_id,
+            amount_cents,
+            status,
+            by,
+            ..
+        } => {
+            let who = if by == "human" {
+                "manual refund by a human".to_string()
+            } else {
+                format!("for the {which}")
+            };
+            format!(
+                "stripe: refund {refund_id} created, {} {status} ({who})",
+                dollars(*amount_cents)
+            )
         }
         EventKind::ExecutorTimeout { after_ns, action } => match action.as_str() {
-            "probe_status" => format!("tool_executor: timeout after {}ms, probing refund status", after_ns / 1_000_000),
-            _ => format!("tool_executor: timeout after {}ms, injecting error result", after_ns / 1_000_000),
+            "probe_status" => format!(
+                "tool_executor: timeout after {}ms, probing refund status",
+                after_ns / 1_000_000
+            ),
+            _ => format!(
+                "tool_executor: timeout after {}ms, injecting error result",
+                after_ns / 1_000_000
+            ),
         },
         EventKind::Probe { status } => format!(
             "tool_executor: get_status(ticket={}) → {}",
@@ -77,8 +137,14 @@ fn line(e: &Event, attempts: &BTreeMap<u64, u32>) -> Option<String> {
             };
             format!("tool_result: {shown}{tag}")
         }
-        EventKind::ServiceResponse { late: true, ok, refund_id, error, .. } => format!(
-            "[async, arrives after executor gave up] refunds-service response for the {which} call: {}",
+        EventKind::ServiceResponse {
+            late: true,
+            ok,
+            refund_id,
+            error,
+            ..
+        } => format!(
+            "[async, arrives after executor gave up] refunds-service response for the {which}: {}",
             match (ok, refund_id, error) {
                 (true, Some(id), _) => format!("{{ status: \"refunded\", refund_id: \"{id}\" }}"),
                 (_, _, Some(err)) => format!("{{ error: \"{err}\" }}"),
@@ -89,15 +155,34 @@ fn line(e: &Event, attempts: &BTreeMap<u64, u32>) -> Option<String> {
             Decision::Retry | Decision::Escalate => format!("model: \"{text}\""),
         },
         EventKind::Escalation { .. } => "escalated to a human".into(),
-        EventKind::Human { action: HumanAction::FoundExisting } => {
-            "human: checked the Stripe dashboard, found a refund, closed the ticket".into()
-        }
-        EventKind::Human { action: HumanAction::ManualRefund } => {
-            "human: issued a manual refund from the dashboard (no idempotency key)".into()
-        }
-        EventKind::Human { action: HumanAction::RerunTool } => {
-            "human: re-ran the refund tool through the refunds service".into()
-        }
+        EventKind::Human {
+            action: HumanAction::FoundExisting,
+        } => "human: checked the Stripe dashboard, found a refund, closed the ticket".into(),
+        EventKind::Human {
+            action: HumanAction::ManualRefund,
+        } => "human: issued a manual refund from the dashboard (no idempotency key)".into(),
+        EventKind::LayerRetry {
+            layer,
+            layer_try,
+            reason,
+            backoff_ns,
+        } => format!(
+            "{layer}: {reason}, retrying (try {}) after {}",
+            layer_try + 1,
+            SimTime::from_nanos(*backoff_ns)
+        ),
+        EventKind::LayerTimeout {
+            layer,
+            layer_try,
+            after_ns,
+        } => format!(
+            "{layer}: try {} timed out after {}ms; its work keeps running",
+            layer_try + 1,
+            after_ns / 1_000_000
+        ),
+        EventKind::Human {
+            action: HumanAction::RerunTool,
+        } => "human: re-ran the refund tool through the refunds service".into(),
         _ => return None,
     })
 }
@@ -105,10 +190,17 @@ fn line(e: &Event, attempts: &BTreeMap<u64, u32>) -> Option<String> {
 /// Lines of `ticket`'s story, each `HH:MM:SS.mmm  text` from `origin`. Empty when the ticket
 /// never opened.
 pub fn story(history: &History, ticket: u64, origin: Option<SystemTime>) -> Vec<String> {
-    let attempts: BTreeMap<u64, u32> = history
+    let mut attempts: BTreeMap<u64, String> = history
         .ticket(ticket)
-        .filter_map(|e| Some((e.call?, e.attempt?)))
+        .filter_map(|e| Some((e.call?, label(e.attempt?, 0, &BTreeMap::new()))))
         .collect();
+    for e in history.ticket(ticket) {
+        if let (Some(call), Some(a), EventKind::ServiceRequest { exec_try, via }) =
+            (e.call, e.attempt, &e.kind)
+        {
+            attempts.insert(call, label(a, *exec_try, via));
+        }
+    }
     history
         .ticket(ticket)
         .filter_map(|e| line(e, &attempts).map(|l| format!("{}  {l}", clock_time(origin, e.t_ns))))

@@ -254,16 +254,12 @@ impl RetryLayer {
     /// Whether this layer retries `outcome`, with the kind's default `retry_on`. As in Envoy,
     /// `5xx` covers `gateway-error` (502–504), and both cover `pool-exhausted` (a 503).
     pub fn retries_on(&self, outcome: RetryOn) -> bool {
-        match &self.retry_on {
-            Some(list) => covered_by(outcome).iter().any(|c| list.contains(c)),
-            None => match self.kind {
-                LayerKind::Retry => true,
-                LayerKind::Proxy => matches!(
-                    outcome,
-                    RetryOn::Reset | RetryOn::ConnectFailure | RetryOn::FiveXx
-                ),
-            },
-        }
+        let defaults: &[RetryOn] = match self.kind {
+            LayerKind::Retry => &ALL_RETRY_ON,
+            LayerKind::Proxy => &[RetryOn::Reset, RetryOn::ConnectFailure, RetryOn::FiveXx],
+        };
+        let list = self.retry_on.as_deref().unwrap_or(defaults);
+        covered_by(outcome).iter().any(|c| list.contains(c))
     }
 
     /// First backoff delay, with the kind's default.
@@ -282,6 +278,18 @@ impl RetryLayer {
         })
     }
 }
+
+/// Every `retry_on` class: a `retry` layer's default.
+const ALL_RETRY_ON: [RetryOn; 8] = [
+    RetryOn::Reset,
+    RetryOn::ConnectFailure,
+    RetryOn::FiveXx,
+    RetryOn::GatewayError,
+    RetryOn::Retriable4xx,
+    RetryOn::TooManyRequests,
+    RetryOn::Timeout,
+    RetryOn::PoolExhausted,
+];
 
 /// The `retry_on` entries that retry an outcome of class `c`: itself, and for 502–504 and the
 /// pool's 503 the broader classes that include them.
@@ -306,6 +314,15 @@ pub fn stack_of(s: &Scenario) -> Vec<String> {
         Some(names) => names.clone(),
         None => BUILT_IN_LAYERS.iter().map(|n| n.to_string()).collect(),
     }
+}
+
+/// `s` as `refundsim show` prints it: every default written out and `stack` set to the stack
+/// it compiles to, so the old sections' implicit path is visible (and the output loads as a
+/// scenario that runs the same).
+pub fn compiled(s: &Scenario) -> Scenario {
+    let mut out = s.clone();
+    out.stack = Some(stack_of(s));
+    out
 }
 
 /// The added layers at `position`, top to bottom, with their names.

@@ -18,8 +18,8 @@ mod validate;
 pub use config::*;
 pub use error::{Location, ScenarioError, ValidationError};
 pub use layers::{
-    layers_at, stack_of, Backoff, BackoffKind, Jitter, LayerKind, Position, ReportTimeout,
-    RetryBudget, RetryLayer, RetryOn,
+    compiled, layers_at, stack_of, Backoff, BackoffKind, Jitter, LayerKind, Position,
+    ReportTimeout, RetryBudget, RetryLayer, RetryOn,
 };
 pub use load::{load, load_str, schema_json};
 pub use validate::{

@@ -1,0 +1,153 @@
+//! The layered call path's recipes (`scenarios/recipes/`): each shows its duplicates, and its
+//! fix (`policies/recipes/NAME.fix.json`) removes them on the same seed.
+
+mod common;
+use common::*;
+
+const RECIPES: &[(&str, u64, u64)] = &[
+    // (name, duplicate-refund tickets, extra refunds) on the recipe's own seed.
+    ("framework-retry-middleware", 3, 6),
+    ("stacked-retries", 3, 31),
+    ("proxy-retries-post", 3, 6),
+    ("sdk-new-key-per-retry", 3, 6),
+    ("stripe-node-reset-retry", 3, 3),
+];
+
+#[test]
+fn every_recipe_shows_its_duplicates_and_its_fix_removes_them() {
+    let shipped: Vec<String> = std::fs::read_dir("scenarios/recipes")
+        .unwrap()
+        .map(|e| {
+            e.unwrap()
+                .file_name()
+                .to_string_lossy()
+                .replace(".json", "")
+        })
+        .collect();
+    assert_eq!(
+        shipped.len(),
+        RECIPES.len(),
+        "a recipe without a test: {shipped:?}"
+    );
+    for (name, dups, extra) in RECIPES {
+        let scenario = format!("scenarios/recipes/{name}.json");
+        let r = run_json(&[&scenario]);
+        assert_eq!(r["duplicate_refund_tickets"], *dups, "{name}");
+        assert_eq!(r["extra_refunds"], *extra, "{name}");
+        assert_eq!(r["expectations_met"], true, "{name}");
+        let fix = format!("policies/recipes/{name}.fix.json");
+        let f = run_json(&[&scenario, "--policy", &fix]);
+        assert_eq!(f["duplicate_refund_tickets"], 0, "{name} under its fix");
+        assert_eq!(f["extra_refunds"], 0, "{name} under its fix");
+        assert_eq!(f["lost_refunds"], 0, "{name} under its fix");
+        assert_eq!(f["tickets"], r["tickets"], "{name}: same tickets");
+    }
+}
+
+#[test]
+fn a_layer_is_reached_by_name_from_set_and_policies() {
+    // No framework retries: one refund per ticket, and the model is told each call failed.
+    let r = run_json(&[
+        "scenarios/recipes/framework-retry-middleware.json",
+        "--set",
+        "layers.framework_retry.max_retries=0",
+    ]);
+    assert_eq!(r["duplicate_refund_tickets"], 0);
+    assert_eq!(r["refunds_created"], 3);
+    // One more retry than the default: four tries, four refunds per ticket.
+    let r = run_json(&[
+        "scenarios/recipes/framework-retry-middleware.json",
+        "--set",
+        "layers.framework_retry.max_retries=3",
+    ]);
+    assert_eq!(r["extra_refunds"], 9);
+}
+
+#[test]
+fn story_labels_each_try_by_layer() {
+    let out = refundsim()
+        .args([
+            "run",
+            "scenarios/recipes/stacked-retries.json",
+            "--ticket",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("framework_retry: timeout, retrying (try 2) after"),
+        "{text}"
+    );
+    assert!(
+        text.contains("(for the FIRST call, framework_retry try 2, executor try 2)"),
+        "{text}"
+    );
+    assert!(text.contains("(for the SECOND call)"), "{text}");
+}
+
+#[test]
+fn bad_stacks_are_refused_with_the_field_named() {
+    let cases: &[(&str, &str)] = &[
+        ("stack=[\"executor\",\"model_retry\",\"refunds_service\",\"sdk\"]", "stack: invalid value: expected the built-in layers once each and in this order"),
+        ("stack=[\"model_retry\",\"framework_retry\",\"executor\",\"refunds_service\",\"sdk\",\"nope\"]", "stack.5: unknown layer \"nope\""),
+        ("stack=[\"model_retry\",\"executor\",\"refunds_service\",\"framework_retry\",\"sdk\"]", "stack.3: layer \"framework_retry\" sits below refunds_service"),
+        ("stack=null", "layers.framework_retry: layer \"framework_retry\" is not in `stack`"),
+        ("layers.framework_retry.max_retries=1000", "layers.framework_retry.max_retries: invalid value: expected at most 100 retries"),
+        ("layers.framework_retry.retry_on=[\"teapot\"]", "layers.framework_retry.retry_on"),
+        ("layers.framework_retry.per_try_timeout=0s", "layers.framework_retry.per_try_timeout"),
+    ];
+    for (set, want) in cases {
+        let out = refundsim()
+            .args([
+                "run",
+                "scenarios/recipes/framework-retry-middleware.json",
+                "--set",
+                set,
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(2), "{set}: {err}");
+        assert!(err.contains(want), "{set}: {err}");
+    }
+}
+
+#[test]
+fn show_prints_the_merged_scenario_and_its_stack_which_runs_the_same() {
+    let out = refundsim()
+        .args(["show", INCIDENT, "--policy", "policies/fixed.json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let shown: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        shown["stack"],
+        serde_json::json!(["model_retry", "executor", "refunds_service", "sdk"])
+    );
+    assert_eq!(shown["schema_version"], 2);
+    assert_eq!(shown["executor"]["timeout"], "15s", "the policy is merged");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shown.json");
+    std::fs::write(&path, &out.stdout).unwrap();
+    let again = run_json(&[path.to_str().unwrap()]);
+    let direct = run_json(&[INCIDENT, "--policy", "policies/fixed.json"]);
+    for m in [
+        "tickets",
+        "refunds_created",
+        "duplicate_refund_tickets",
+        "escalations",
+    ] {
+        assert_eq!(again[m], direct[m], "{m}");
+    }
+    let recipe = refundsim()
+        .args(["show", "scenarios/recipes/proxy-retries-post.json"])
+        .output()
+        .unwrap();
+    let shown: serde_json::Value = serde_json::from_slice(&recipe.stdout).unwrap();
+    assert_eq!(shown["stack"][2], "sidecar");
+    assert_eq!(
+        shown["layers"]["sidecar"]["max_retries"], 2,
+        "num_retries is an alias"
+    );
+}
