@@ -118,6 +118,7 @@ fn conservation_holds_on_every_shipped_scenario_and_policy() {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir.join("policies"))
         .unwrap()
         .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
     files.sort();
     policies.extend(files.into_iter().map(Some));
@@ -131,6 +132,17 @@ fn conservation_holds_on_every_shipped_scenario_and_policy() {
             m.latency.tool_call.count as u64 - (m.tool_calls - m.tickets),
             "{p:?}: one response per request"
         );
+    }
+    // The layered recipes, bare and under their fixes: every request still gets one answer.
+    for entry in std::fs::read_dir(dir.join("scenarios/recipes")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_stem().unwrap().to_string_lossy().to_string();
+        let fix = dir.join(format!("policies/recipes/{name}.fix.json"));
+        for ps in [vec![], vec![fix]] {
+            let sc = load(&path, &ps, &[]).unwrap();
+            let m = run(&sc, 3, &Default::default()).report.metrics;
+            assert_eq!(m.conservation_violations, 0, "{name} {ps:?}");
+        }
     }
 }
 

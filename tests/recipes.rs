@@ -87,6 +87,24 @@ fn story_labels_each_try_by_layer() {
 }
 
 #[test]
+fn retries_that_multiply_past_1000_requests_a_ticket_are_refused() {
+    let out = refundsim()
+        .args(["run", "scenarios/recipes/framework-retry-middleware.json"])
+        .args(["--set", "layers.framework_retry.max_retries=100"])
+        .args(["--set", "agent.retry.max_retries=9"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "layers: would not finish: the retries of the stack multiply to 1010 Stripe requests"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
 fn bad_stacks_are_refused_with_the_field_named() {
     let cases: &[(&str, &str)] = &[
         ("stack=[\"executor\",\"model_retry\",\"refunds_service\",\"sdk\"]", "stack: invalid value: expected the built-in layers once each and in this order"),
@@ -96,6 +114,7 @@ fn bad_stacks_are_refused_with_the_field_named() {
         ("layers.framework_retry.max_retries=1000", "layers.framework_retry.max_retries: invalid value: expected at most 100 retries"),
         ("layers.framework_retry.retry_on=[\"teapot\"]", "layers.framework_retry.retry_on"),
         ("layers.framework_retry.per_try_timeout=0s", "layers.framework_retry.per_try_timeout"),
+        ("schema_version=1", "layers: `layers` needs schema_version 2"),
     ];
     for (set, want) in cases {
         let out = refundsim()

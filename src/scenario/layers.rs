@@ -346,8 +346,34 @@ pub fn layers_at(s: &Scenario, position: Position) -> Vec<(&str, &RetryLayer)> {
 /// `executor` and `refunds_service` (the two places refundsim models so far); every entry of
 /// `layers` is in the stack; each layer's fields are in range.
 pub fn validate_layers(s: &Scenario) -> Check {
+    if s.schema_version < 2 && (!s.layers.is_empty() || s.stack.is_some()) {
+        let field = if s.layers.is_empty() {
+            "stack"
+        } else {
+            "layers"
+        };
+        return fail(
+            field,
+            format!(
+                "`{field}` needs schema_version 2; expected `\"schema_version\": 2` (or no \
+                 schema_version) in a file with layers, got schema_version {}",
+                s.schema_version
+            ),
+        );
+    }
     for (name, layer) in &s.layers {
         validate_layer(&format!("layers.{name}"), name, layer)?;
+    }
+    let per_call = tries_per_tool_call(s);
+    if per_call > MAX_TRIES_PER_TOOL_CALL {
+        return fail(
+            "layers",
+            format!(
+                "would not finish: the retries of the stack multiply to {per_call:.0} Stripe \
+                 requests for one ticket (model × added layers × executor × SDK, each \
+                 retries + 1); expected at most {MAX_TRIES_PER_TOOL_CALL:.0}"
+            ),
+        );
     }
     let stack = stack_of(s);
     let built_in: Vec<&str> = stack
@@ -414,6 +440,24 @@ pub fn validate_layers(s: &Scenario) -> Check {
         );
     }
     Ok(())
+}
+
+/// Most Stripe requests one ticket's tool calls may fan out to through the stack's retries:
+/// 1,000 (the `stacked-retries` recipe makes 12).
+pub const MAX_TRIES_PER_TOOL_CALL: f64 = 1000.0;
+
+/// The product of (retries + 1) over the model's rule, the added layers, the executor's retry
+/// layer and the SDK: the most requests one ticket can send to Stripe.
+pub fn tries_per_tool_call(s: &Scenario) -> f64 {
+    let n = |r: u32| f64::from(r) + 1.0;
+    let layers: f64 = s.layers.values().map(|l| n(l.retries())).product();
+    let executor = n(s.executor.retry.as_ref().map_or(0, |r| r.max_retries));
+    let sdk = n(s.refunds_service.stripe_client.max_network_retries)
+        + f64::from(u8::from(
+            s.refunds_service.stripe_client.retry_dropped_connection
+                != super::config::DroppedConnectionRetry::Off,
+        ));
+    n(s.agent.retry.max_retries) * layers * executor * sdk
 }
 
 fn validate_layer(path: &str, name: &str, l: &RetryLayer) -> Check {
