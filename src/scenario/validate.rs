@@ -107,7 +107,6 @@ pub fn validate(s: &Scenario) -> Result<(), ValidationError> {
             ),
         );
     }
-    super::layers::validate_layers(s)?;
     if s.horizon.is_zero() || s.horizon > MAX_HORIZON {
         return fail(
             "horizon",
@@ -309,6 +308,8 @@ pub fn validate(s: &Scenario) -> Result<(), ValidationError> {
         }
         super::bound_rules::bound(&format!("expect.{metric}"), bound)?;
     }
+    // Last: the layers' cap multiplies retries that the rules above bound one by one.
+    super::layers::validate_layers(s)?;
     Ok(())
 }
 
