@@ -11,6 +11,10 @@ const RECIPES: &[(&str, u64, u64)] = &[
     ("proxy-retries-post", 3, 6),
     ("sdk-new-key-per-retry", 3, 6),
     ("stripe-node-reset-retry", 3, 3),
+    ("abort-in-flight", 3, 3),
+    ("pool-acquire-retry", 4, 4),
+    ("lookup-on-unknown-outcome", 3, 3),
+    ("key-rotated-on-unknown", 3, 3),
 ];
 
 #[test]
@@ -42,6 +46,38 @@ fn every_recipe_shows_its_duplicates_and_its_fix_removes_them() {
         assert_eq!(f["lost_refunds"], 0, "{name} under its fix");
         assert_eq!(f["tickets"], r["tickets"], "{name}: same tickets");
     }
+}
+
+#[test]
+fn abort_in_flight_closes_the_connection_but_stripe_still_commits() {
+    let out = refundsim()
+        .args([
+            "run",
+            "scenarios/recipes/abort-in-flight.json",
+            "--ticket",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let order = [
+        "00:00:02.024  stripe: POST /v1/refunds for call #1 → no response, aborted_by_caller",
+        "00:00:03.024  tool_executor: get_status(ticket=1) → none",
+        "00:00:03.044  stripe: refund re_00000001 created, $42.00 succeeded (for the FIRST call)",
+    ];
+    let at: Vec<usize> = order
+        .iter()
+        .map(|l| text.find(l).unwrap_or_else(|| panic!("{l}\n{text}")))
+        .collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "{text}");
+    // queued_only leaves the call in flight: no abort, the probe waits for the refund.
+    let fixed = run_json(&[
+        "scenarios/recipes/abort-in-flight.json",
+        "--set",
+        "executor.cancellation=queued_only",
+    ]);
+    assert_eq!(fixed["false_failures"], 0);
+    assert_eq!(fixed["refunds_created"], 3);
 }
 
 #[test]

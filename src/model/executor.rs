@@ -5,13 +5,14 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
+use super::caller::CallerState;
 use super::dist;
 use super::layers::{status_class, Via};
 use super::proxy;
 use super::refunds_service::{get_status, issue, ServiceRequest, ServiceResult};
 use super::world::{Ids, World};
 use crate::history::{EventKind, Outcome, TicketStatus};
-use crate::scenario::{ExecutorRetry, OnTimeout, RetryOn};
+use crate::scenario::{Cancellation, ExecutorRetry, OnTimeout, RetryOn};
 use crate::sim::SimTime;
 
 /// The tool result shown to the model.
@@ -95,14 +96,16 @@ fn retry_delay(r: &ExecutorRetry, n: u32, u: f64) -> SimTime {
 }
 
 /// Runs the executor for the model's tool call `attempt` for `ticket` (below any framework
-/// retry layer) and returns what the model is shown. `via` names the tries of the layers above.
-/// The `tool_result` event is recorded by the caller.
+/// retry layer) and returns what the model is shown. `via` names the tries of the layers above
+/// and `cancel_above` the strongest cancellation among them. The `tool_result` event is
+/// recorded by the caller.
 pub async fn call_tool(
     w: Rc<World>,
     ticket: u64,
     attempt: u32,
     amount_cents: u64,
     via: Via,
+    cancel_above: Cancellation,
 ) -> ToolReply {
     let cfg = &w.cfg.executor;
     let timeout = SimTime::from_duration(cfg.timeout);
@@ -117,6 +120,7 @@ pub async fn call_tool(
             amount_cents,
             deadline: w.now() + timeout,
             via: via.clone(),
+            cancellation: cancel_above.max(cfg.cancellation),
         };
         let last_call = Rc::new(Cell::new(0));
         let path = proxy::before_service(w.clone(), req, last_call.clone());
@@ -173,6 +177,9 @@ pub struct Outgoing {
     pub deadline: SimTime,
     /// Tries of the added layers above (see [`Via`]).
     pub via: Via,
+    /// What giving up on this request cancels: the strongest `cancellation` among the layers
+    /// above it (the executor and the added layers on its way).
+    pub cancellation: Cancellation,
 }
 
 /// Sends `req` to the refunds service as a request of its own (a new call id, traced as
@@ -190,6 +197,7 @@ pub async fn send(w: Rc<World>, req: Outgoing, last_call: Rc<Cell<u64>>) -> Serv
             via: req.via.iter().cloned().collect(),
         },
     );
+    let mode = req.cancellation;
     let req = ServiceRequest {
         ticket: req.ticket,
         attempt: req.attempt,
@@ -199,26 +207,27 @@ pub async fn send(w: Rc<World>, req: Outgoing, last_call: Rc<Cell<u64>>) -> Serv
         deadline: req.deadline,
         via: req.via,
     };
-    let gone = Rc::new(Cell::new(false));
-    let guard = GoneOnDrop(Some(gone.clone()));
-    let answer = w.sim.spawn(issue(w.clone(), req, gone)).await;
+    let caller = Rc::new(CallerState::default());
+    let guard = GiveUpOnDrop(Some((caller.clone(), mode)));
+    let answer = w.sim.spawn(issue(w.clone(), req, caller)).await;
     guard.disarm();
     answer
 }
 
-/// Marks a request's caller as gone when the waiting future is dropped before the answer.
-struct GoneOnDrop(Option<Rc<Cell<bool>>>);
+/// Gives up on a request (with its cancellation) when the waiting future is dropped before the
+/// answer, i.e. when a timeout above fired.
+struct GiveUpOnDrop(Option<(Rc<CallerState>, Cancellation)>);
 
-impl GoneOnDrop {
+impl GiveUpOnDrop {
     fn disarm(mut self) {
         self.0 = None;
     }
 }
 
-impl Drop for GoneOnDrop {
+impl Drop for GiveUpOnDrop {
     fn drop(&mut self) {
-        if let Some(g) = self.0.take() {
-            g.set(true);
+        if let Some((caller, mode)) = self.0.take() {
+            caller.give_up(mode);
         }
     }
 }

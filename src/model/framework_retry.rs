@@ -15,7 +15,7 @@ use super::executor::{call_tool, ToolReply};
 use super::layers::{self, Layer, TryEnd, Via};
 use super::world::{Ids, World};
 use crate::history::Outcome;
-use crate::scenario::{layers_at, AppliesTo, Position, ReportTimeout};
+use crate::scenario::{layers_at, AppliesTo, Cancellation, Position, ReportTimeout};
 use crate::sim::SimTime;
 
 /// The model's tool call `attempt` through the added layers between `model_retry` and
@@ -26,7 +26,15 @@ pub fn call(
     attempt: u32,
     amount_cents: u64,
 ) -> Pin<Box<dyn Future<Output = ToolReply>>> {
-    through(w, ticket, attempt, amount_cents, Via::new(), 0)
+    through(
+        w,
+        ticket,
+        attempt,
+        amount_cents,
+        Via::new(),
+        Cancellation::None,
+        0,
+    )
 }
 
 fn through(
@@ -35,21 +43,31 @@ fn through(
     attempt: u32,
     amount_cents: u64,
     via: Via,
+    cancel: Cancellation,
     depth: usize,
 ) -> Pin<Box<dyn Future<Output = ToolReply>>> {
     Box::pin(async move {
         let found = layers_at(&w.cfg, Position::AroundTool)
             .get(depth)
-            .map(|(n, l)| (n.to_string(), l.applies_to));
-        let Some((name, applies_to)) = found else {
-            return call_tool(w, ticket, attempt, amount_cents, via).await;
+            .map(|(n, l)| (n.to_string(), l.applies_to, l.cancellation));
+        let Some((name, applies_to, own)) = found else {
+            return call_tool(w, ticket, attempt, amount_cents, via, cancel).await;
         };
         if applies_to == AppliesTo::IdempotentTools && !tool_is_idempotent(&w) {
-            return through(w, ticket, attempt, amount_cents, via, depth + 1).await;
+            return through(w, ticket, attempt, amount_cents, via, cancel, depth + 1).await;
         }
         let ww = w.clone();
+        let cancel = cancel.max(own);
         let try_once = move |_n: u32, via| {
-            let inner = through(ww.clone(), ticket, attempt, amount_cents, via, depth + 1);
+            let inner = through(
+                ww.clone(),
+                ticket,
+                attempt,
+                amount_cents,
+                via,
+                cancel,
+                depth + 1,
+            );
             async move {
                 let value = inner.await;
                 let class = match value.outcome {

@@ -12,7 +12,7 @@ use super::stripe_api::{serve, Caller};
 use super::stripe_client::classify;
 use super::world::{Ids, World};
 use crate::history::{EventKind, HumanAction, Outcome, TicketStatus};
-use crate::scenario::ManualRefundVia;
+use crate::scenario::{Cancellation, ManualRefundVia};
 use crate::sim::SimTime;
 
 /// Hands `t` to a human: records the escalation and, when humans are enabled, starts their work
@@ -85,7 +85,15 @@ async fn rerun_tool(w: &Rc<World>, t: &Ticket, attempt: u32) -> u16 {
             amount_cents: t.amount_cents,
         },
     );
-    let reply = call_tool(w.clone(), t.id, a, t.amount_cents, Vec::new()).await;
+    let reply = call_tool(
+        w.clone(),
+        t.id,
+        a,
+        t.amount_cents,
+        Vec::new(),
+        Cancellation::None,
+    )
+    .await;
     let ok = reply.outcome == Outcome::Ok;
     w.record(
         ids,

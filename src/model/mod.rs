@@ -4,6 +4,7 @@
 pub mod agent;
 pub mod arrivals;
 pub mod background;
+pub mod caller;
 pub mod dist;
 pub mod executor;
 pub mod framework_retry;

@@ -47,6 +47,7 @@ fn through(
         let try_once = move |_n: u32, via| {
             let mut req = base.clone();
             req.via = via;
+            req.cancellation = req.cancellation.max(ww.cfg.layers[&name].cancellation);
             if let Some(t) = ww.cfg.layers[&name].per_try_timeout {
                 req.deadline = req.deadline.min(ww.now() + SimTime::from_duration(t));
             }

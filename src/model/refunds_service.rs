@@ -1,16 +1,16 @@
 //! The refunds service: ledger row, idempotency key, FIFO pool wait, the Stripe call, the answer.
 
-use std::cell::Cell;
 use std::rc::Rc;
 
 use rand::Rng;
 
+use super::caller::CallerState;
 use super::layers::Via;
 use super::stripe::RefundParams;
 use super::stripe_client::{create_refund, CallResult};
 use super::world::{Ids, World};
 use crate::history::{EventKind, TicketStatus};
-use crate::scenario::{KeyMode, OnKeyConflict};
+use crate::scenario::{KeyMode, KeyRotation, OnKeyConflict, OnUnknownOutcome, RefundsService};
 use crate::sim::SimTime;
 
 /// How often a request waiting on another request's pending row (local dedup) re-reads it.
@@ -84,18 +84,14 @@ fn idempotency_key(w: &World, req: &ServiceRequest) -> Option<String> {
     }
 }
 
-/// Handles one request. `caller_gone` is set by the executor when it stops waiting, so the
-/// answer is traced as a late ("zombie") response. Whatever happens, the request's pending row is
-/// cleared and any pool connection is returned before this returns.
-pub async fn issue(
-    w: Rc<World>,
-    req: ServiceRequest,
-    caller_gone: Rc<Cell<bool>>,
-) -> ServiceResult {
+/// Handles one request. `caller` says when the layer waiting for it gave up, so the answer is
+/// traced as a late ("zombie") response, and what it cancelled. Whatever happens, the request's
+/// pending row is cleared and any pool connection is returned before this returns.
+pub async fn issue(w: Rc<World>, req: ServiceRequest, caller: Rc<CallerState>) -> ServiceResult {
     let ids = Ids::call(req.ticket, req.attempt, req.call);
     let start = w.now();
     w.ledger.borrow_mut().row(req.ticket).in_flight += 1;
-    let result = handle(&w, &req, ids).await;
+    let result = handle(&w, &req, ids, &caller).await;
     {
         let mut ledger = w.ledger.borrow_mut();
         let row = ledger.row(req.ticket);
@@ -107,12 +103,11 @@ pub async fn issue(
             ServiceResult::Refunded(id) => {
                 row.refund_id.get_or_insert_with(|| id.clone());
             }
-            ServiceResult::Error { .. } if w.cfg.refunds_service.new_nonce_after_error => {
-                if row.nonce.take().is_some() {
+            failed => {
+                if rotates_key(&w.cfg.refunds_service, failed) && row.nonce.take().is_some() {
                     row.nonce_generation += 1;
                 }
             }
-            ServiceResult::Error { .. } | ServiceResult::Unknown(_) => {}
         }
     }
     let (ok, refund_id, error) = match &result {
@@ -127,14 +122,66 @@ pub async fn issue(
             ok,
             refund_id,
             error,
-            late: caller_gone.get(),
+            late: caller.gone(),
             latency_ns: (w.now() - start).as_nanos(),
         },
     );
     result
 }
 
-async fn handle(w: &Rc<World>, req: &ServiceRequest, ids: Ids) -> ServiceResult {
+/// Whether a failed answer makes the service write a new nonce for the ticket
+/// (`rotate_key`, or the older `new_nonce_after_error`, which means `after_error`). A 502
+/// (Stripe failed or went silent: the refund may exist) and a 409 (a request with the key is
+/// still executing) are unknown outcomes; every other error is a definite failure.
+fn rotates_key(cfg: &RefundsService, answer: &ServiceResult) -> bool {
+    let rotation = if cfg.new_nonce_after_error {
+        KeyRotation::AfterError
+    } else {
+        cfg.rotate_key
+    };
+    match (rotation, answer) {
+        (_, ServiceResult::Refunded(_)) | (KeyRotation::Never, _) => false,
+        (KeyRotation::AfterError, _) => true,
+        (KeyRotation::AfterDefiniteFailure, ServiceResult::Error { status, .. }) => {
+            !matches!(status, 502 | 409)
+        }
+        (KeyRotation::AfterDefiniteFailure, ServiceResult::Unknown(_)) => false,
+    }
+}
+
+/// Whether the request should be dropped before Stripe: its caller cancelled queued work, or
+/// (deadline propagation) its caller's deadline passed.
+fn dropped_before_stripe(w: &World, req: &ServiceRequest, caller: &CallerState) -> bool {
+    caller.drops_queued() || (w.cfg.refunds_service.deadline_propagation && w.now() >= req.deadline)
+}
+
+/// Waits for a pool connection; after an acquire timeout, retries up to `acquire_retries` times
+/// after `acquire_retry_backoff` (at the back of the queue), unless the request is to be dropped.
+async fn acquire_with_retries(
+    w: &World,
+    req: &ServiceRequest,
+    ids: Ids,
+    caller: &CallerState,
+) -> Option<tokio::sync::OwnedSemaphorePermit> {
+    let cfg = &w.cfg.refunds_service;
+    let mut permit = acquire(w, ids).await;
+    let mut n = 0;
+    while permit.is_none() && n < cfg.acquire_retries && !dropped_before_stripe(w, req, caller) {
+        n += 1;
+        w.sim
+            .sleep(SimTime::from_duration(cfg.acquire_retry_backoff))
+            .await;
+        permit = acquire(w, ids).await;
+    }
+    permit
+}
+
+async fn handle(
+    w: &Rc<World>,
+    req: &ServiceRequest,
+    ids: Ids,
+    caller: &CallerState,
+) -> ServiceResult {
     let cfg = &w.cfg.refunds_service;
     w.sim.sleep(SimTime::from_duration(cfg.overhead)).await;
     if cfg.local_dedup {
@@ -143,14 +190,19 @@ async fn handle(w: &Rc<World>, req: &ServiceRequest, ids: Ids) -> ServiceResult 
         }
     }
     let key = idempotency_key(w, req);
-    let Some(permit) = acquire(w, ids).await else {
+    let Some(permit) = acquire_with_retries(w, req, ids, caller).await else {
         return ServiceResult::error(503, "pool acquire timeout (503)");
     };
-    if cfg.deadline_propagation && w.now() >= req.deadline {
+    if dropped_before_stripe(w, req, caller) {
         drop(permit);
         release(w, ids);
         w.record(ids, EventKind::RequestDropped);
-        return ServiceResult::error(504, "deadline exceeded before reaching Stripe");
+        let text = if caller.drops_queued() {
+            "cancelled by the caller before reaching Stripe"
+        } else {
+            "deadline exceeded before reaching Stripe"
+        };
+        return ServiceResult::error(504, text);
     }
     let params = RefundParams {
         charge: World::charge_id(req.ticket),
@@ -158,11 +210,29 @@ async fn handle(w: &Rc<World>, req: &ServiceRequest, ids: Ids) -> ServiceResult 
         reason: "requested_by_customer".into(),
         ticket: req.ticket,
     };
-    let result = create_refund(w.clone(), key, params, ids, req.exec_try, &req.via).await;
+    let result = create_refund(
+        w.clone(),
+        key,
+        params,
+        ids,
+        req.exec_try,
+        &req.via,
+        Some(caller),
+    )
+    .await;
     drop(permit);
     release(w, ids);
     match result {
         CallResult::Refunded(id) => ServiceResult::Refunded(id),
+        CallResult::Failed(status, e)
+            if upstream_status(status) == 502
+                && cfg.on_unknown_outcome == OnUnknownOutcome::Lookup
+                && !caller.aborted() =>
+        {
+            lookup(w, req.ticket)
+                .await
+                .map_or(ServiceResult::error(502, e), ServiceResult::Refunded)
+        }
         CallResult::Failed(status, e) => ServiceResult::error(upstream_status(status), e),
         CallResult::KeyConflict(status, e) => match cfg.on_key_conflict {
             OnKeyConflict::Fail => ServiceResult::error(status, e),

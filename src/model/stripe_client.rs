@@ -3,6 +3,7 @@
 
 use std::rc::Rc;
 
+use super::caller::CallerState;
 use super::dist;
 use super::layers::{via_ids, Via};
 use super::stripe::{Body, Delivered, ErrorType, Origin, RefundParams, Response, StripeRequest};
@@ -10,7 +11,7 @@ use super::stripe_api::{serve, Caller};
 use super::world::{Ids, World};
 use crate::history::EventKind;
 use crate::scenario::{DroppedConnectionRetry, SdkKey, StripeClient};
-use crate::sim::SimTime;
+use crate::sim::{race, Either, SimTime};
 
 /// How a logical call ended, as the refunds service sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -109,6 +110,7 @@ pub async fn create_refund(
     ids: Ids,
     exec_try: u32,
     via: &Via,
+    caller: Option<&CallerState>,
 ) -> CallResult {
     let cfg = &w.cfg.refunds_service.stripe_client;
     let ticket = params.ticket;
@@ -143,14 +145,21 @@ pub async fn create_refund(
         let server = w
             .sim
             .spawn(serve(w.clone(), req, ids, Caller::Service, rng));
-        let got = w
-            .sim
-            .timeout(SimTime::from_duration(cfg.timeout), server)
-            .await
-            .ok();
+        let sdk_timeout = w.sim.timeout(SimTime::from_duration(cfg.timeout), server);
+        // The caller may abort the call in flight (`abort_in_flight`): the connection closes and
+        // the SDK stops waiting; Stripe's task runs on and may still commit.
+        let (got, aborted) = match caller {
+            Some(c) if c.aborted() => (None, true),
+            Some(c) => match race(sdk_timeout, c.abort_signal()).await {
+                Either::Left(got) => (got.ok(), false),
+                Either::Right(()) => (None, true),
+            },
+            None => (sdk_timeout.await.ok(), false),
+        };
         let latency_ns = (w.now() - start).as_nanos();
         let (status, outcome, refund_id) = match &got {
             Some(d) => classify(d),
+            None if aborted => (0, "aborted_by_caller", None),
             None => (0, "sdk_timeout", None),
         };
         w.record(
@@ -164,6 +173,9 @@ pub async fn create_refund(
         );
         if let (200, Some(id)) = (status, refund_id) {
             return CallResult::Refunded(id);
+        }
+        if aborted {
+            return CallResult::Failed(0, "connection aborted by the caller".into());
         }
         let dropped = matches!(got, Some(Delivered::ConnectionLost));
         let dropped_retry = dropped

@@ -535,6 +535,10 @@ pub struct Executor {
     /// Default: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry: Option<ExecutorRetry>,
+    /// What happens to the request when the executor's timeout fires: `none` (it keeps
+    /// running, the incident), `queued_only` or `abort_in_flight`. Default: `none`.
+    #[serde(default = "cancel_none")]
+    pub cancellation: Cancellation,
 }
 
 fn default_timeout() -> Duration {
@@ -558,6 +562,7 @@ impl Default for Executor {
             probe_interval: default_probe_interval(),
             probe_max_wait: default_probe_max(),
             retry: None,
+            cancellation: Cancellation::None,
         }
     }
 }
@@ -672,9 +677,32 @@ pub struct RefundsService {
     #[serde(default = "key_conflict_fail")]
     pub on_key_conflict: OnKeyConflict,
     /// A bug seen in the wild: after a failed request the service writes a new nonce, so the
-    /// next request for the ticket goes out under a new key. Default: false.
+    /// next request for the ticket goes out under a new key. Default: false. The same as
+    /// `rotate_key: "after_error"`.
     #[serde(default)]
     pub new_nonce_after_error: bool,
+    /// When the service writes a new nonce (a new per-ticket key) for the ticket: `never`,
+    /// `after_error` (after any error, including an unknown outcome: the bug), or
+    /// `after_definite_failure` (only when the error says nothing was done; a 502 from Stripe
+    /// failing or going silent, or a 409 in progress, keeps the key). Default: `never`
+    /// (`after_error` when `new_nonce_after_error` is true).
+    #[serde(default = "rotate_never")]
+    pub rotate_key: KeyRotation,
+    /// What the service does after an unknown outcome from Stripe (a 5xx, a dropped connection,
+    /// an SDK timeout, after the SDK's own retries): `fail` (answer 502) or `lookup` (poll the
+    /// charge's refunds as `on_key_conflict: lookup` does, and answer with the refund found).
+    /// Default: `fail`.
+    #[serde(default = "unknown_fail")]
+    pub on_unknown_outcome: OnUnknownOutcome,
+    /// Retries of a pool acquire that timed out (`acquire_timeout`), each after
+    /// `acquire_retry_backoff`; the request waits at the back of the queue again. At most 100.
+    /// Default: 0.
+    #[serde(default)]
+    pub acquire_retries: u32,
+    /// Pause before each acquire retry. Default: 100 ms.
+    #[serde(default = "default_acquire_backoff", with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub acquire_retry_backoff: Duration,
     /// Service time outside the pool and Stripe (parsing, ledger writes). Default: 20 ms.
     #[serde(default = "default_service_overhead", with = "humantime_serde")]
     #[schemars(with = "String")]
@@ -686,6 +714,61 @@ pub struct RefundsService {
 
 fn default_pool() -> u32 {
     8
+}
+fn rotate_never() -> KeyRotation {
+    KeyRotation::Never
+}
+fn unknown_fail() -> OnUnknownOutcome {
+    OnUnknownOutcome::Fail
+}
+fn default_acquire_backoff() -> Duration {
+    d_ms(100)
+}
+
+/// When the refunds service rotates a ticket's key (see `RefundsService::rotate_key`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyRotation {
+    /// Never: one key per ticket for good.
+    Never,
+    /// After any error, unknown outcomes included (the bug).
+    AfterError,
+    /// Only after a definite failure (nothing was done: 4xx other than 409, the service's own
+    /// 503/504 before Stripe).
+    AfterDefiniteFailure,
+}
+
+/// What the refunds service does after an unknown outcome (see
+/// `RefundsService::on_unknown_outcome`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OnUnknownOutcome {
+    /// Answer 502.
+    Fail,
+    /// Look the charge's refunds up and answer with the one found.
+    Lookup,
+}
+
+/// What happens to the work below a layer that gives up on it (a timeout). DESIGN §1b.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Cancellation {
+    /// Nothing: the work runs to its end (a zombie), as in the incident.
+    #[default]
+    None,
+    /// Work that has not reached Stripe yet is dropped when it gets a pool connection
+    /// (deadline propagation).
+    QueuedOnly,
+    /// As `queued_only`, and a request already sent to Stripe has its connection closed: the
+    /// service stops waiting and records an error, but Stripe may still commit the refund
+    /// (aborting never undoes a provider commit).
+    AbortInFlight,
+}
+
+fn cancel_none() -> Cancellation {
+    Cancellation::None
 }
 fn key_none() -> KeyMode {
     KeyMode::None
@@ -704,6 +787,10 @@ impl Default for RefundsService {
             local_dedup: false,
             on_key_conflict: OnKeyConflict::Fail,
             new_nonce_after_error: false,
+            rotate_key: KeyRotation::Never,
+            on_unknown_outcome: OnUnknownOutcome::Fail,
+            acquire_retries: 0,
+            acquire_retry_backoff: default_acquire_backoff(),
             overhead: default_service_overhead(),
             stripe_client: StripeClient::default(),
         }

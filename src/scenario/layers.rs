@@ -15,7 +15,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::config::{AppliesTo, Scenario};
+use super::config::{AppliesTo, Cancellation, Scenario};
 use super::rules::{at_most, fail, positive, Check};
 use super::validate::{MAX_DURATION, MAX_RETRIES};
 
@@ -214,6 +214,10 @@ pub struct RetryLayer {
     /// Default: `error`.
     #[serde(default = "report_error")]
     pub on_timeout: ReportTimeout,
+    /// What happens to a try's work when this layer's `per_try_timeout` gives up on it: `none`,
+    /// `queued_only` or `abort_in_flight` (see [`Cancellation`]). Default: `none`.
+    #[serde(default = "cancel_none")]
+    pub cancellation: Cancellation,
     /// Which tools a `retry` layer retries: `any_tool` (the frameworks' default: every tool
     /// unless filtered) or `idempotent_tools` (MCP `readOnlyHint || idempotentHint`). A proxy
     /// does not know tools. Default: `any_tool`.
@@ -221,6 +225,9 @@ pub struct RetryLayer {
     pub applies_to: AppliesTo,
 }
 
+fn cancel_none() -> Cancellation {
+    Cancellation::None
+}
 fn report_error() -> ReportTimeout {
     ReportTimeout::Error
 }
@@ -239,6 +246,7 @@ impl RetryLayer {
             backoff: Backoff::default(),
             budget: None,
             on_timeout: ReportTimeout::Error,
+            cancellation: Cancellation::None,
             applies_to: AppliesTo::AnyTool,
         }
     }

@@ -231,6 +231,12 @@ pub fn validate(s: &Scenario) -> Result<(), ValidationError> {
 
     let svc = &s.refunds_service;
     at_least_one("refunds_service.pool_size", u64::from(svc.pool_size))?;
+    at_most_retries("refunds_service.acquire_retries", svc.acquire_retries)?;
+    at_most(
+        "refunds_service.acquire_retry_backoff",
+        svc.acquire_retry_backoff,
+        MAX_DURATION,
+    )?;
     if let Some(t) = svc.acquire_timeout {
         positive("refunds_service.acquire_timeout", t)?;
     }

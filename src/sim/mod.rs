@@ -18,12 +18,14 @@
 //! ```
 
 mod executor;
+mod race;
 mod rng;
 mod tiebreak;
 mod time;
 mod timer;
 
 pub use executor::{JoinHandle, RunStats, Sim, TimerKind};
+pub use race::{race, Either, Race};
 pub use rng::{tag, StreamRng, Streams};
 pub use tiebreak::{Script, Seeded, TieBreak, MAX_CANDIDATES};
 pub use time::SimTime;
