@@ -51,9 +51,15 @@ pub fn quote(s: &str) -> String {
     }
 }
 
+/// The JSON report's format version: 2 since layers (version 1 had no `schema_version` field).
+pub const REPORT_SCHEMA_VERSION: u32 = 2;
+
 /// The report of one run (`refundsim run --json`). Metric names are flattened to the top level.
 #[derive(Clone, Debug, Serialize)]
 pub struct RunReport {
+    /// Version of the report's format: [`REPORT_SCHEMA_VERSION`]. A field's meaning never
+    /// changes within a version; new fields may appear.
+    pub schema_version: u32,
     /// Scenario name.
     pub scenario: String,
     /// Root seed.
@@ -118,6 +124,7 @@ pub fn run_on(engine: Sim, scenario: &Scenario, seed: u64, how: &Invocation) -> 
     let metrics = evaluate(&sim.history, &sim.gauges);
     let expectations = expectations(&metrics, &scenario.expect);
     let report = RunReport {
+        schema_version: REPORT_SCHEMA_VERSION,
         scenario: scenario.name.clone(),
         seed,
         expectations_met: expectations.iter().all(|e| e.ok),

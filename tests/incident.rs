@@ -7,6 +7,7 @@ use common::*;
 fn incident_reproduces_the_write_up_numbers() {
     let r = run_json(&[INCIDENT]);
     assert_eq!(r["scenario"], "carrier-outage");
+    assert_eq!(r["schema_version"], 2, "the report's format version");
     assert_eq!(r["seed"], 157, "the scenario's default seed");
     let dups = r["duplicate_refund_tickets"].as_u64().unwrap();
     assert!(

@@ -120,6 +120,20 @@ fn story_labels_each_try_by_layer() {
         "{text}"
     );
     assert!(text.contains("(for the SECOND call)"), "{text}");
+    let sdk = refundsim()
+        .args([
+            "run",
+            "scenarios/recipes/sdk-new-key-per-retry.json",
+            "--ticket",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(sdk.stdout).unwrap();
+    assert!(
+        text.contains("00:00:01.344  stripe: POST /v1/refunds for call #1 (sdk try 2) → no response, connection_lost"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -239,6 +239,7 @@ mod tests {
 
     fn report(seed: u64, duplicates: u64, conservation: u64) -> RunReport {
         RunReport {
+            schema_version: crate::run::REPORT_SCHEMA_VERSION,
             scenario: "t".into(),
             seed,
             metrics: crate::check::Metrics {

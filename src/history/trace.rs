@@ -1,5 +1,6 @@
 //! The JSONL trace: one event per line, with the virtual time in ns (`t_ns`) and formatted as a
-//! wall-clock `HH:MM:SS.mmm` from the scenario's `clock_origin` (`t`).
+//! wall-clock `HH:MM:SS.mmm` from the scenario's `clock_origin` (`t`), with a `+Nd ` day marker
+//! past the origin's first midnight.
 
 use std::io::{BufRead, Write};
 use std::time::SystemTime;
@@ -10,16 +11,23 @@ use super::Event;
 use crate::sim::SimTime;
 
 /// Formats virtual instant `t` as `HH:MM:SS.mmm` UTC, counting from `origin` (midnight when
-/// `None`), like the incident log. Only the time of day is shown, so any origin and any `t`
-/// format (no calendar arithmetic that could overflow).
+/// `None`), like the incident log. Only the time of day is shown (no calendar arithmetic that
+/// could overflow), with a day marker `+Nd ` once the clock has passed midnight N times since
+/// the origin's day began, so times past 24 h never read as earlier ones.
 pub fn clock_time(origin: Option<SystemTime>, t: SimTime) -> String {
     const DAY_MS: u128 = 86_400_000;
     let origin_ms = origin
         .and_then(|o| o.duration_since(SystemTime::UNIX_EPOCH).ok())
         .map_or(0, |d| d.as_millis() % DAY_MS);
-    let ms = (origin_ms + u128::from(t.as_nanos() / 1_000_000)) % DAY_MS;
+    let total = origin_ms + u128::from(t.as_nanos() / 1_000_000);
+    let (day, ms) = (total / DAY_MS, total % DAY_MS);
+    let marker = if day > 0 {
+        format!("+{day}d ")
+    } else {
+        String::new()
+    };
     format!(
-        "{:02}:{:02}:{:02}.{:03}",
+        "{marker}{:02}:{:02}:{:02}.{:03}",
         ms / 3_600_000,
         (ms / 60_000) % 60,
         (ms / 1000) % 60,
@@ -115,10 +123,19 @@ mod tests {
         let late = humantime::parse_rfc3339("9999-12-31T23:59:59Z").unwrap();
         assert_eq!(
             clock_time(Some(late), SimTime::from_secs(2)),
-            "00:00:01.000",
-            "wraps past midnight"
+            "+1d 00:00:01.000",
+            "past midnight, with a day marker"
         );
-        assert_eq!(clock_time(None, SimTime::MAX).len(), 12);
+        assert_eq!(
+            clock_time(None, SimTime::from_secs(86_399)),
+            "23:59:59.000",
+            "no marker on the first day"
+        );
+        assert_eq!(
+            clock_time(None, SimTime::from_secs(30 * 86_400 + 1)),
+            "+30d 00:00:01.000"
+        );
+        assert!(clock_time(None, SimTime::MAX).ends_with(".709"));
     }
 
     #[test]

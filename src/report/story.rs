@@ -35,7 +35,11 @@ fn label(attempt: u32, exec_try: u32, via: &BTreeMap<String, u32>) -> String {
     s
 }
 
-fn line(e: &Event, attempts: &BTreeMap<u64, String>) -> Option<String> {
+fn line(
+    e: &Event,
+    attempts: &BTreeMap<u64, String>,
+    sdk_tries: &BTreeMap<u64, u32>,
+) -> Option<String> {
     let call = e.call.unwrap_or(0);
     let which = e
         .call
@@ -78,10 +82,10 @@ fn line(e: &Event, attempts: &BTreeMap<u64, String>) -> Option<String> {
             ..
         } => format!(
             "stripe: POST /v1/refunds for {} → {} {outcome}{}",
-            if e.call.is_some() {
-                format!("call #{call}")
-            } else {
-                "the manual refund".into()
+            match (e.call, sdk_tries.get(&call)) {
+                (Some(_), Some(n)) if *n > 0 => format!("call #{call} (sdk try {})", n + 1),
+                (Some(_), _) => format!("call #{call}"),
+                (None, _) => "the manual refund".into(),
             },
             if *status == 0 {
                 "no response,".to_string()
@@ -201,10 +205,18 @@ pub fn story(history: &History, ticket: u64, origin: Option<SystemTime>) -> Vec<
             attempts.insert(call, label(a, *exec_try, via));
         }
     }
-    history
-        .ticket(ticket)
-        .filter_map(|e| line(e, &attempts).map(|l| format!("{}  {l}", clock_time(origin, e.t_ns))))
-        .collect()
+    // The SDK try of each call's latest Stripe request, for labelling its response.
+    let mut sdk_tries: BTreeMap<u64, u32> = BTreeMap::new();
+    let mut lines = Vec::new();
+    for e in history.ticket(ticket) {
+        if let (Some(call), EventKind::StripeRequest { sdk_try, .. }) = (e.call, &e.kind) {
+            sdk_tries.insert(call, *sdk_try);
+        }
+        if let Some(l) = line(e, &attempts, &sdk_tries) {
+            lines.push(format!("{}  {l}", clock_time(origin, e.t_ns)));
+        }
+    }
+    lines
 }
 
 /// Tickets whose story has the incident's shape: the first call took 8–12 s and came back late
