@@ -128,7 +128,7 @@ const LAYER_RULES: &[(&str, &str, &str, &str, &str)] = &[
     ),
     (
         "key-rotated-sdk",
-        "layer-retry-sdk",
+        "key-rotated-sdk",
         "key-rotated-on-unknown-outcome",
         "error",
         "refunds_service.stripe_client.key",
