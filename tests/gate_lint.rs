@@ -88,6 +88,155 @@ fn each_rule_fires_on_its_failing_fixture_and_not_on_its_passing_one() {
     }
 }
 
+/// The rules on the layers of the call path: (fixture stem, passing fixture, rule id,
+/// severity, path).
+const LAYER_RULES: &[(&str, &str, &str, &str, &str)] = &[
+    (
+        "layer-retry",
+        "layer-retry",
+        "layer-retry-without-stable-key",
+        "error",
+        "layers.sidecar.max_retries",
+    ),
+    (
+        "layer-retry-sdk",
+        "layer-retry-sdk",
+        "layer-retry-without-stable-key",
+        "error",
+        "refunds_service.stripe_client.max_network_retries",
+    ),
+    (
+        "layer-retry-dropped",
+        "layer-retry-dropped",
+        "layer-retry-without-stable-key",
+        "error",
+        "refunds_service.stripe_client.retry_dropped_connection",
+    ),
+    (
+        "layer-timeout",
+        "layer-timeout",
+        "layer-timeout-below-p99",
+        "warning",
+        "layers.sidecar.per_try_timeout",
+    ),
+    (
+        "key-rotated",
+        "key-rotated",
+        "key-rotated-on-unknown-outcome",
+        "error",
+        "refunds_service.new_nonce_after_error",
+    ),
+    (
+        "key-rotated-sdk",
+        "key-rotated-sdk",
+        "key-rotated-on-unknown-outcome",
+        "error",
+        "refunds_service.stripe_client.key",
+    ),
+    (
+        "proxy-budget",
+        "proxy-budget",
+        "proxy-retry-without-budget",
+        "warning",
+        "layers.gateway.budget",
+    ),
+];
+
+#[test]
+fn each_layer_rule_fires_on_its_failing_fixture_and_not_on_its_passing_one() {
+    for (stem, pass, id, severity, path) in LAYER_RULES {
+        let fail = fixture(&format!("{stem}.fail.json"));
+        let (code, found) = lint(&fail);
+        let hits: Vec<_> = found.iter().filter(|f| f.0 == *id).collect();
+        assert_eq!(hits.len(), 1, "{fail}: one finding of {id}: {found:?}");
+        assert_eq!(
+            (hits[0].1.as_str(), hits[0].2.as_str()),
+            (*severity, *path),
+            "{fail}"
+        );
+        if *severity == "error" {
+            assert_eq!(code, 1, "{fail}");
+        }
+        let pass = fixture(&format!("{pass}.pass.json"));
+        let (_, found) = lint(&pass);
+        assert!(!ids(&found).contains(id), "{pass}: {found:?}");
+    }
+}
+
+/// Every shipped recipe, linted as a scenario, breaks a layer rule at the layer it is about,
+/// and its fix (`policies/recipes/NAME.fix.json`) clears that finding. `lint` takes no
+/// `--policy`, so the scenario under its fix is loaded and linted through the library.
+#[test]
+fn every_recipe_is_flagged_and_its_fix_clears_the_finding() {
+    let recipes = [
+        (
+            "framework-retry-middleware",
+            "layer-retry-without-stable-key",
+            "layers.framework_retry.max_retries",
+        ),
+        (
+            "stacked-retries",
+            "layer-retry-without-stable-key",
+            "layers.framework_retry.max_retries",
+        ),
+        (
+            "proxy-retries-post",
+            "layer-retry-without-stable-key",
+            "layers.sidecar.max_retries",
+        ),
+        (
+            "sdk-new-key-per-retry",
+            "layer-retry-without-stable-key",
+            "refunds_service.stripe_client.max_network_retries",
+        ),
+        (
+            "sdk-new-key-per-retry",
+            "key-rotated-on-unknown-outcome",
+            "refunds_service.stripe_client.key",
+        ),
+        (
+            "stripe-node-reset-retry",
+            "layer-retry-without-stable-key",
+            "refunds_service.stripe_client.retry_dropped_connection",
+        ),
+    ];
+    let mut shipped: Vec<String> = std::fs::read_dir("scenarios/recipes")
+        .unwrap()
+        .map(|e| e.unwrap().path().display().to_string())
+        .collect();
+    shipped.sort();
+    for file in &shipped {
+        let name = file
+            .trim_start_matches("scenarios/recipes/")
+            .trim_end_matches(".json");
+        let cases: Vec<_> = recipes.iter().filter(|r| r.0 == name).collect();
+        assert!(!cases.is_empty(), "a recipe without a lint case: {file}");
+        let (code, found) = lint(file);
+        assert_eq!(code, 1, "{file}: {found:?}");
+        let scenario = std::path::Path::new(file);
+        let fix = std::path::PathBuf::from(format!("policies/recipes/{name}.fix.json"));
+        let bare = refundsim::lint::scenario_rules(
+            &refundsim::scenario::load(scenario, &[], &[]).unwrap(),
+        );
+        let fixed = refundsim::lint::scenario_rules(
+            &refundsim::scenario::load(scenario, &[fix], &[]).unwrap(),
+        );
+        for (_, id, path) in cases {
+            let at =
+                |fs: &[refundsim::lint::Finding]| fs.iter().any(|f| f.id == *id && f.path == *path);
+            assert!(
+                found.iter().any(|f| f.0 == *id && f.2 == *path),
+                "{file}: {id} at {path}: {found:?}"
+            );
+            assert!(at(&bare), "{file}: {id} at {path} from the library");
+            assert!(
+                !at(&fixed),
+                "{file} under its fix still breaks {id} at {path}"
+            );
+        }
+    }
+}
+
 #[test]
 fn tool_lists_get_only_tool_rules() {
     let (code, found) = lint(&fixture("mcp-tools-list.fail.json"));

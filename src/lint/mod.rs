@@ -5,13 +5,16 @@
 //! Rules (ids): `retry-non-idempotent`, `tool-idempotent-claim-unbacked`,
 //! `idempotency-key-missing`, `idempotency-key-per-attempt`, `timeout-reports-error`,
 //! `timeout-below-burst-p99` (see [`burst`] for the estimate), `sdk-retries-without-stable-key`,
-//! `key-retention-too-short`, and on tools alone `tool-annotations-missing`. A tool list alone
+//! `key-retention-too-short`; on the layers of the call path ([`layers`])
+//! `layer-retry-without-stable-key`, `layer-timeout-below-p99`, `key-rotated-on-unknown-outcome`,
+//! `proxy-retry-without-budget`; and on tools alone `tool-annotations-missing`. A tool list alone
 //! only gets tool rules; a policy alone is linted over the defaults ([`DEFAULTS_BASE`]).
 
 pub mod burst;
 mod error;
 mod finding;
 mod input;
+pub mod layers;
 mod rules;
 mod tools;
 

@@ -5,6 +5,10 @@ use std::time::Duration;
 
 use super::burst::estimate;
 use super::finding::{Finding, Severity};
+use super::layers::{
+    key_rotated_on_unknown_outcome, layer_retry_without_stable_key, layer_timeout_below_p99,
+    proxy_retry_without_budget,
+};
 use super::tools::{tool_rules, ToolFacts};
 use crate::scenario::{AppliesTo, KeyMode, OnTimeout, Scenario};
 
@@ -28,8 +32,12 @@ pub fn scenario_rules(s: &Scenario) -> Vec<Finding> {
         out.extend(timeout_reports_error(s, tool));
         out.extend(sdk_retries(s, tool));
         out.extend(key_retention(s));
+        out.extend(layer_retry_without_stable_key(s, tool));
+        out.extend(key_rotated_on_unknown_outcome(s, tool));
+        out.extend(proxy_retry_without_budget(s));
     }
     out.extend(timeout_below_burst(s));
+    out.extend(layer_timeout_below_p99(s));
     out
 }
 

@@ -1,0 +1,329 @@
+//! Rules on the call path as layers (DESIGN §1b): retries at every layer, per-try timeouts,
+//! keys rotated on an unknown outcome, and proxies retrying POST without a budget.
+//!
+//! They complement the older rules rather than repeat them: the model's retry rule and the
+//! executor's `retry` stay with `retry-non-idempotent` (which fires there whatever the key), and
+//! the executor's timeout stays with `timeout-below-burst-p99`; the rules here cover the added
+//! layers (`layers`) and the SDK.
+
+use std::time::Duration;
+
+use super::burst::estimate;
+use super::finding::{Finding, Severity};
+use super::tools::ToolFacts;
+use crate::scenario::{
+    layers_at, AppliesTo, DroppedConnectionRetry, KeyMode, LayerKind, OnTimeout, Position,
+    RetryLayer, RetryOn, Scenario, SdkKey,
+};
+
+fn s_(d: Duration) -> String {
+    humantime::format_duration(d).to_string()
+}
+
+/// The key every layer above the service carries unchanged across its retries: a per-ticket key
+/// that is not rotated after an error.
+fn stable_service_key(s: &Scenario) -> bool {
+    let svc = &s.refunds_service;
+    svc.idempotency_key == KeyMode::PerTicket && !svc.new_nonce_after_error
+}
+
+/// Why the service's key does not protect a retry from above.
+fn service_key_problem(s: &Scenario) -> &'static str {
+    match s.refunds_service.idempotency_key {
+        KeyMode::None => "the service sends no idempotency key",
+        KeyMode::PerAttempt => "the service makes a new idempotency key per request",
+        KeyMode::PerTicket => {
+            "the service rotates its per-ticket key after an error (new_nonce_after_error)"
+        }
+    }
+}
+
+/// Whether `l` retries an outcome after which the request may have reached Stripe and
+/// committed: a reset, a 5xx (502–504 included) or a timeout. `connect-failure`, `429`,
+/// `retriable-4xx` and `pool-exhausted` alone leave nothing committed.
+fn retries_unknown_outcomes(l: &RetryLayer) -> bool {
+    l.retries() > 0
+        && [RetryOn::Reset, RetryOn::GatewayError, RetryOn::Timeout]
+            .into_iter()
+            .any(|c| l.retries_on(c))
+}
+
+/// The `retry_on` classes of `l` that may repeat a committed request, for messages.
+fn unknown_classes(l: &RetryLayer) -> String {
+    let mut out = Vec::new();
+    if l.retries_on(RetryOn::Reset) {
+        out.push("reset");
+    }
+    if l.retries_on(RetryOn::FiveXx) {
+        out.push("5xx");
+    } else if l.retries_on(RetryOn::GatewayError) {
+        out.push("gateway-error");
+    }
+    if l.retries_on(RetryOn::Timeout) {
+        out.push("timeout");
+    }
+    out.join(", ")
+}
+
+fn retries_word(n: u32) -> &'static str {
+    if n == 1 {
+        "retry"
+    } else {
+        "retries"
+    }
+}
+
+fn where_(position: Position) -> &'static str {
+    match position {
+        Position::AroundTool => "between model_retry and executor",
+        Position::BeforeService => "between executor and refunds_service",
+    }
+}
+
+fn kind_name(k: LayerKind) -> &'static str {
+    match k {
+        LayerKind::Retry => "retry",
+        LayerKind::Proxy => "proxy",
+    }
+}
+
+/// `layer-retry-without-stable-key`: one finding per added layer, and one for the SDK, that
+/// retries the non-idempotent `tool` after an unknown outcome without a key that survives the
+/// retry. For the added layers the key must be the service's per-ticket key, never rotated; the
+/// SDK reuses any key the service sends, and otherwise its own key if `key: reuse`.
+pub fn layer_retry_without_stable_key(s: &Scenario, tool: &ToolFacts) -> Vec<Finding> {
+    let mut out = Vec::new();
+    if tool.idempotent {
+        return out;
+    }
+    if !stable_service_key(s) {
+        for position in [Position::AroundTool, Position::BeforeService] {
+            for (name, l) in layers_at(s, position) {
+                // The tool filter applies around tool execution only (a proxy knows no tools).
+                if position == Position::AroundTool && l.applies_to == AppliesTo::IdempotentTools {
+                    continue;
+                }
+                if !retries_unknown_outcomes(l) {
+                    continue;
+                }
+                let n = l.retries();
+                let mut hint = String::from(
+                    "set refunds_service.idempotency_key to \"per_ticket\" (and keep refunds_service.new_nonce_after_error false) so every try carries one key",
+                );
+                match position {
+                    Position::AroundTool => hint.push_str(&format!(
+                        ", or set layers.{name}.applies_to to \"idempotent_tools\""
+                    )),
+                    Position::BeforeService => hint.push_str(&format!(
+                        ", or narrow layers.{name}.retry_on to [\"connect-failure\"]"
+                    )),
+                }
+                out.push(Finding::new(
+                    "layer-retry-without-stable-key",
+                    Severity::Error,
+                    format!("layers.{name}.max_retries"),
+                    format!(
+                        "layer `{name}` ({} layer {}) retries `{}` ({n} {} on {}), which is neither readOnlyHint nor idempotentHint, but {}: a try that reached Stripe before failing is refunded again",
+                        kind_name(l.kind),
+                        where_(position),
+                        tool.name,
+                        retries_word(n),
+                        unknown_classes(l),
+                        service_key_problem(s)
+                    ),
+                    hint,
+                ));
+            }
+        }
+    }
+    out.extend(sdk_retry_without_key(s, tool));
+    out
+}
+
+/// The SDK's part of `layer-retry-without-stable-key`: its network retries and stripe-node's
+/// retry of a dropped connection, when the service sends no key and the SDK's own key does not
+/// carry over. One finding for the layer, at the first offending field.
+fn sdk_retry_without_key(s: &Scenario, tool: &ToolFacts) -> Option<Finding> {
+    let svc = &s.refunds_service;
+    if svc.idempotency_key != KeyMode::None {
+        // A key the service sends is reused on every SDK try.
+        return None;
+    }
+    let c = &svc.stripe_client;
+    let key = match c.key {
+        SdkKey::Reuse => "reuse",
+        SdkKey::NewPerRetry => "new_per_retry",
+        SdkKey::None => "none",
+    };
+    let network = c.max_network_retries > 0 && c.key != SdkKey::Reuse;
+    let dropped = match c.retry_dropped_connection {
+        DroppedConnectionRetry::Off => false,
+        DroppedConnectionRetry::WithoutKey => true,
+        DroppedConnectionRetry::WithKey => c.key != SdkKey::Reuse,
+    };
+    let mut what = Vec::new();
+    if network {
+        what.push(format!(
+            "its {} network {} carry the SDK's key `{key}`",
+            c.max_network_retries,
+            retries_word(c.max_network_retries)
+        ));
+    }
+    if dropped {
+        what.push(match c.retry_dropped_connection {
+            DroppedConnectionRetry::WithoutKey => {
+                "its retry of a dropped connection goes out without a key (retry_dropped_connection: without_key)".to_string()
+            }
+            _ => format!(
+                "its retry of a dropped connection carries the SDK's key `{key}`"
+            ),
+        });
+    }
+    let path = if network {
+        "refunds_service.stripe_client.max_network_retries"
+    } else if dropped {
+        "refunds_service.stripe_client.retry_dropped_connection"
+    } else {
+        return None;
+    };
+    let hint = if network || c.key != SdkKey::Reuse {
+        "set refunds_service.stripe_client.key to \"reuse\" (one key per logical call, as stripe-node and stripe-python do), or refunds_service.idempotency_key to \"per_ticket\""
+    } else {
+        "set refunds_service.stripe_client.retry_dropped_connection to \"with_key\" (the fixed stripe-node), or refunds_service.idempotency_key to \"per_ticket\""
+    };
+    Some(Finding::new(
+        "layer-retry-without-stable-key",
+        Severity::Error,
+        path,
+        format!(
+            "the Stripe SDK retries `{}` (neither readOnlyHint nor idempotentHint), the service sends no idempotency key, and {}: a request lost after Stripe committed is refunded again",
+            tool.name,
+            what.join("; ")
+        ),
+        hint,
+    ))
+}
+
+/// `key-rotated-on-unknown-outcome`: a key that changes after an error whose outcome is
+/// unknown (a timeout, a 5xx, a dropped connection): the service's `new_nonce_after_error` with a
+/// per-ticket key, or the SDK's `key: new_per_retry` when the SDK's key is the one sent.
+pub fn key_rotated_on_unknown_outcome(s: &Scenario, tool: &ToolFacts) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let svc = &s.refunds_service;
+    if svc.new_nonce_after_error && svc.idempotency_key == KeyMode::PerTicket {
+        out.push(Finding::new(
+            "key-rotated-on-unknown-outcome",
+            Severity::Error,
+            "refunds_service.new_nonce_after_error",
+            format!(
+                "the service writes a new nonce for the ticket after any failed request, so the next try of `{}` goes out under a new key; a timeout or 5xx has an unknown outcome, and the refund it may have made is not replayed but repeated",
+                tool.name
+            ),
+            "set refunds_service.new_nonce_after_error to false (rotate a key only after a definite failure, e.g. a 4xx that Stripe did not execute)",
+        ));
+    }
+    let c = &svc.stripe_client;
+    let sdk_key_sent = svc.idempotency_key == KeyMode::None
+        && (c.max_network_retries > 0
+            || c.retry_dropped_connection == DroppedConnectionRetry::WithKey);
+    if sdk_key_sent && c.key == SdkKey::NewPerRetry {
+        out.push(Finding::new(
+            "key-rotated-on-unknown-outcome",
+            Severity::Error,
+            "refunds_service.stripe_client.key",
+            format!(
+                "the Stripe SDK sends `{}` under a new idempotency key on every retry (key: new_per_retry), and it retries after a timeout, a 5xx or a dropped connection, whose outcome is unknown: Stripe runs the retry as a new refund",
+                tool.name
+            ),
+            "set refunds_service.stripe_client.key to \"reuse\" (one key per logical call), or send refunds_service.idempotency_key \"per_ticket\"",
+        ));
+    }
+    out
+}
+
+/// `proxy-retry-without-budget`: a `proxy` layer that retries POSTs after an unknown outcome
+/// (`retry_on` includes `reset`, `5xx`, `gateway-error` or `timeout`; its default does) with no
+/// retry `budget`, so in a storm every request may be sent `max_retries + 1` times.
+pub fn proxy_retry_without_budget(s: &Scenario) -> Vec<Finding> {
+    s.layers
+        .iter()
+        .filter(|(_, l)| l.kind == LayerKind::Proxy && l.budget.is_none())
+        .filter(|(_, l)| retries_unknown_outcomes(l))
+        .map(|(name, l)| {
+            let n = l.retries();
+            Finding::new(
+                "proxy-retry-without-budget",
+                Severity::Warning,
+                format!("layers.{name}.budget"),
+                format!(
+                    "proxy `{name}` retries the refund POST ({n} {} on {}) with no retry budget: when the service or Stripe slows down, every request is sent up to {} times, and each retry that reaches Stripe without a stable key is another refund",
+                    retries_word(n),
+                    unknown_classes(l),
+                    n + 1
+                ),
+                format!(
+                    "set layers.{name}.budget (e.g. {{\"budget_percent\": 20, \"min_retry_concurrency\": 3}}, Envoy's defaults), or narrow layers.{name}.retry_on to [\"connect-failure\"]"
+                ),
+            )
+        })
+        .collect()
+}
+
+/// `layer-timeout-below-p99`: an added layer whose `per_try_timeout` is below the modelled p99
+/// of one try of the path below it: the burst estimate of one service request (overhead + pool
+/// wait + Stripe p99, see [`super::burst`]), and for a layer above the executor at most the
+/// executor's answer time (its timeout, plus `probe_max_wait` when it probes). The executor's
+/// own timeout is `timeout-below-burst-p99`.
+pub fn layer_timeout_below_p99(s: &Scenario) -> Vec<Finding> {
+    let e = estimate(s);
+    let ex = &s.executor;
+    let executor_answer = ex.timeout
+        + match ex.on_timeout {
+            OnTimeout::ProbeStatus => ex.probe_max_wait,
+            OnTimeout::ReportError => Duration::ZERO,
+        };
+    let mut out = Vec::new();
+    for position in [Position::AroundTool, Position::BeforeService] {
+        for (name, l) in layers_at(s, position) {
+            let Some(t) = l.per_try_timeout else { continue };
+            let (below, what) = match position {
+                Position::AroundTool if executor_answer.as_secs_f64() < e.p99_s => (
+                    executor_answer.as_secs_f64(),
+                    format!("the executor's answer time {}", s_(executor_answer)),
+                ),
+                _ => (
+                    e.p99_s,
+                    format!(
+                        "the modelled burst p99 of a service request, {:.1} s (overhead {} + pool wait {:.1} s + Stripe p99 {})",
+                        e.p99_s,
+                        s_(s.refunds_service.overhead),
+                        e.pool_wait_s,
+                        s_(s.stripe.latency.p99)
+                    ),
+                ),
+            };
+            if t.as_secs_f64() >= below {
+                continue;
+            }
+            out.push(Finding::new(
+                "layer-timeout-below-p99",
+                Severity::Warning,
+                format!("layers.{name}.per_try_timeout"),
+                format!(
+                    "layer `{name}` gives up on a try after {}, below {what}: tries that would have succeeded are abandoned (their work keeps running) and {}",
+                    s_(t),
+                    if l.retries() > 0 && l.retries_on(RetryOn::Timeout) {
+                        "retried"
+                    } else {
+                        "reported as timeouts"
+                    }
+                ),
+                format!(
+                    "raise layers.{name}.per_try_timeout above {:.0} s, or remove it",
+                    below.ceil()
+                ),
+            ));
+        }
+    }
+    out
+}
