@@ -150,7 +150,7 @@ fn timeout_below_burst(s: &Scenario) -> Option<Finding> {
             e.p99_s,
             s_(s.refunds_service.overhead),
             e.pool_wait_s,
-            s_(s.stripe.latency.p99),
+            s_(s.stripe.latency.p99()),
             e.ticket_rate,
             e.background_rate,
             e.peak_s,
@@ -186,7 +186,7 @@ fn longest_retry_path(s: &Scenario) -> (Duration, &'static str) {
         OnTimeout::ProbeStatus => ex.probe_max_wait,
         OnTimeout::ReportError => Duration::ZERO,
     };
-    let round = ex.timeout + probe + s.agent.think_time.p99 + s.agent.call_overhead;
+    let round = ex.timeout + probe + s.agent.think_time.p99() + s.agent.call_overhead;
     let mut best = (round * s.agent.retry.max_retries, "the model's retries");
     if let Some(r) = &ex.retry {
         let mut t = ex.timeout * (r.max_retries + 1);
@@ -198,9 +198,9 @@ fn longest_retry_path(s: &Scenario) -> (Duration, &'static str) {
             best = (t, "the executor's retries");
         }
     }
-    if s.humans.enabled && s.humans.pickup_delay.p99 > best.0 {
+    if s.humans.enabled && s.humans.pickup_delay.p99() > best.0 {
         best = (
-            s.humans.pickup_delay.p99,
+            s.humans.pickup_delay.p99(),
             "a human picking up an escalation (p99)",
         );
     }
