@@ -199,6 +199,26 @@ fn every_recipe_is_flagged_and_its_fix_clears_the_finding() {
             "layer-retry-without-stable-key",
             "refunds_service.stripe_client.retry_dropped_connection",
         ),
+        (
+            "abort-in-flight",
+            "abort-in-flight",
+            "executor.cancellation",
+        ),
+        (
+            "pool-acquire-retry",
+            "acquire-retries-past-timeout",
+            "refunds_service.acquire_retries",
+        ),
+        (
+            "lookup-on-unknown-outcome",
+            "unknown-outcome-as-failure",
+            "refunds_service.on_unknown_outcome",
+        ),
+        (
+            "key-rotated-on-unknown",
+            "key-rotated-on-unknown-outcome",
+            "refunds_service.rotate_key",
+        ),
     ];
     let mut shipped: Vec<String> = std::fs::read_dir("scenarios/recipes")
         .unwrap()
@@ -268,6 +288,7 @@ fn the_incident_fails_with_the_retry_rule_and_the_fixed_policy_passes() {
             "retry-non-idempotent",
             "idempotency-key-missing",
             "timeout-reports-error",
+            "unknown-outcome-as-failure",
             "timeout-below-burst-p99"
         ]
     );
@@ -297,7 +318,7 @@ fn text_output_names_file_rule_path_and_fix() {
     );
     assert!(
         text.ends_with(
-            "lint FAILED: 4 error(s), 1 warning(s) in scenarios/carrier-outage.json (scenario)\n"
+            "lint FAILED: 4 error(s), 2 warning(s) in scenarios/carrier-outage.json (scenario)\n"
         ),
         "{text}"
     );

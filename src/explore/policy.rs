@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::scenario::{AppliesTo, KeyMode, OnTimeout, Scenario};
+use crate::scenario::{AppliesTo, KeyMode, LatencyDist, OnTimeout, Scenario};
 
 /// The incident: no key, timeout reported as an error, retry once on any tool, compliant model,
 /// no drift. Leaves the world's timeout, pool and faults as generated.
@@ -58,9 +58,33 @@ pub fn full_fix(s: &mut Scenario) {
     s.humans.enabled = true;
     s.humans.check_probability = 1.0;
     s.humans.check_service_status = true;
-    let ten = Duration::from_secs(600);
-    s.humans.pickup_delay.p50 = s.humans.pickup_delay.p50.max(ten);
-    s.humans.pickup_delay.p99 = s.humans.pickup_delay.p99.max(s.humans.pickup_delay.p50);
+    median_at_least(&mut s.humans.pickup_delay, Duration::from_secs(600));
+}
+
+/// Raises `d` so that its median is at least `floor`: a lognormal's `p50` (and `p99` with it), an
+/// exponential's mean (to `floor / ln 2`), and every value of the other forms.
+fn median_at_least(d: &mut LatencyDist, floor: Duration) {
+    match d {
+        LatencyDist::Lognormal { p50, p99 } => {
+            *p50 = (*p50).max(floor);
+            *p99 = (*p99).max(*p50);
+        }
+        LatencyDist::Constant { value } => *value = (*value).max(floor),
+        LatencyDist::Exponential { mean } => {
+            *mean = (*mean).max(floor.div_f64(std::f64::consts::LN_2));
+        }
+        LatencyDist::Empirical { samples } => {
+            for x in samples {
+                *x = (*x).max(floor);
+            }
+        }
+        LatencyDist::Script(s) => {
+            for x in s.by_request.values_mut() {
+                *x = (*x).max(floor);
+            }
+            median_at_least(&mut s.otherwise, floor);
+        }
+    }
 }
 
 /// A policy applied in place.

@@ -57,8 +57,8 @@ pub enum Outcome {
 pub fn perturbed(base: &Scenario, epsilon: Duration) -> impl Strategy<Value = Case> {
     let base = base.clone();
     let timeout = base.executor.timeout.as_millis() as u64;
-    let p50 = base.stripe.latency.p50.as_millis() as u64;
-    let p99 = base.stripe.latency.p99.as_millis() as u64;
+    let p50 = base.stripe.latency.median().as_millis() as u64;
+    let p99 = base.stripe.latency.p99().as_millis() as u64;
     let lat = prop_oneof![
         Just(p50.max(1)),
         Just(p99.max(1)),
@@ -101,7 +101,7 @@ pub fn perturbed(base: &Scenario, epsilon: Duration) -> impl Strategy<Value = Ca
                 .collect();
             s.stripe.latency_choices = lat.iter().map(|&ms| Duration::from_millis(ms)).collect();
             s.refunds_service.pool_size = pool;
-            let hold = s.background_load.hold.p50.as_secs_f64().max(1e-9);
+            let hold = s.background_load.hold.median().as_secs_f64().max(1e-9);
             let fits = 0.9 * f64::from(pool) / hold;
             s.background_load.rate_per_s = (s.background_load.rate_per_s * bg).min(fits);
             s.stripe.faults.error_500_after_commit = faults.0;

@@ -2,7 +2,7 @@
 //! `refunds_service.overhead` + a pool-wait estimate + `stripe.latency.p99`.
 //!
 //! The pool is an M/M/c queue with c = `pool_size` servers fed by the peak ticket rate plus
-//! `background_load.rate_per_s`; service times are the means of the lognormal Stripe latency
+//! `background_load.rate_per_s`; service times are the means of the Stripe latency
 //! (tickets) and background hold. The peak is the schedule phase with the highest rate (its
 //! duration D), or for recorded tickets the busiest 10 s window.
 //!
@@ -39,11 +39,24 @@ pub struct BurstEstimate {
     pub p99_s: f64,
 }
 
-/// Mean of a lognormal given by its p50 and p99, seconds.
-pub fn lognormal_mean(d: &LatencyDist) -> f64 {
-    let p50 = d.p50.as_secs_f64();
-    let sigma = (d.p99.as_secs_f64() / p50).ln() / Z99;
-    p50 * (sigma * sigma / 2.0).exp()
+/// Mean of a latency distribution, seconds: for a lognormal by its p50 and p99,
+/// `p50 · e^(σ²/2)`; the value, the mean, or the samples' mean for the other forms; a script's
+/// `otherwise` (its scripted requests are a handful among many).
+pub fn mean_secs(d: &LatencyDist) -> f64 {
+    match d {
+        LatencyDist::Lognormal { p50, p99 } => {
+            let p50 = p50.as_secs_f64();
+            let sigma = (p99.as_secs_f64() / p50).ln() / Z99;
+            p50 * (sigma * sigma / 2.0).exp()
+        }
+        LatencyDist::Constant { value } => value.as_secs_f64(),
+        LatencyDist::Exponential { mean } => mean.as_secs_f64(),
+        LatencyDist::Empirical { samples } => {
+            let total: f64 = samples.iter().map(Duration::as_secs_f64).sum();
+            total / samples.len().max(1) as f64
+        }
+        LatencyDist::Script(s) => mean_secs(&s.otherwise),
+    }
 }
 
 /// Erlang C: the probability that an arrival waits, for `c` servers and offered load `a` < c.
@@ -94,8 +107,8 @@ pub fn estimate(s: &Scenario) -> BurstEstimate {
     let svc = &s.refunds_service;
     let c = svc.pool_size.max(1);
     let mean_s = if lambda > 0.0 {
-        (ticket_rate * lognormal_mean(&s.stripe.latency)
-            + background_rate * lognormal_mean(&s.background_load.hold))
+        (ticket_rate * mean_secs(&s.stripe.latency)
+            + background_rate * mean_secs(&s.background_load.hold))
             / lambda
     } else {
         0.0
@@ -129,7 +142,7 @@ pub fn estimate(s: &Scenario) -> BurstEstimate {
         peak_s,
         pool: c,
         pool_wait_s: wait,
-        p99_s: svc.overhead.as_secs_f64() + wait + s.stripe.latency.p99.as_secs_f64(),
+        p99_s: svc.overhead.as_secs_f64() + wait + s.stripe.latency.p99().as_secs_f64(),
     }
 }
 

@@ -12,8 +12,8 @@ use super::burst::estimate;
 use super::finding::{Finding, Severity};
 use super::tools::ToolFacts;
 use crate::scenario::{
-    layers_at, AppliesTo, DroppedConnectionRetry, KeyMode, LayerKind, OnTimeout, Position,
-    RetryLayer, RetryOn, Scenario, SdkKey,
+    layers_at, AppliesTo, DroppedConnectionRetry, KeyMode, KeyRotation, LayerKind, OnTimeout,
+    Position, RetryLayer, RetryOn, Scenario, SdkKey,
 };
 
 fn s_(d: Duration) -> String {
@@ -23,8 +23,14 @@ fn s_(d: Duration) -> String {
 /// The key every layer above the service carries unchanged across its retries: a per-ticket key
 /// that is not rotated after an error.
 fn stable_service_key(s: &Scenario) -> bool {
+    s.refunds_service.idempotency_key == KeyMode::PerTicket && !rotates_on_any_error(s)
+}
+
+/// Whether the service writes a new key after any error, unknown outcomes included
+/// (`new_nonce_after_error`, or `rotate_key: after_error`).
+fn rotates_on_any_error(s: &Scenario) -> bool {
     let svc = &s.refunds_service;
-    svc.idempotency_key == KeyMode::PerTicket && !svc.new_nonce_after_error
+    svc.new_nonce_after_error || svc.rotate_key == KeyRotation::AfterError
 }
 
 /// Why the service's key does not protect a retry from above.
@@ -33,7 +39,7 @@ fn service_key_problem(s: &Scenario) -> &'static str {
         KeyMode::None => "the service sends no idempotency key",
         KeyMode::PerAttempt => "the service makes a new idempotency key per request",
         KeyMode::PerTicket => {
-            "the service rotates its per-ticket key after an error (new_nonce_after_error)"
+            "the service rotates its per-ticket key after any error (new_nonce_after_error or rotate_key: after_error)"
         }
     }
 }
@@ -210,16 +216,21 @@ fn sdk_retry_without_key(s: &Scenario, tool: &ToolFacts) -> Option<Finding> {
 pub fn key_rotated_on_unknown_outcome(s: &Scenario, tool: &ToolFacts) -> Vec<Finding> {
     let mut out = Vec::new();
     let svc = &s.refunds_service;
-    if svc.new_nonce_after_error && svc.idempotency_key == KeyMode::PerTicket {
+    if rotates_on_any_error(s) && svc.idempotency_key == KeyMode::PerTicket {
+        let path = if svc.new_nonce_after_error {
+            "refunds_service.new_nonce_after_error"
+        } else {
+            "refunds_service.rotate_key"
+        };
         out.push(Finding::new(
             "key-rotated-on-unknown-outcome",
             Severity::Error,
-            "refunds_service.new_nonce_after_error",
+            path,
             format!(
                 "the service writes a new nonce for the ticket after any failed request, so the next try of `{}` goes out under a new key; a timeout or 5xx has an unknown outcome, and the refund it may have made is not replayed but repeated",
                 tool.name
             ),
-            "set refunds_service.new_nonce_after_error to false (rotate a key only after a definite failure, e.g. a 4xx that Stripe did not execute)",
+            "set refunds_service.rotate_key to \"after_definite_failure\" (and new_nonce_after_error to false): rotate a key only after a definite failure, e.g. a 4xx that Stripe did not execute",
         ));
     }
     let c = &svc.stripe_client;
@@ -298,7 +309,7 @@ pub fn layer_timeout_below_p99(s: &Scenario) -> Vec<Finding> {
                         e.p99_s,
                         s_(s.refunds_service.overhead),
                         e.pool_wait_s,
-                        s_(s.stripe.latency.p99)
+                        s_(s.stripe.latency.p99())
                     ),
                 ),
             };

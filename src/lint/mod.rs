@@ -15,6 +15,7 @@ mod error;
 mod finding;
 mod input;
 pub mod layers;
+mod outcomes;
 mod rules;
 mod tools;
 

@@ -9,6 +9,7 @@ use super::layers::{
     key_rotated_on_unknown_outcome, layer_retry_without_stable_key, layer_timeout_below_p99,
     proxy_retry_without_budget,
 };
+use super::outcomes::{abort_in_flight, acquire_retries_past_timeout, unknown_outcome_as_failure};
 use super::tools::{tool_rules, ToolFacts};
 use crate::scenario::{AppliesTo, KeyMode, OnTimeout, Scenario};
 
@@ -35,6 +36,10 @@ pub fn scenario_rules(s: &Scenario) -> Vec<Finding> {
         out.extend(layer_retry_without_stable_key(s, tool));
         out.extend(key_rotated_on_unknown_outcome(s, tool));
         out.extend(proxy_retry_without_budget(s));
+        out.extend(abort_in_flight(s, tool));
+        out.extend(acquire_retries_past_timeout(s, tool));
+        let retried_above = model_retries(s, tool) || executor_retries(s) || !s.layers.is_empty();
+        out.extend(unknown_outcome_as_failure(s, tool, retried_above));
     }
     out.extend(timeout_below_burst(s));
     out.extend(layer_timeout_below_p99(s));
@@ -158,7 +163,7 @@ fn timeout_below_burst(s: &Scenario) -> Option<Finding> {
             e.p99_s,
             s_(s.refunds_service.overhead),
             e.pool_wait_s,
-            s_(s.stripe.latency.p99),
+            s_(s.stripe.latency.p99()),
             e.ticket_rate,
             e.background_rate,
             e.peak_s,
@@ -194,7 +199,7 @@ fn longest_retry_path(s: &Scenario) -> (Duration, &'static str) {
         OnTimeout::ProbeStatus => ex.probe_max_wait,
         OnTimeout::ReportError => Duration::ZERO,
     };
-    let round = ex.timeout + probe + s.agent.think_time.p99 + s.agent.call_overhead;
+    let round = ex.timeout + probe + s.agent.think_time.p99() + s.agent.call_overhead;
     let mut best = (round * s.agent.retry.max_retries, "the model's retries");
     if let Some(r) = &ex.retry {
         let mut t = ex.timeout * (r.max_retries + 1);
@@ -206,9 +211,9 @@ fn longest_retry_path(s: &Scenario) -> (Duration, &'static str) {
             best = (t, "the executor's retries");
         }
     }
-    if s.humans.enabled && s.humans.pickup_delay.p99 > best.0 {
+    if s.humans.enabled && s.humans.pickup_delay.p99() > best.0 {
         best = (
-            s.humans.pickup_delay.p99,
+            s.humans.pickup_delay.p99(),
             "a human picking up an escalation (p99)",
         );
     }

@@ -7,7 +7,7 @@
 
 use rand::Rng;
 
-use crate::scenario::{AmountDist, LatencyDist};
+use crate::scenario::{AmountDist, LatencyDist, RequestKey};
 use crate::sim::{SimTime, StreamRng};
 
 /// z-score of the 99th percentile of the standard normal.
@@ -41,10 +41,56 @@ fn lognormal(rng: &mut StreamRng, p50: f64, p99: f64) -> f64 {
     libm::exp(mu + sigma * z)
 }
 
-/// A duration from a p50/p99 lognormal, rounded to whole ns. Always draws two numbers.
+/// A duration from a latency distribution, rounded to whole ns. Always draws exactly two
+/// numbers, whatever the form, so changing a latency's form moves no later draw of the same
+/// stream (common random numbers):
+///
+/// - lognormal: two uniforms through [`standard_normal`] (as before the other forms existed);
+/// - constant: two uniforms, unused;
+/// - exponential: `−mean · ln U₁` by inversion; `U₂` unused;
+/// - empirical: sample number `⌊U₁ · n⌋` (uniform among the `n` samples); `U₂` unused;
+/// - script: `otherwise`'s draw (so two uniforms), replaced by the scripted value when one is
+///   keyed for the request. Without a request key (everywhere but Stripe), `otherwise` alone.
 pub fn latency(rng: &mut StreamRng, d: &LatencyDist) -> SimTime {
-    let ns = lognormal(rng, d.p50.as_nanos() as f64, d.p99.as_nanos() as f64);
-    SimTime::from_nanos(ns.round().clamp(0.0, u64::MAX as f64) as u64)
+    latency_of(rng, d, None)
+}
+
+/// [`latency`] for the Stripe request `key`, which a `script` looks up.
+pub fn request_latency(rng: &mut StreamRng, d: &LatencyDist, key: &RequestKey) -> SimTime {
+    latency_of(rng, d, Some(key))
+}
+
+fn latency_of(rng: &mut StreamRng, d: &LatencyDist, key: Option<&RequestKey>) -> SimTime {
+    match d {
+        LatencyDist::Lognormal { p50, p99 } => {
+            let ns = lognormal(rng, p50.as_nanos() as f64, p99.as_nanos() as f64);
+            SimTime::from_nanos(ns.round().clamp(0.0, u64::MAX as f64) as u64)
+        }
+        LatencyDist::Constant { value } => {
+            let _unused: (f64, f64) = (rng.random(), rng.random());
+            SimTime::from_duration(*value)
+        }
+        LatencyDist::Exponential { mean } => {
+            let u = open_unit(rng);
+            let _unused: f64 = rng.random();
+            let ns = -libm::log(u) * mean.as_nanos() as f64;
+            SimTime::from_nanos(ns.round().clamp(0.0, u64::MAX as f64) as u64)
+        }
+        LatencyDist::Empirical { samples } => {
+            let u: f64 = rng.random();
+            let _unused: f64 = rng.random();
+            let n = samples.len();
+            let i = ((u * n as f64) as usize).min(n.saturating_sub(1));
+            samples
+                .get(i)
+                .map_or(SimTime::ZERO, |d| SimTime::from_duration(*d))
+        }
+        LatencyDist::Script(s) => {
+            let drawn = latency_of(rng, &s.otherwise, None);
+            key.and_then(|k| s.by_request.get(k))
+                .map_or(drawn, |d| SimTime::from_duration(*d))
+        }
+    }
 }
 
 /// Cents from a p50/p99 lognormal, rounded and clamped to `[min_cents, max_cents]`.
@@ -102,6 +148,112 @@ mod tests {
         let mut rng = Streams::new(1).stream("t", &[]);
         assert_eq!(latency(&mut rng, &d), SimTime::from_millis(7));
     }
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn constant_is_exactly_its_value() {
+        let d = LatencyDist::constant(Duration::from_nanos(412_345_678));
+        let mut rng = Streams::new(1).stream("t", &[]);
+        for _ in 0..100 {
+            assert_eq!(latency(&mut rng, &d).as_nanos(), 412_345_678);
+        }
+    }
+
+    #[test]
+    fn exponential_has_its_mean() {
+        let d = LatencyDist::exponential(ms(400));
+        let mut rng = Streams::new(1).stream("t", &[]);
+        let n = 20_000;
+        let total: f64 = (0..n)
+            .map(|_| latency(&mut rng, &d).as_nanos() as f64)
+            .sum();
+        let mean_ms = total / n as f64 / 1e6;
+        assert!((392.0..408.0).contains(&mean_ms), "mean {mean_ms} ms");
+    }
+
+    #[test]
+    fn empirical_picks_only_its_samples_evenly() {
+        let samples = vec![ms(100), ms(250), ms(900), ms(9_700)];
+        let d = LatencyDist::empirical(samples.clone());
+        let mut rng = Streams::new(1).stream("t", &[]);
+        let mut counts = [0u32; 4];
+        for _ in 0..20_000 {
+            let x = latency(&mut rng, &d).as_nanos();
+            let i = samples
+                .iter()
+                .position(|s| s.as_nanos() as u64 == x)
+                .unwrap_or_else(|| panic!("{x} ns is not a sample"));
+            counts[i] += 1;
+        }
+        for c in counts {
+            assert!((4_700..5_300).contains(&c), "counts {counts:?}");
+        }
+    }
+
+    #[test]
+    fn script_hits_keyed_requests_and_falls_back_otherwise() {
+        let by_request = [
+            (
+                RequestKey::service(7, 0, 0),
+                Duration::from_nanos(9_700_000_001),
+            ),
+            (RequestKey::service(7, 1, 0), ms(1_300)),
+            (RequestKey::human(7, 0), ms(640)),
+        ]
+        .into_iter()
+        .collect();
+        let d = LatencyDist::script(by_request, LatencyDist::constant(ms(5)));
+        let mut rng = Streams::new(1).stream("t", &[]);
+        let at = |rng: &mut StreamRng, key| request_latency(rng, &d, &key).as_nanos();
+        assert_eq!(at(&mut rng, RequestKey::service(7, 0, 0)), 9_700_000_001);
+        assert_eq!(at(&mut rng, RequestKey::service(7, 1, 0)), 1_300_000_000);
+        assert_eq!(at(&mut rng, RequestKey::human(7, 0)), 640_000_000);
+        // Not listed: another try, another attempt, another ticket, a human's second attempt.
+        for key in [
+            RequestKey::service(7, 0, 1),
+            RequestKey::service(7, 2, 0),
+            RequestKey::service(8, 0, 0),
+            RequestKey::human(7, 1),
+        ] {
+            assert_eq!(at(&mut rng, key), 5_000_000, "{key}");
+        }
+        // Without a request key (not a Stripe request), `otherwise` alone.
+        assert_eq!(latency(&mut rng, &d), SimTime::from_millis(5));
+    }
+
+    /// Every form takes exactly two numbers, so the next draw from the stream is the same
+    /// whichever form the latency has (common random numbers across a change of form).
+    #[test]
+    fn every_form_draws_two_numbers() {
+        let forms = [
+            LatencyDist::new(ms(380), ms(1600)),
+            LatencyDist::constant(ms(400)),
+            LatencyDist::exponential(ms(400)),
+            LatencyDist::empirical(vec![ms(1), ms(2), ms(3)]),
+            LatencyDist::script(
+                [(RequestKey::service(1, 0, 0), ms(9))]
+                    .into_iter()
+                    .collect(),
+                LatencyDist::exponential(ms(400)),
+            ),
+        ];
+        let next: Vec<u64> = forms
+            .iter()
+            .map(|d| {
+                let mut rng = Streams::new(3).stream("t", &[]);
+                request_latency(&mut rng, d, &RequestKey::service(1, 0, 0));
+                rng.random()
+            })
+            .collect();
+        let mut rng = Streams::new(3).stream("t", &[]);
+        let _: (f64, f64) = (rng.random(), rng.random());
+        let expected: u64 = rng.random();
+        assert!(next.iter().all(|&n| n == expected), "{next:?}");
+    }
+
     /// Pinned bits: the draws are computed with `libm`, so these hold on every platform; a
     /// change here moves every run's numbers (re-pin `tests/pinned/` and say so in CHANGELOG).
     #[test]

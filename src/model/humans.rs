@@ -12,7 +12,7 @@ use super::stripe_api::{serve, Caller};
 use super::stripe_client::classify;
 use super::world::{Ids, World};
 use crate::history::{EventKind, HumanAction, Outcome, TicketStatus};
-use crate::scenario::{Cancellation, ManualRefundVia};
+use crate::scenario::{Cancellation, ManualRefundVia, RequestKey};
 use crate::sim::SimTime;
 
 /// Hands `t` to a human: records the escalation and, when humans are enabled, starts their work
@@ -143,7 +143,8 @@ async fn manual_refund(w: &Rc<World>, t: &Ticket, ids: Ids, attempt: u32) -> u16
     );
     let rng = w.ticket_stream("stripe_human", t.id, &[u64::from(attempt)]);
     let start = w.now();
-    let delivered = serve(w.clone(), req, ids, Caller::Human, rng).await;
+    let key = RequestKey::human(t.id, attempt);
+    let delivered = serve(w.clone(), req, ids, Caller::Human, rng, key).await;
     let (status, outcome, refund_id) = classify(&delivered);
     let latency_ns = (w.now() - start).as_nanos();
     w.record(

@@ -9,6 +9,7 @@ use super::dist;
 use super::stripe::{Begin, CommitFault, Delivered, RefundStatus, StripeRequest};
 use super::world::{Ids, World};
 use crate::history::EventKind;
+use crate::scenario::RequestKey;
 use crate::sim::{SimTime, StreamRng};
 
 /// Round trip of a request Stripe answers without executing (429, 409, 400, replay): 30 ms.
@@ -41,9 +42,9 @@ struct Draws {
     status: RefundStatus,
 }
 
-fn draw(w: &World, rng: &mut StreamRng) -> Draws {
+fn draw(w: &World, rng: &mut StreamRng, key: &RequestKey) -> Draws {
     let f = &w.cfg.stripe.faults;
-    let mut base = dist::latency(rng, &w.cfg.stripe.latency);
+    let mut base = dist::request_latency(rng, &w.cfg.stripe.latency, key);
     let choices = &w.cfg.stripe.latency_choices;
     if !choices.is_empty() {
         let drawn = rng.random_range(0..choices.len());
@@ -85,15 +86,16 @@ fn draw(w: &World, rng: &mut StreamRng) -> Draws {
 
 /// Stripe's side of one request: admission (rate limit, validation, idempotency), then the
 /// execution latency, then the commit. Records `refund_created` when a refund comes into being.
-/// Returns what the client receives.
+/// Returns what the client receives. `key` names the request for a `script` latency.
 pub async fn serve(
     w: Rc<World>,
     req: StripeRequest,
     ids: Ids,
     caller: Caller,
     mut rng: StreamRng,
+    key: RequestKey,
 ) -> Delivered {
-    let d = draw(&w, &mut rng);
+    let d = draw(&w, &mut rng, &key);
     let begun = w.stripe.borrow_mut().begin(w.now(), req, d.lock_timeout);
     match begun {
         Begin::Respond(r) => {

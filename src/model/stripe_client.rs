@@ -10,7 +10,7 @@ use super::stripe::{Body, Delivered, ErrorType, Origin, RefundParams, Response, 
 use super::stripe_api::{serve, Caller};
 use super::world::{Ids, World};
 use crate::history::EventKind;
-use crate::scenario::{DroppedConnectionRetry, SdkKey, StripeClient};
+use crate::scenario::{DroppedConnectionRetry, RequestKey, SdkKey, StripeClient};
 use crate::sim::{race, Either, SimTime};
 
 /// How a logical call ended, as the refunds service sees it.
@@ -141,10 +141,11 @@ pub async fn create_refund(
         let mut entity = vec![attempt, u64::from(exec_try), u64::from(try_no)];
         entity.extend(via_ids(via));
         let rng = w.ticket_stream("stripe", ticket, &entity);
+        let script_key = RequestKey::service(ticket, ids.attempt.unwrap_or(0), try_no);
         let start = w.now();
         let server = w
             .sim
-            .spawn(serve(w.clone(), req, ids, Caller::Service, rng));
+            .spawn(serve(w.clone(), req, ids, Caller::Service, rng, script_key));
         let sdk_timeout = w.sim.timeout(SimTime::from_duration(cfg.timeout), server);
         // The caller may abort the call in flight (`abort_in_flight`): the connection closes and
         // the SDK stops waiting; Stripe's task runs on and may still commit.

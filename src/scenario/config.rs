@@ -12,6 +12,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+pub use super::latency::{LatencyDist, LatencyScript, RequestKey, MAX_EMPIRICAL_SAMPLES};
 use super::layers::RetryLayer;
 
 fn d_ms(ms: u64) -> Duration {
@@ -182,29 +183,6 @@ impl Bound {
             max: Some(max),
             ..Bound::default()
         }
-    }
-}
-
-/// A lognormal distribution of durations given by its median and 99th percentile.
-/// `sigma = (ln p99 − ln p50) / 2.3263`; `p99 == p50` makes it a constant.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-#[non_exhaustive]
-pub struct LatencyDist {
-    /// Median.
-    #[serde(with = "humantime_serde")]
-    #[schemars(with = "String")]
-    pub p50: Duration,
-    /// 99th percentile; must be ≥ `p50`.
-    #[serde(with = "humantime_serde")]
-    #[schemars(with = "String")]
-    pub p99: Duration,
-}
-
-impl LatencyDist {
-    /// A lognormal with median `p50` and 99th percentile `p99`.
-    pub fn new(p50: Duration, p99: Duration) -> Self {
-        LatencyDist { p50, p99 }
     }
 }
 
@@ -876,7 +854,8 @@ impl Default for StripeClient {
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct Stripe {
-    /// `POST /v1/refunds` latency. Default: p50 350 ms, p99 1.5 s.
+    /// `POST /v1/refunds` latency; the only latency that may be a `script` (exact latencies
+    /// per request, keyed by ticket, model attempt and SDK try). Default: p50 350 ms, p99 1.5 s.
     #[serde(default = "default_stripe_latency")]
     pub latency: LatencyDist,
     /// When non-empty, each request's latency is one of these instead of a `latency` draw

@@ -4,6 +4,7 @@ mod bound_rules;
 mod config;
 mod dupkeys;
 mod error;
+mod latency;
 pub mod layers;
 mod load;
 mod locate;

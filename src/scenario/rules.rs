@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::config::{AmountDist, FactorRange, LatencyDist};
+use super::config::{AmountDist, FactorRange, LatencyDist, MAX_EMPIRICAL_SAMPLES};
 use super::error::ValidationError;
 use super::validate::MAX_DURATION;
 
@@ -77,19 +77,76 @@ pub(super) fn probability(path: &str, p: f64) -> Check {
     Ok(())
 }
 
+/// A latency distribution anywhere but `stripe.latency`: any form but `script`.
 pub(super) fn latency(path: &str, d: &LatencyDist) -> Check {
-    positive(&format!("{path}.p50"), d.p50)?;
-    if d.p99 < d.p50 {
+    if let LatencyDist::Script(_) = d {
         return fail(
-            format!("{path}.p99"),
+            format!("{path}.kind"),
             format!(
-                "invalid value: expected a duration ≥ p50 ({}), got {}",
-                fmt_d(d.p50),
-                fmt_d(d.p99)
+                "invalid value: a `script` latency is only meaningful for stripe.latency (its keys \
+                 name a Stripe request's ticket, model attempt and SDK try); expected `lognormal`, \
+                 `constant`, `exponential` or `empirical` for {path}"
             ),
         );
     }
-    at_most(&format!("{path}.p99"), d.p99, MAX_DURATION)
+    form(path, d)
+}
+
+/// `stripe.latency`: any form, a `script` included (its `otherwise` is not a script).
+pub(super) fn scripted_latency(path: &str, d: &LatencyDist) -> Check {
+    let LatencyDist::Script(s) = d else {
+        return form(path, d);
+    };
+    for (key, value) in &s.by_request {
+        positive(&format!("{path}.by_request.{key}"), *value)?;
+    }
+    let otherwise = format!("{path}.otherwise");
+    if let LatencyDist::Script(_) = *s.otherwise {
+        return fail(
+            format!("{otherwise}.kind"),
+            "invalid value: a script's `otherwise` cannot be a script; expected `lognormal`, \
+             `constant`, `exponential` or `empirical`",
+        );
+    }
+    form(&otherwise, &s.otherwise)
+}
+
+/// The rules of one form other than `script`.
+fn form(path: &str, d: &LatencyDist) -> Check {
+    match d {
+        LatencyDist::Lognormal { p50, p99 } => {
+            positive(&format!("{path}.p50"), *p50)?;
+            if p99 < p50 {
+                return fail(
+                    format!("{path}.p99"),
+                    format!(
+                        "invalid value: expected a duration ≥ p50 ({}), got {}",
+                        fmt_d(*p50),
+                        fmt_d(*p99)
+                    ),
+                );
+            }
+            at_most(&format!("{path}.p99"), *p99, MAX_DURATION)
+        }
+        LatencyDist::Constant { value } => positive(&format!("{path}.value"), *value),
+        LatencyDist::Exponential { mean } => positive(&format!("{path}.mean"), *mean),
+        LatencyDist::Empirical { samples } => {
+            if samples.is_empty() || samples.len() > MAX_EMPIRICAL_SAMPLES {
+                return fail(
+                    format!("{path}.samples"),
+                    format!(
+                        "invalid value: expected 1 to {MAX_EMPIRICAL_SAMPLES} durations, got {}",
+                        samples.len()
+                    ),
+                );
+            }
+            for (i, sample) in samples.iter().enumerate() {
+                positive(&format!("{path}.samples.{i}"), *sample)?;
+            }
+            Ok(())
+        }
+        LatencyDist::Script(_) => latency(path, d),
+    }
 }
 
 /// `value` ≥ 1 (counts and cents where 0 makes no sense).
@@ -189,6 +246,196 @@ mod tests {
             "x.json"
         )
         .is_ok());
+    }
+
+    #[test]
+    fn latency_forms_load() {
+        use crate::scenario::{LatencyDist, RequestKey};
+        use std::time::Duration;
+        let ms = Duration::from_millis;
+        let load = |latency: &str| {
+            load_str(
+                &with(&format!(r#"{{"stripe":{{"latency":{latency}}}}}"#)),
+                "x.json",
+            )
+            .unwrap_or_else(|e| panic!("{latency}: {e}"))
+            .stripe
+            .latency
+        };
+        assert_eq!(
+            load(r#"{"kind":"lognormal","p50":"1s","p99":"2s"}"#),
+            load(r#"{"p50":"1s","p99":"2s"}"#)
+        );
+        assert_eq!(
+            load(r#"{"kind":"constant","value":"400ms"}"#),
+            LatencyDist::constant(ms(400))
+        );
+        assert_eq!(
+            load(r#"{"kind":"exponential","mean":"400ms"}"#),
+            LatencyDist::exponential(ms(400))
+        );
+        assert_eq!(
+            load(r#"{"kind":"empirical","samples":["1s","2ms"]}"#),
+            LatencyDist::empirical(vec![ms(1000), ms(2)])
+        );
+        let script = load(
+            r#"{"kind":"script","by_request":{"7/0/0":"9700ms","7/human/2":"1s"},
+                "otherwise":{"p50":"380ms","p99":"1600ms"}}"#,
+        );
+        assert_eq!(
+            script,
+            LatencyDist::script(
+                [
+                    (RequestKey::service(7, 0, 0), ms(9700)),
+                    (RequestKey::human(7, 2), ms(1000)),
+                ]
+                .into_iter()
+                .collect(),
+                LatencyDist::new(ms(380), ms(1600)),
+            )
+        );
+        // Round trip: the lognormal is written without `kind`, as before.
+        let text = serde_json::to_string(&script).unwrap();
+        assert!(
+            text.contains(r#""otherwise":{"p50":"380ms","p99":"1s 600ms"}"#),
+            "{text}"
+        );
+        assert_eq!(serde_json::from_str::<LatencyDist>(&text).unwrap(), script);
+        // The median and 99th percentile estimates read by lint and explore.
+        let e = LatencyDist::empirical((1..=100).map(ms).collect());
+        assert_eq!((e.median(), e.p99()), (ms(50), ms(99)));
+        assert_eq!(script.median(), ms(380));
+        assert_eq!(script.p99(), ms(9700));
+        let x = LatencyDist::exponential(ms(1000));
+        assert_eq!(x.median().as_millis(), 693);
+        assert_eq!(x.p99().as_millis(), 4605);
+    }
+
+    #[test]
+    fn latency_form_errors_name_the_field() {
+        let stripe = |latency: &str| with(&format!(r#"{{"stripe":{{"latency":{latency}}}}}"#));
+        rejects(
+            &stripe(r#"{"kind":"weibull","p50":"1s"}"#),
+            &[
+                "stripe.latency.kind",
+                "unknown variant `weibull`",
+                "`exponential`",
+            ],
+        );
+        rejects(
+            &stripe(r#"{"kind":"constant"}"#),
+            &["stripe.latency.value: missing field `value`"],
+        );
+        rejects(
+            &stripe(r#"{"kind":"constant","value":"1s","p99":"2s"}"#),
+            &["stripe.latency.p99: unknown field `p99` for a constant latency, expected `kind`, `value`"],
+        );
+        rejects(
+            &stripe(r#"{"mean":"1s"}"#),
+            &["stripe.latency.mean: unknown field `mean`", "add `kind`"],
+        );
+        rejects(
+            &stripe(r#"{"kind":"exponential","mean":"1s","shape":2}"#),
+            &[
+                "stripe.latency.shape: unknown field `shape`",
+                "expected one of",
+            ],
+        );
+        rejects(
+            &stripe(r#"{"p50":"1s"}"#),
+            &["stripe.latency.p99: missing field `p99`"],
+        );
+        rejects(
+            &stripe(r#"{"kind":"exponential","mean":"0s"}"#),
+            &["stripe.latency.mean", "duration > 0"],
+        );
+        rejects(
+            &stripe(r#"{"kind":"constant","value":"400d"}"#),
+            &["stripe.latency.value", "at most 365d"],
+        );
+        rejects(
+            &stripe(r#"{"kind":"empirical","samples":[]}"#),
+            &[
+                "stripe.latency.samples",
+                "expected 1 to 100000 durations, got 0",
+            ],
+        );
+        rejects(
+            &stripe(r#"{"kind":"empirical","samples":["1s","0s"]}"#),
+            &["stripe.latency.samples.1", "duration > 0"],
+        );
+        rejects(
+            &stripe(r#"{"kind":"empirical","samples":["1s","soon"]}"#),
+            &["stripe.latency.samples.1", "expected a duration like"],
+        );
+        rejects(
+            &stripe(r#"{"kind":"script","by_request":{"7/0/0":"1s"}}"#),
+            &["stripe.latency.otherwise: missing field `otherwise`"],
+        );
+        rejects(
+            &stripe(
+                r#"{"kind":"script","by_request":{"7-0-0":"1s"},"otherwise":{"kind":"constant","value":"1s"}}"#,
+            ),
+            &[
+                "stripe.latency.by_request",
+                "\"TICKET/ATTEMPT/TRY\"",
+                "got \"7-0-0\"",
+            ],
+        );
+        rejects(
+            &stripe(
+                r#"{"kind":"script","by_request":{"07/0/0":"1s"},"otherwise":{"kind":"constant","value":"1s"}}"#,
+            ),
+            &["stripe.latency.by_request", "got \"07/0/0\""],
+        );
+        rejects(
+            &stripe(
+                r#"{"kind":"script","by_request":{"7/0/0":"0s"},"otherwise":{"kind":"constant","value":"1s"}}"#,
+            ),
+            &["stripe.latency.by_request.7/0/0", "duration > 0"],
+        );
+        rejects(
+            &stripe(
+                r#"{"kind":"script","by_request":{},"otherwise":{"kind":"script","by_request":{},"otherwise":{"kind":"constant","value":"1s"}}}"#,
+            ),
+            &["stripe.latency.otherwise.kind", "cannot be a script"],
+        );
+        rejects(
+            &stripe(r#"{"kind":"script","by_request":{},"otherwise":{"p50":"2s","p99":"1s"}}"#),
+            &["stripe.latency.otherwise.p99", "≥ p50 (2s)"],
+        );
+        for field in [
+            r#"{"agent":{"think_time":"#,
+            r#"{"background_load":{"hold":"#,
+            r#"{"humans":{"pickup_delay":"#,
+        ] {
+            let text = with(&format!(
+                r#"{field}{{"kind":"script","by_request":{{}},"otherwise":{{"kind":"constant","value":"1s"}}}}}}}}"#
+            ));
+            let path = field
+                .trim_start_matches("{\"")
+                .replace("\":{\"", ".")
+                .trim_end_matches("\":")
+                .to_string();
+            rejects(
+                &text,
+                &[
+                    &format!("{path}.kind"),
+                    "`script` latency is only meaningful for stripe.latency",
+                ],
+            );
+        }
+        // Every other form is accepted everywhere.
+        for latency in [
+            r#"{"kind":"constant","value":"30ms"}"#,
+            r#"{"kind":"exponential","mean":"30ms"}"#,
+            r#"{"kind":"empirical","samples":["30ms","40ms"]}"#,
+        ] {
+            let text = with(&format!(
+                r#"{{"agent":{{"think_time":{latency}}},"humans":{{"pickup_delay":{latency}}},"background_load":{{"hold":{latency}}}}}"#
+            ));
+            assert!(load_str(&text, "x.json").is_ok(), "{latency}");
+        }
     }
 
     #[test]

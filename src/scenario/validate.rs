@@ -7,7 +7,7 @@ use super::config::Scenario;
 use super::error::ValidationError;
 use super::rules::{
     amount, at_least_one, at_most, factor, fail, fmt_d, latency, not_below, positive, probability,
-    rate, Check,
+    rate, scripted_latency, Check,
 };
 
 /// Metric names a scenario's `expect` may bound. This list must match the metric names of the
@@ -142,14 +142,14 @@ pub fn validate(s: &Scenario) -> Result<(), ValidationError> {
     }
     latency("background_load.hold", &bg.hold)?;
     // Background load alone must fit the pool, or its queue grows without bound.
-    let bg_busy = bg.rate_per_s * bg.hold.p50.as_secs_f64();
+    let bg_busy = bg.rate_per_s * bg.hold.median().as_secs_f64();
     let pool = f64::from(s.refunds_service.pool_size);
     if bg.rate_per_s > 0.0 && pool > 0.0 && bg_busy >= pool {
         return fail(
             "background_load.rate_per_s",
             format!(
                 "would not finish: background load alone keeps about {bg_busy:.1} connections busy \
-                 (rate_per_s × hold.p50) but refunds_service.pool_size is {}; expected less than the pool",
+                 (rate_per_s × the median of hold) but refunds_service.pool_size is {}; expected less than the pool",
                 s.refunds_service.pool_size
             ),
         );
@@ -247,7 +247,7 @@ pub fn validate(s: &Scenario) -> Result<(), ValidationError> {
     )?;
 
     let st = &s.stripe;
-    latency("stripe.latency", &st.latency)?;
+    scripted_latency("stripe.latency", &st.latency)?;
     positive(
         "stripe.idempotency_key_retention",
         st.idempotency_key_retention,
