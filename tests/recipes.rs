@@ -220,3 +220,51 @@ fn show_prints_the_merged_scenario_and_its_stack_which_runs_the_same() {
         "num_retries is an alias"
     );
 }
+
+/// A run-level retry above the model re-runs the whole turn when a tool failure its `retry_on`
+/// names is raised (here the executor's timeout), and when its own per-try timeout ends a turn;
+/// the tool calls of every earlier turn still reach Stripe.
+#[test]
+fn a_run_level_retry_re_runs_the_turn_and_its_tools() {
+    let f = "tests/fixtures/layers/run-retry.json";
+    let r = run_json(&[f]);
+    assert_eq!(r["refunds_created"], 3, "three turns, three refunds");
+    assert_eq!(r["retries"], 0, "the model itself never retried");
+    assert_eq!(r["escalations"], 1);
+    let out = refundsim()
+        .args(["run", f, "--ticket", "1"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("00:00:02.024  job: timeout, retrying (try 2) after 0.214s"),
+        "{text}"
+    );
+    assert!(text.contains("(for the THIRD call, job try 3)"), "{text}");
+    // The run's own timeout (1 s, under Stripe's 3 s): two turns, two refunds, and the model
+    // is told the outcome is unknown.
+    let timed = run_json(&[
+        f,
+        "--set",
+        r#"layers.job={"kind":"run_retry","per_try_timeout":"1s"}"#,
+        "--set",
+        "executor.timeout=15s",
+    ]);
+    assert_eq!(timed["refunds_created"], 2);
+    // Only above the model, and only one.
+    let out = refundsim()
+        .args([
+            "run",
+            f,
+            "--set",
+            r#"stack=["model_retry","job","executor","refunds_service","sdk"]"#,
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("stack.1: layer \"job\" is a run_retry"),
+        "{err}"
+    );
+}

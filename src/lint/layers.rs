@@ -81,6 +81,7 @@ fn retries_word(n: u32) -> &'static str {
 
 fn where_(position: Position) -> &'static str {
     match position {
+        Position::AboveModel => "above model_retry",
         Position::AroundTool => "between model_retry and executor",
         Position::BeforeService => "between executor and refunds_service",
     }
@@ -90,6 +91,7 @@ fn kind_name(k: LayerKind) -> &'static str {
     match k {
         LayerKind::Retry => "retry",
         LayerKind::Proxy => "proxy",
+        LayerKind::RunRetry => "run_retry",
     }
 }
 
@@ -103,7 +105,11 @@ pub fn layer_retry_without_stable_key(s: &Scenario, tool: &ToolFacts) -> Vec<Fin
         return out;
     }
     if !stable_service_key(s) {
-        for position in [Position::AroundTool, Position::BeforeService] {
+        for position in [
+            Position::AboveModel,
+            Position::AroundTool,
+            Position::BeforeService,
+        ] {
             for (name, l) in layers_at(s, position) {
                 // The tool filter applies around tool execution only (a proxy knows no tools).
                 if position == Position::AroundTool && l.applies_to == AppliesTo::IdempotentTools {
@@ -117,6 +123,9 @@ pub fn layer_retry_without_stable_key(s: &Scenario, tool: &ToolFacts) -> Vec<Fin
                     "set refunds_service.idempotency_key to \"per_ticket\" (and keep refunds_service.new_nonce_after_error false) so every try carries one key",
                 );
                 match position {
+                    Position::AboveModel => hint.push_str(&format!(
+                        ", or narrow layers.{name}.retry_on to failures that never reach Stripe ([\"pool-exhausted\"])"
+                    )),
                     Position::AroundTool => hint.push_str(&format!(
                         ", or set layers.{name}.applies_to to \"idempotent_tools\""
                     )),

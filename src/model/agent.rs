@@ -4,12 +4,14 @@
 use std::rc::Rc;
 
 use super::dist;
+use super::executor::ToolReply;
 use super::framework_retry;
 use super::humans::escalate;
+use super::layers::{self, Via};
 use super::world::{Ids, World};
 use crate::history::{Decision, EventKind, Outcome};
-use crate::scenario::AppliesTo;
-use crate::sim::SimTime;
+use crate::scenario::{layers_at, AppliesTo, Position, RetryLayer, RetryOn};
+use crate::sim::{tag, SimTime, StreamRng};
 
 /// A refund ticket.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,7 +47,6 @@ pub fn tool_is_idempotent(w: &World) -> bool {
 
 /// One ticket's life in the agent, from opening to a final tool result or escalation.
 pub async fn handle_ticket(w: Rc<World>, t: Ticket) {
-    let cfg = &w.cfg.agent;
     w.stripe
         .borrow_mut()
         .add_charge(&World::charge_id(t.id), t.charge_amount_cents);
@@ -58,21 +59,151 @@ pub async fn handle_ticket(w: Rc<World>, t: Ticket) {
         },
     );
     let mut rng = w.ticket_stream("agent", t.id, &[]);
+    let mut turn = TurnState {
+        attempt: 0,
+        amount: t.amount_cents,
+    };
+    let run = layers_at(&w.cfg, Position::AboveModel)
+        .first()
+        .map(|(n, l)| (n.to_string(), (*l).clone()));
+    let Some((name, layer)) = run else {
+        let end = run_turn(&w, &t, &mut rng, &mut turn, &Via::new(), None).await;
+        return finish(&w, &t, end).await;
+    };
+    let load = w.layer_load(&name);
+    let mut n = 0u32;
+    loop {
+        let mut via = Via::new();
+        if n > 0 {
+            via.push((name.clone(), n));
+        }
+        let step = run_turn(&w, &t, &mut rng, &mut turn, &via, Some(&layer));
+        let end = match layer.per_try_timeout {
+            Some(limit) => w
+                .sim
+                .timeout(SimTime::from_duration(limit), step)
+                .await
+                .unwrap_or(TurnEnd::TimedOut),
+            None => step.await,
+        };
+        let class = match &end {
+            TurnEnd::Raised { class, .. } => Some(*class),
+            TurnEnd::TimedOut => Some(RetryOn::Timeout),
+            TurnEnd::Done | TurnEnd::GaveUp { .. } => None,
+        };
+        let ids = Ids::attempt(t.id, turn.attempt);
+        if matches!(end, TurnEnd::TimedOut) {
+            let after_ns = layer.per_try_timeout.map_or(0, |d| d.as_nanos() as u64);
+            w.record(
+                ids,
+                EventKind::LayerTimeout {
+                    layer: name.clone(),
+                    layer_try: n,
+                    after_ns,
+                },
+            );
+        }
+        if !layers::decide(&layer, n, class, &load) {
+            return finish(&w, &t, end).await;
+        }
+        n += 1;
+        turn.attempt += 1;
+        let mut brng = w.ticket_stream("layer_backoff", t.id, &[tag(&name), u64::from(n)]);
+        let delay = layers::backoff(&layer, n, dist::uniform(&mut brng, 0.0, 1.0));
+        w.record(
+            ids,
+            EventKind::LayerRetry {
+                layer: name.clone(),
+                layer_try: n,
+                reason: class.map(layers::retry_on_name).unwrap_or_default().into(),
+                backoff_ns: delay.as_nanos(),
+            },
+        );
+        w.sim.sleep(delay).await;
+    }
+}
+
+/// What carries over from one agent turn to the next: the model's attempt counter (unique per
+/// ticket across turns) and the amount it asks for (argument drift persists).
+struct TurnState {
+    attempt: u32,
+    amount: u64,
+}
+
+/// How one agent turn ended.
+enum TurnEnd {
+    /// A tool call succeeded.
+    Done,
+    /// The model gave up after `reply` (shown at `ids`): it escalates.
+    GaveUp { ids: Ids, reply: ToolReply },
+    /// A run-level retry layer raised the tool's failure (class `class`) out of the turn instead
+    /// of showing it to the model.
+    Raised {
+        ids: Ids,
+        reply: ToolReply,
+        class: RetryOn,
+    },
+    /// A run-level retry layer's per-try timeout ended the turn.
+    TimedOut,
+}
+
+/// Ends a ticket's handling after its last turn: escalates when the model gave up (or when the
+/// last try of a run-level retry raised or timed out; a timed-out turn's escalation says so).
+async fn finish(w: &Rc<World>, t: &Ticket, end: TurnEnd) {
+    let (ids, outcome, shown) = match end {
+        TurnEnd::Done => return,
+        TurnEnd::GaveUp { ids, reply } | TurnEnd::Raised { ids, reply, .. } => {
+            (ids, reply.outcome, reply.shown)
+        }
+        TurnEnd::TimedOut => (
+            Ids::ticket(t.id),
+            Outcome::Info,
+            "{ error: \"agent run timed out\" }".to_string(),
+        ),
+    };
+    let text = match outcome {
+        Outcome::Info => "The refund's outcome is unknown. Escalating to a human.",
+        _ => "The refund could not be completed. Escalating to a human.",
+    };
+    w.record(
+        ids,
+        EventKind::ModelDecision {
+            decision: Decision::Escalate,
+            text: text.into(),
+        },
+    );
+    escalate(w, t, ids, shown).await;
+}
+
+/// One agent turn: think, call the tool (through the layers below), read the result, apply the
+/// model's retry rule (its `max_retries` counts within the turn). `run` is the run-level retry
+/// layer above the model, if any: a failure its `retry_on` names is raised out of the turn
+/// instead of being shown to the model (the framework re-raises the tool error).
+async fn run_turn(
+    w: &Rc<World>,
+    t: &Ticket,
+    rng: &mut StreamRng,
+    turn: &mut TurnState,
+    via: &Via,
+    run: Option<&RetryLayer>,
+) -> TurnEnd {
+    let cfg = &w.cfg.agent;
     let overhead = SimTime::from_duration(cfg.call_overhead);
-    w.sim.sleep(dist::latency(&mut rng, &cfg.think_time)).await;
-    let mut attempt = 0u32;
-    let mut amount = t.amount_cents;
+    let first = turn.attempt;
+    w.sim.sleep(dist::latency(rng, &cfg.think_time)).await;
     loop {
         w.sim.sleep(overhead).await;
-        let ids = Ids::attempt(t.id, attempt);
+        let ids = Ids::attempt(t.id, turn.attempt);
         w.record(
             ids,
             EventKind::ToolCall {
                 tool: cfg.tool.clone(),
-                amount_cents: amount,
+                amount_cents: turn.amount,
             },
         );
-        let reply = framework_retry::call(w.clone(), t.id, attempt, amount).await;
+        let reply =
+            framework_retry::call_via(w.clone(), t.id, turn.attempt, turn.amount, via.clone())
+                .await;
         w.record(
             ids,
             EventKind::ToolResult {
@@ -82,58 +213,51 @@ pub async fn handle_ticket(w: Rc<World>, t: Ticket) {
             },
         );
         if reply.outcome == Outcome::Ok {
-            return;
+            return TurnEnd::Done;
+        }
+        if let (Some(layer), Outcome::Fail, Some(class)) = (run, reply.outcome, reply.class) {
+            if layer.retries_on(class) {
+                return TurnEnd::Raised { ids, reply, class };
+            }
         }
         // Draws in a fixed order per decision, whatever is decided.
-        let think = dist::latency(&mut rng, &cfg.think_time);
-        let complies = dist::chance(&mut rng, cfg.retry.compliance);
-        let drifts = dist::chance(&mut rng, cfg.retry.amount_drift_probability);
+        let think = dist::latency(rng, &cfg.think_time);
+        let complies = dist::chance(rng, cfg.retry.compliance);
+        let drifts = dist::chance(rng, cfg.retry.amount_drift_probability);
         w.sim.sleep(think).await;
-        let allowed = attempt < cfg.retry.max_retries && retry_eligible(&w);
-        let retry = reply.outcome == Outcome::Fail
-            && attempt < cfg.retry.max_retries
-            && (allowed == complies);
-        if retry {
-            let text = if reply.timed_out {
-                "The refund call timed out. Retrying once per policy.".to_string()
-            } else {
-                format!(
-                    "The refund call failed: {}. Retrying once per policy.",
-                    reply.shown
-                )
-            };
-            let text = if cfg.retry.max_retries == 1 {
-                text
-            } else {
-                text.replace("once ", "")
-            };
-            w.record(
-                ids,
-                EventKind::ModelDecision {
-                    decision: Decision::Retry,
-                    text,
-                },
-            );
-            if drifts {
-                amount = amount
-                    .saturating_add_signed(cfg.retry.amount_drift_cents)
-                    .max(1);
-            }
-            attempt += 1;
-            continue;
+        let used = turn.attempt - first;
+        let allowed = used < cfg.retry.max_retries && retry_eligible(w);
+        let retry =
+            reply.outcome == Outcome::Fail && used < cfg.retry.max_retries && (allowed == complies);
+        if !retry {
+            return TurnEnd::GaveUp { ids, reply };
         }
-        let text = match reply.outcome {
-            Outcome::Info => "The refund's outcome is unknown. Escalating to a human.",
-            _ => "The refund could not be completed. Escalating to a human.",
+        let text = if reply.timed_out {
+            "The refund call timed out. Retrying once per policy.".to_string()
+        } else {
+            format!(
+                "The refund call failed: {}. Retrying once per policy.",
+                reply.shown
+            )
+        };
+        let text = if cfg.retry.max_retries == 1 {
+            text
+        } else {
+            text.replace("once ", "")
         };
         w.record(
             ids,
             EventKind::ModelDecision {
-                decision: Decision::Escalate,
-                text: text.into(),
+                decision: Decision::Retry,
+                text,
             },
         );
-        escalate(&w, &t, ids, reply.shown).await;
-        return;
+        if drifts {
+            turn.amount = turn
+                .amount
+                .saturating_add_signed(cfg.retry.amount_drift_cents)
+                .max(1);
+        }
+        turn.attempt += 1;
     }
 }

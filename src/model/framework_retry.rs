@@ -19,22 +19,16 @@ use crate::scenario::{layers_at, AppliesTo, Cancellation, Position, ReportTimeou
 use crate::sim::SimTime;
 
 /// The model's tool call `attempt` through the added layers between `model_retry` and
-/// `executor`, then the executor.
-pub fn call(
+/// `executor`, then the executor. `via` holds the try of a run-level retry above the model, if
+/// it retried (empty otherwise).
+pub fn call_via(
     w: Rc<World>,
     ticket: u64,
     attempt: u32,
     amount_cents: u64,
+    via: Via,
 ) -> Pin<Box<dyn Future<Output = ToolReply>>> {
-    through(
-        w,
-        ticket,
-        attempt,
-        amount_cents,
-        Via::new(),
-        Cancellation::None,
-        0,
-    )
+    through(w, ticket, attempt, amount_cents, via, Cancellation::None, 0)
 }
 
 fn through(

@@ -25,6 +25,9 @@ pub const BUILT_IN_LAYERS: [&str; 4] = ["model_retry", "executor", "refunds_serv
 /// Where an added layer sits, which decides what it wraps and which outcomes it sees.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Position {
+    /// Above `model_retry`: around the whole agent turn (a run-level retry that re-runs the
+    /// turn, tool calls included).
+    AboveModel,
     /// Between `model_retry` and `executor`: around tool execution (a framework's retry
     /// middleware). Each try is a whole executor call, with its own executor timeout.
     AroundTool,
@@ -45,6 +48,12 @@ pub enum LayerKind {
     /// `connect-failure` and `5xx` (POST included), backoff from 25 ms capped at 250 ms, full
     /// jitter.
     Proxy,
+    /// A run-level retry above the model (an agent framework's or job runner's retry of the
+    /// whole run: Celery/Temporal-style task retries, an agent's `max_retry_limit`): a tool
+    /// failure its `retry_on` names is raised out of the turn, and the whole turn runs again,
+    /// the model's thinking and tool calls included. 1 retry on every failure and timeout,
+    /// exponential backoff from 1 s capped at 60 s, full jitter.
+    RunRetry,
 }
 
 /// An outcome a layer may retry, in Envoy's `retry_on` terms where Envoy has one.
@@ -255,7 +264,7 @@ impl RetryLayer {
     pub fn retries(&self) -> u32 {
         self.max_retries.unwrap_or(match self.kind {
             LayerKind::Retry => 2,
-            LayerKind::Proxy => 1,
+            LayerKind::Proxy | LayerKind::RunRetry => 1,
         })
     }
 
@@ -263,7 +272,7 @@ impl RetryLayer {
     /// `5xx` covers `gateway-error` (502–504), and both cover `pool-exhausted` (a 503).
     pub fn retries_on(&self, outcome: RetryOn) -> bool {
         let defaults: &[RetryOn] = match self.kind {
-            LayerKind::Retry => &ALL_RETRY_ON,
+            LayerKind::Retry | LayerKind::RunRetry => &ALL_RETRY_ON,
             LayerKind::Proxy => &[RetryOn::Reset, RetryOn::ConnectFailure, RetryOn::FiveXx],
         };
         let list = self.retry_on.as_deref().unwrap_or(defaults);
@@ -273,7 +282,7 @@ impl RetryLayer {
     /// First backoff delay, with the kind's default.
     pub fn base(&self) -> Duration {
         self.backoff.base.unwrap_or(match self.kind {
-            LayerKind::Retry => Duration::from_secs(1),
+            LayerKind::Retry | LayerKind::RunRetry => Duration::from_secs(1),
             LayerKind::Proxy => Duration::from_millis(25),
         })
     }
@@ -281,7 +290,7 @@ impl RetryLayer {
     /// Cap on one backoff delay, with the kind's default.
     pub fn max_delay(&self) -> Duration {
         self.backoff.max.unwrap_or(match self.kind {
-            LayerKind::Retry => Duration::from_secs(60),
+            LayerKind::Retry | LayerKind::RunRetry => Duration::from_secs(60),
             LayerKind::Proxy => self.base().saturating_mul(10),
         })
     }
@@ -337,6 +346,7 @@ pub fn compiled(s: &Scenario) -> Scenario {
 pub fn layers_at(s: &Scenario, position: Position) -> Vec<(&str, &RetryLayer)> {
     let stack = stack_of(s);
     let (from, to) = match position {
+        Position::AboveModel => ("", "model_retry"),
         Position::AroundTool => ("model_retry", "executor"),
         Position::BeforeService => ("executor", "refunds_service"),
     };
@@ -425,7 +435,28 @@ pub fn validate_layers(s: &Scenario) -> Check {
                 format!("layer {name:?} appears twice"),
             );
         }
-        if i < top || i > service {
+        let kind = s.layers[name].kind;
+        if i < top && kind != LayerKind::RunRetry {
+            return fail(
+                format!("stack.{i}"),
+                format!(
+                    "layer {name:?} sits above model_retry; expected only a run_retry layer there"
+                ),
+            );
+        }
+        if i > top && kind == LayerKind::RunRetry {
+            return fail(
+                format!("stack.{i}"),
+                format!("layer {name:?} is a run_retry, which re-runs the whole agent turn; expected it above model_retry"),
+            );
+        }
+        if i < top && stack[..i].iter().any(|n| s.layers.contains_key(n)) {
+            return fail(
+                format!("stack.{i}"),
+                format!("layer {name:?}: expected at most one run_retry layer above model_retry"),
+            );
+        }
+        if i > service {
             return fail(
                 format!("stack.{i}"),
                 format!(
