@@ -159,7 +159,7 @@ fn bad_stacks_are_refused_with_the_field_named() {
     let cases: &[(&str, &str)] = &[
         ("stack=[\"executor\",\"model_retry\",\"refunds_service\",\"sdk\"]", "stack: invalid value: expected the built-in layers once each and in this order"),
         ("stack=[\"model_retry\",\"framework_retry\",\"executor\",\"refunds_service\",\"sdk\",\"nope\"]", "stack.5: unknown layer \"nope\""),
-        ("stack=[\"model_retry\",\"executor\",\"refunds_service\",\"framework_retry\",\"sdk\"]", "stack.3: layer \"framework_retry\" sits below refunds_service"),
+        ("stack=[\"model_retry\",\"executor\",\"refunds_service\",\"framework_retry\",\"sdk\"]", "stack.3: layer \"framework_retry\" sits between refunds_service and sdk"),
         ("stack=null", "layers.framework_retry: layer \"framework_retry\" is not in `stack`"),
         ("layers.framework_retry.max_retries=1000", "layers.framework_retry.max_retries: invalid value: expected at most 100 retries"),
         ("layers.framework_retry.retry_on=[\"teapot\"]", "layers.framework_retry.retry_on"),
@@ -265,6 +265,29 @@ fn a_run_level_retry_re_runs_the_turn_and_its_tools() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
         err.contains("stack.1: layer \"job\" is a run_retry"),
+        "{err}"
+    );
+}
+
+/// An egress proxy after the SDK resends the SDK's request as it is: without a key every try
+/// that executes is a refund; with a per-ticket key the retry is replayed.
+#[test]
+fn an_egress_proxy_between_sdk_and_stripe_resends_the_same_request() {
+    let f = "tests/fixtures/layers/egress-proxy.json";
+    let r = run_json(&[f]);
+    assert_eq!(r["refunds_created"], 3);
+    assert_eq!(r["duplicate_refund_tickets"], 1);
+    let keyed = run_json(&[f, "--set", "refunds_service.idempotency_key=per_ticket"]);
+    assert_eq!(keyed["refunds_created"], 1);
+    assert_eq!(keyed["stripe_replays"], 1);
+    let out = refundsim()
+        .args(["run", f, "--set", r#"layers.egress={"kind":"retry"}"#])
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("stack.4: layer \"egress\" sits after sdk; expected only a proxy there"),
         "{err}"
     );
 }

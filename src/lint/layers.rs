@@ -84,6 +84,7 @@ fn where_(position: Position) -> &'static str {
         Position::AboveModel => "above model_retry",
         Position::AroundTool => "between model_retry and executor",
         Position::BeforeService => "between executor and refunds_service",
+        Position::BeforeProvider => "between sdk and Stripe",
     }
 }
 
@@ -109,6 +110,7 @@ pub fn layer_retry_without_stable_key(s: &Scenario, tool: &ToolFacts) -> Vec<Fin
             Position::AboveModel,
             Position::AroundTool,
             Position::BeforeService,
+            Position::BeforeProvider,
         ] {
             for (name, l) in layers_at(s, position) {
                 // The tool filter applies around tool execution only (a proxy knows no tools).
@@ -129,7 +131,7 @@ pub fn layer_retry_without_stable_key(s: &Scenario, tool: &ToolFacts) -> Vec<Fin
                     Position::AroundTool => hint.push_str(&format!(
                         ", or set layers.{name}.applies_to to \"idempotent_tools\""
                     )),
-                    Position::BeforeService => hint.push_str(&format!(
+                    Position::BeforeService | Position::BeforeProvider => hint.push_str(&format!(
                         ", or narrow layers.{name}.retry_on to [\"connect-failure\"]"
                     )),
                 }

@@ -6,6 +6,7 @@ pub mod arrivals;
 pub mod background;
 pub mod caller;
 pub mod dist;
+pub mod egress;
 pub mod executor;
 pub mod framework_retry;
 pub mod humans;

@@ -5,12 +5,15 @@ use std::rc::Rc;
 
 use super::caller::CallerState;
 use super::dist;
+use super::egress::{self, ToProvider};
 use super::layers::{via_ids, Via};
 use super::stripe::{Body, Delivered, ErrorType, Origin, RefundParams, Response, StripeRequest};
 use super::stripe_api::{serve, Caller};
 use super::world::{Ids, World};
 use crate::history::EventKind;
-use crate::scenario::{DroppedConnectionRetry, RequestKey, SdkKey, StripeClient};
+use crate::scenario::{
+    layers_at, DroppedConnectionRetry, Position, RequestKey, SdkKey, StripeClient,
+};
 use crate::sim::{race, Either, SimTime};
 
 /// How a logical call ended, as the refunds service sees it.
@@ -118,6 +121,7 @@ pub async fn create_refund(
     let attempt = u64::from(ids.attempt.unwrap_or(0));
     let mut try_no = 0;
     let mut dropped_retry_used = false;
+    let has_egress = !layers_at(&w.cfg, Position::BeforeProvider).is_empty();
     loop {
         let key = key
             .clone()
@@ -140,12 +144,25 @@ pub async fn create_refund(
         );
         let mut entity = vec![attempt, u64::from(exec_try), u64::from(try_no)];
         entity.extend(via_ids(via));
-        let rng = w.ticket_stream("stripe", ticket, &entity);
         let script_key = RequestKey::service(ticket, ids.attempt.unwrap_or(0), try_no);
         let start = w.now();
-        let server = w
-            .sim
-            .spawn(serve(w.clone(), req, ids, Caller::Service, rng, script_key));
+        let server = if has_egress {
+            egress::to_provider(
+                w.clone(),
+                ToProvider {
+                    req,
+                    ids,
+                    entity: entity.clone(),
+                    script_key,
+                },
+            )
+        } else {
+            let rng = w.ticket_stream("stripe", ticket, &entity);
+            let task = w
+                .sim
+                .spawn(serve(w.clone(), req, ids, Caller::Service, rng, script_key));
+            Box::pin(task)
+        };
         let sdk_timeout = w.sim.timeout(SimTime::from_duration(cfg.timeout), server);
         // The caller may abort the call in flight (`abort_in_flight`): the connection closes and
         // the SDK stops waiting; Stripe's task runs on and may still commit.

@@ -31,6 +31,9 @@ pub enum Position {
     /// Between `model_retry` and `executor`: around tool execution (a framework's retry
     /// middleware). Each try is a whole executor call, with its own executor timeout.
     AroundTool,
+    /// After `sdk`: on the HTTP hop from the SDK to the provider (an egress proxy). Each try is
+    /// a new request to Stripe with the SDK's headers, key included.
+    BeforeProvider,
     /// Between `executor` and `refunds_service`: on the HTTP hop to the service (a sidecar or
     /// API gateway). Each try is a new request to the service; a try it gives up on keeps running.
     BeforeService,
@@ -349,9 +352,14 @@ pub fn layers_at(s: &Scenario, position: Position) -> Vec<(&str, &RetryLayer)> {
         Position::AboveModel => ("", "model_retry"),
         Position::AroundTool => ("model_retry", "executor"),
         Position::BeforeService => ("executor", "refunds_service"),
+        Position::BeforeProvider => ("sdk", ""),
     };
     let start = stack.iter().position(|n| n == from).map_or(0, |i| i + 1);
-    let end = stack.iter().position(|n| n == to).unwrap_or(start);
+    let end = if to.is_empty() {
+        stack.len()
+    } else {
+        stack.iter().position(|n| n == to).unwrap_or(start)
+    };
     stack[start..end.max(start)]
         .iter()
         .filter_map(|n| s.layers.get_key_value(n.as_str()))
@@ -456,18 +464,23 @@ pub fn validate_layers(s: &Scenario) -> Check {
                 format!("layer {name:?}: expected at most one run_retry layer above model_retry"),
             );
         }
-        if i > service {
+        let sdk = stack.iter().position(|n| n == "sdk").unwrap_or(0);
+        if i > service && i < sdk {
             return fail(
                 format!("stack.{i}"),
                 format!(
-                    "layer {name:?} sits {}; expected it between model_retry and executor (a \
-                     framework retry) or between executor and refunds_service (a proxy in front \
-                     of the service)",
-                    if i < top {
-                        "above model_retry"
-                    } else {
-                        "below refunds_service"
-                    }
+                    "layer {name:?} sits between refunds_service and sdk, which run in one \
+                     process; expected it between model_retry and executor, between executor and \
+                     refunds_service, or (a proxy) after sdk"
+                ),
+            );
+        }
+        if i > sdk && kind != LayerKind::Proxy {
+            return fail(
+                format!("stack.{i}"),
+                format!(
+                    "layer {name:?} sits after sdk; expected only a proxy there (the hop from \
+                     the SDK to the provider)"
                 ),
             );
         }
