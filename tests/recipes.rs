@@ -81,6 +81,29 @@ fn abort_in_flight_closes_the_connection_but_stripe_still_commits() {
 }
 
 #[test]
+fn a_spent_retry_budget_is_traced() {
+    let out = refundsim()
+        .args([
+            "run",
+            "scenarios/recipes/framework-retry-middleware.json",
+            "--ticket",
+            "1",
+        ])
+        .args([
+            "--set",
+            r#"layers.framework_retry.budget={"budget_percent":0,"min_retry_concurrency":0}"#,
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("00:00:02.024  framework_retry: retry budget spent, not retrying"),
+        "{text}"
+    );
+    assert!(!text.contains("retrying (try 2)"), "{text}");
+}
+
+#[test]
 fn a_layer_is_reached_by_name_from_set_and_policies() {
     // No framework retries: one refund per ticket, and the model is told each call failed.
     let r = run_json(&[
@@ -165,6 +188,10 @@ fn bad_stacks_are_refused_with_the_field_named() {
         ("layers.framework_retry.retry_on=[\"teapot\"]", "layers.framework_retry.retry_on"),
         ("layers.framework_retry.per_try_timeout=0s", "layers.framework_retry.per_try_timeout"),
         ("schema_version=1", "layers: `layers` needs schema_version 2"),
+        ("layers.typo.max_retries=3", "unknown layer \"typo\"; expected one of the layers defined in `layers` (framework_retry)"),
+        ("layers.framework_retry.backoff={\"base\":\"10s\",\"max\":\"1s\"}", "layers.framework_retry.backoff.max: invalid value: expected a cap ≥ backoff.base (10s), got 1s"),
+        ("layers.framework_retry={\"kind\":\"proxy\",\"applies_to\":\"idempotent_tools\"}", "layers.framework_retry.applies_to: a proxy knows no tools"),
+        ("layers={\"\":{\"kind\":\"retry\"}}", "invalid layer name \"\""),
     ];
     for (set, want) in cases {
         let out = refundsim()

@@ -118,6 +118,13 @@ pub enum EventKind {
         /// Backoff before the try, ns.
         backoff_ns: u64,
     },
+    /// An added layer would have retried but its retry budget was spent.
+    LayerBudgetExhausted {
+        /// The layer's name in `stack`.
+        layer: String,
+        /// The try that would have started (1 = first retry).
+        layer_try: u32,
+    },
     /// An added layer's per-try timeout fired; the try's work keeps running.
     LayerTimeout {
         /// The layer's name in `stack`.

@@ -166,6 +166,16 @@ where
             );
         }
         if !decide(layer.cfg, n, class, &load) {
+            let wanted = class.is_some_and(|c| layer.cfg.retries_on(c)) && n < layer.cfg.retries();
+            if wanted {
+                w.record(
+                    ids,
+                    EventKind::LayerBudgetExhausted {
+                        layer: layer.name.to_string(),
+                        layer_try: n + 1,
+                    },
+                );
+            }
             return match end {
                 TryEnd::Answered { value, .. } => value,
                 TryEnd::TimedOut => timed_out(SimTime::from_duration(

@@ -175,6 +175,9 @@ fn line(
             layer_try + 1,
             SimTime::from_nanos(*backoff_ns)
         ),
+        EventKind::LayerBudgetExhausted { layer, .. } => {
+            format!("{layer}: retry budget spent, not retrying")
+        }
         EventKind::LayerTimeout {
             layer,
             layer_try,

@@ -124,7 +124,8 @@ pub struct Backoff {
     )]
     #[schemars(with = "Option<String>")]
     pub base: Option<Duration>,
-    /// Cap on one delay. Default: 60 s (`retry`), 10 × base (`proxy`, Envoy's `max_interval`).
+    /// Cap on one delay. Default: 60 s or `base` if larger (`retry`, `run_retry`), 10 × base
+    /// (`proxy`, Envoy's `max_interval`). At least `base`.
     #[serde(
         default,
         with = "humantime_serde::option",
@@ -293,7 +294,7 @@ impl RetryLayer {
     /// Cap on one backoff delay, with the kind's default.
     pub fn max_delay(&self) -> Duration {
         self.backoff.max.unwrap_or(match self.kind {
-            LayerKind::Retry | LayerKind::RunRetry => Duration::from_secs(60),
+            LayerKind::Retry | LayerKind::RunRetry => Duration::from_secs(60).max(self.base()),
             LayerKind::Proxy => self.base().saturating_mul(10),
         })
     }
@@ -513,6 +514,32 @@ pub fn tries_per_tool_call(s: &Scenario) -> f64 {
 }
 
 fn validate_layer(path: &str, name: &str, l: &RetryLayer) -> Check {
+    let plain = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    if name.is_empty() || !name.chars().all(plain) {
+        return fail(
+            path,
+            format!(
+                "invalid layer name {name:?}; expected letters, digits, `_` or `-` (a name is \
+                 how `--set layers.NAME.FIELD` and policies reach the layer)"
+            ),
+        );
+    }
+    if l.applies_to != AppliesTo::AnyTool && l.kind == LayerKind::Proxy {
+        return fail(
+            format!("{path}.applies_to"),
+            "a proxy knows no tools; expected no `applies_to` on a proxy (it is for retry and run_retry layers)",
+        );
+    }
+    if l.max_delay() < l.base() {
+        return fail(
+            format!("{path}.backoff.max"),
+            format!(
+                "invalid value: expected a cap ≥ backoff.base ({}), got {}",
+                humantime::format_duration(l.base()),
+                humantime::format_duration(l.max_delay())
+            ),
+        );
+    }
     if BUILT_IN_LAYERS.contains(&name) {
         return fail(
             path,

@@ -40,6 +40,24 @@ pub(super) fn apply_set(doc: &mut Value, arg: &str) -> Result<(), ScenarioError>
     let Some((last, parents)) = segs.split_last() else {
         return Err(set_error(arg, "empty PATH"));
     };
+    // A field of a layer that does not exist is a typo far more often than a new layer.
+    if let ["layers", name, _, ..] = segs.as_slice() {
+        let defined: Vec<String> = doc
+            .get("layers")
+            .and_then(Value::as_object)
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default();
+        if !defined.iter().any(|d| d == name) {
+            return Err(set_error(
+                arg,
+                format!(
+                    "unknown layer {name:?}; expected one of the layers defined in `layers` ({}), \
+                     or add it whole: layers.{name}={{\"kind\":\"retry\"}} and its place in `stack`",
+                    if defined.is_empty() { "none defined".to_string() } else { defined.join(", ") }
+                ),
+            ));
+        }
+    }
 
     let mut cur = doc;
     for (i, seg) in parents.iter().enumerate() {
