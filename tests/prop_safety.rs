@@ -6,10 +6,12 @@
 //! `PROPTEST_CASES=30000 cargo test --release --test prop_safety holds`.
 
 use proptest::prelude::*;
+use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 
 use refundsim::explore::{check_case, policy, strategy::world, Case};
 use refundsim::run::run;
+use refundsim::scenario::{Cancellation, LayerKind};
 
 fn runner(cases: u32, seed: u8) -> TestRunner {
     let cases = std::env::var("PROPTEST_CASES")
@@ -65,6 +67,32 @@ fn breaks_each_single_fix_alone_has_a_small_counterexample() {
         assert!(n <= 3, "{name}: shrunk to {n} tickets");
         eprintln!("--- {name}: {v} with {n} ticket(s)\n{}", v.story.join("\n"));
     }
+}
+
+#[test]
+fn covers_layers_the_worlds_draw_retry_and_proxy_layers_and_aborts() {
+    let mut r = TestRunner::new_with_rng(
+        Config::default(),
+        TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]),
+    );
+    let strategy = world();
+    let (mut retry, mut proxy, mut abort, mut timeouts) = (0, 0, 0, 0);
+    for _ in 0..256 {
+        let sc = strategy.new_tree(&mut r).unwrap().current().scenario;
+        let kinds: Vec<LayerKind> = sc.layers.values().map(|l| l.kind).collect();
+        retry += usize::from(kinds.contains(&LayerKind::Retry));
+        proxy += usize::from(kinds.contains(&LayerKind::Proxy));
+        abort += usize::from(
+            sc.executor.cancellation == Cancellation::AbortInFlight
+                || sc
+                    .layers
+                    .values()
+                    .any(|l| l.cancellation == Cancellation::AbortInFlight),
+        );
+        timeouts += usize::from(sc.layers.values().any(|l| l.per_try_timeout.is_some()));
+    }
+    eprintln!("of 256 worlds: {retry} with a retry layer, {proxy} with a proxy, {abort} with an abort, {timeouts} with a per-try timeout");
+    assert!(retry > 0 && proxy > 0 && abort > 0 && timeouts > 0);
 }
 
 proptest! {
