@@ -11,7 +11,7 @@ use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, Test
 
 use refundsim::explore::{check_case, policy, strategy::world, Case};
 use refundsim::run::run;
-use refundsim::scenario::{Cancellation, LayerKind};
+use refundsim::scenario::{Cancellation, KeyRotation, LayerKind};
 
 fn runner(cases: u32, seed: u8) -> TestRunner {
     let cases = std::env::var("PROPTEST_CASES")
@@ -67,6 +67,27 @@ fn breaks_each_single_fix_alone_has_a_small_counterexample() {
         assert!(n <= 3, "{name}: shrunk to {n} tickets");
         eprintln!("--- {name}: {v} with {n} ticket(s)\n{}", v.story.join("\n"));
     }
+}
+
+/// The premise's "never rotate the key" is needed: the full fix with a key rotated after any
+/// error (unknown outcomes included) has a small counterexample, a layer's retry under the new key.
+#[test]
+fn breaks_full_fix_with_key_rotated_after_unknown_outcome() {
+    let minimal = counterexample(
+        |s| {
+            policy::full_fix(s);
+            s.refunds_service.rotate_key = KeyRotation::AfterError;
+        },
+        40,
+    );
+    let v = check_case(&minimal).expect_err("the shrunk case still fails");
+    let n = minimal.scenario.arrivals.tickets.len();
+    assert!(n <= 3, "shrunk to {n} tickets");
+    eprintln!(
+        "--- full fix, key rotated after errors: {v} with {n} ticket(s), stack {:?}\n{}",
+        minimal.scenario.stack,
+        v.story.join("\n")
+    );
 }
 
 #[test]
