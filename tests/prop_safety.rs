@@ -6,10 +6,12 @@
 //! `PROPTEST_CASES=30000 cargo test --release --test prop_safety holds`.
 
 use proptest::prelude::*;
+use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 
 use refundsim::explore::{check_case, policy, strategy::world, Case};
 use refundsim::run::run;
+use refundsim::scenario::{Cancellation, KeyRotation, LayerKind};
 
 fn runner(cases: u32, seed: u8) -> TestRunner {
     let cases = std::env::var("PROPTEST_CASES")
@@ -65,6 +67,53 @@ fn breaks_each_single_fix_alone_has_a_small_counterexample() {
         assert!(n <= 3, "{name}: shrunk to {n} tickets");
         eprintln!("--- {name}: {v} with {n} ticket(s)\n{}", v.story.join("\n"));
     }
+}
+
+/// The premise's "never rotate the key" is needed: the full fix with a key rotated after any
+/// error (unknown outcomes included) has a small counterexample, a layer's retry under the new key.
+#[test]
+fn breaks_full_fix_with_key_rotated_after_unknown_outcome() {
+    let minimal = counterexample(
+        |s| {
+            policy::full_fix(s);
+            s.refunds_service.rotate_key = KeyRotation::AfterError;
+        },
+        40,
+    );
+    let v = check_case(&minimal).expect_err("the shrunk case still fails");
+    let n = minimal.scenario.arrivals.tickets.len();
+    assert!(n <= 3, "shrunk to {n} tickets");
+    eprintln!(
+        "--- full fix, key rotated after errors: {v} with {n} ticket(s), stack {:?}\n{}",
+        minimal.scenario.stack,
+        v.story.join("\n")
+    );
+}
+
+#[test]
+fn covers_layers_the_worlds_draw_retry_and_proxy_layers_and_aborts() {
+    let mut r = TestRunner::new_with_rng(
+        Config::default(),
+        TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]),
+    );
+    let strategy = world();
+    let (mut retry, mut proxy, mut abort, mut timeouts) = (0, 0, 0, 0);
+    for _ in 0..256 {
+        let sc = strategy.new_tree(&mut r).unwrap().current().scenario;
+        let kinds: Vec<LayerKind> = sc.layers.values().map(|l| l.kind).collect();
+        retry += usize::from(kinds.contains(&LayerKind::Retry));
+        proxy += usize::from(kinds.contains(&LayerKind::Proxy));
+        abort += usize::from(
+            sc.executor.cancellation == Cancellation::AbortInFlight
+                || sc
+                    .layers
+                    .values()
+                    .any(|l| l.cancellation == Cancellation::AbortInFlight),
+        );
+        timeouts += usize::from(sc.layers.values().any(|l| l.per_try_timeout.is_some()));
+    }
+    eprintln!("of 256 worlds: {retry} with a retry layer, {proxy} with a proxy, {abort} with an abort, {timeouts} with a per-try timeout");
+    assert!(retry > 0 && proxy > 0 && abort > 0 && timeouts > 0);
 }
 
 proptest! {

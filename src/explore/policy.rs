@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use crate::scenario::{AppliesTo, KeyMode, LatencyDist, OnTimeout, Scenario};
+use crate::scenario::{
+    AppliesTo, Cancellation, KeyMode, KeyRotation, LatencyDist, OnTimeout, Scenario,
+};
 
 /// The incident: no key, timeout reported as an error, retry once on any tool, compliant model,
 /// no drift. Leaves the world's timeout, pool and faults as generated.
@@ -50,15 +52,52 @@ pub fn pool_resize_only(s: &mut Scenario) {
 /// The full fix as the property's premise: per-ticket key, probe on timeout, retries only for
 /// idempotent tools (a compliant model, no drift), and humans who check the dashboard and the
 /// service's status before a manual refund and pick up no sooner than 10 minutes.
+///
+/// On the layered call path (DESIGN §1b) the claim is that **one per-ticket key, carried
+/// unchanged through every layer, makes every retry of every layer safe**. The premise says
+/// what that takes, and no more:
+///
+/// - **The key is never rotated**: `rotate_key: never` and no `new_nonce_after_error`. Writing a
+///   new key after an error whose outcome is unknown (a 502, a 409, an abort) makes the next try a
+///   new refund (the `key-rotated-on-unknown` recipe), so a rotating service does not carry "one
+///   key per ticket".
+/// - **No `abort_in_flight` cancellation** at the executor or at any added layer (it becomes
+///   `queued_only`, which still drops work that has not reached Stripe). The fix's status probe
+///   reads the service's ledger; an abort rolls the ledger back while Stripe may still commit,
+///   so the probe answers "no refund was made" for a refund that exists (the `abort-in-flight`
+///   recipe): the fix would then tell the model a false failure and hand humans a ticket whose
+///   status is wrong, which is not the fix's design.
+/// - Everything else on the path is left as the world drew it: added `retry` and `proxy`
+///   layers with any `max_retries`, `retry_on`, backoff, budget, `per_try_timeout` and
+///   `on_timeout` (a framework retry layer keeps `applies_to: any_tool`: the key, not a filter,
+///   is what makes its retries safe), and the SDK's `key` and `retry_dropped_connection`: the
+///   service always sends its per-ticket key, which the SDK reuses on every try whatever those
+///   say, so they do not weaken the claim and the property checks that they do not.
 pub fn full_fix(s: &mut Scenario) {
     incident(s);
     s.refunds_service.idempotency_key = KeyMode::PerTicket;
+    s.refunds_service.rotate_key = KeyRotation::Never;
+    s.refunds_service.new_nonce_after_error = false;
+    no_abort_in_flight(s);
     s.executor.on_timeout = OnTimeout::ProbeStatus;
     s.agent.retry.applies_to = AppliesTo::IdempotentTools;
     s.humans.enabled = true;
     s.humans.check_probability = 1.0;
     s.humans.check_service_status = true;
     median_at_least(&mut s.humans.pickup_delay, Duration::from_secs(600));
+}
+
+/// Replaces every `abort_in_flight` cancellation (executor and added layers) by `queued_only`.
+fn no_abort_in_flight(s: &mut Scenario) {
+    let downgrade = |c: &mut Cancellation| {
+        if *c == Cancellation::AbortInFlight {
+            *c = Cancellation::QueuedOnly;
+        }
+    };
+    downgrade(&mut s.executor.cancellation);
+    for l in s.layers.values_mut() {
+        downgrade(&mut l.cancellation);
+    }
 }
 
 /// Raises `d` so that its median is at least `floor`: a lognormal's `p50` (and `p99` with it), an

@@ -6,9 +6,10 @@ use std::time::Duration;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 
-use super::strategy::Case;
+use super::strategy::{layer_draw, layer_json, layer_names, Case, LayerDraw};
 use super::{check_case, Violation};
-use crate::scenario::{default_expect, Scenario, TicketSpec, TieBreakConfig};
+use crate::scenario::layers::{tries_per_tool_call, MAX_TRIES_PER_TOOL_CALL};
+use crate::scenario::{default_expect, stack_of, RetryLayer, Scenario, TicketSpec, TieBreakConfig};
 
 /// Options of one exploration.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,8 +53,13 @@ pub enum Outcome {
 /// 60 s (often at the same instant) with amounts of $1–$500 and charges 1–4× the amount; Stripe latencies from 1–4
 /// choices among its p50, its p99, the executor timeout, ±1 ms around it, or 10 ms–40 s; a pool
 /// of 1 up to the scenario's size; background load from 0 up to the scenario's rate; each fault
-/// at the scenario's probability, off, or up to 0.5; and a tie-break seed. Everything else — the
-/// policy under test — is kept.
+/// at the scenario's probability, off, or up to 0.5; a tie-break seed; and, each with probability
+/// 0.35 (shrinking toward none), an added framework `retry` layer under `model_retry` and a
+/// `proxy` layer above `refunds_service` (knobs as in [`super::strategy::world`], except that
+/// an added layer cancels as the scenario's executor does: cancellation is the deployment's
+/// choice, part of the policy under test). A layer whose name the scenario already uses, or
+/// that would take the stack past [`MAX_TRIES_PER_TOOL_CALL`], is not added. Everything else —
+/// the policy under test — is kept.
 pub fn perturbed(base: &Scenario, epsilon: Duration) -> impl Strategy<Value = Case> {
     let base = base.clone();
     let timeout = base.executor.timeout.as_millis() as u64;
@@ -82,8 +88,12 @@ pub fn perturbed(base: &Scenario, epsilon: Duration) -> impl Strategy<Value = Ca
             fault(f.lock_timeout),
         ),
         any::<u64>(),
+        (
+            prop::option::weighted(0.35, layer_draw()),
+            prop::option::weighted(0.35, layer_draw()),
+        ),
     )
-        .prop_map(move |(tickets, lat, pool, bg, faults, tie)| {
+        .prop_map(move |(tickets, lat, pool, bg, faults, tie, added)| {
             let mut s = base.clone();
             s.name = format!("{}-explored", base.name);
             s.horizon = Duration::from_secs(120);
@@ -110,8 +120,46 @@ pub fn perturbed(base: &Scenario, epsilon: Duration) -> impl Strategy<Value = Ca
             s.reconciliation.enabled = false;
             s.tie_break = Some(TieBreakConfig::new(tie, epsilon));
             s.expect = default_expect();
+            if let Some(d) = &added.0 {
+                add_layer(&mut s, layer_names::FRAMEWORK, "retry", d, &lat);
+            }
+            if let Some(d) = &added.1 {
+                add_layer(&mut s, layer_names::PROXY, "proxy", d, &lat);
+            }
             Case { scenario: s }
         })
+}
+
+/// Adds a layer `name` of `kind` to `s`: a `retry` layer right under `model_retry`, a `proxy`
+/// right above `refunds_service`. Skipped when `s` already has a layer of that name or the
+/// stack's retries would multiply past [`MAX_TRIES_PER_TOOL_CALL`].
+fn add_layer(s: &mut Scenario, name: &str, kind: &str, d: &LayerDraw, lat_ms: &[u64]) {
+    if s.layers.contains_key(name) {
+        return;
+    }
+    let mut layer: RetryLayer =
+        serde_json::from_value(layer_json(kind, d, lat_ms)).expect("a drawn layer is valid");
+    layer.cancellation = s.executor.cancellation;
+    let mut stack = stack_of(s);
+    let at = if kind == "retry" {
+        stack
+            .iter()
+            .position(|n| n == "model_retry")
+            .map_or(0, |i| i + 1)
+    } else {
+        stack
+            .iter()
+            .position(|n| n == "refunds_service")
+            .unwrap_or(stack.len())
+    };
+    let before = (s.layers.clone(), s.stack.clone(), s.schema_version);
+    s.layers.insert(name.to_string(), layer);
+    stack.insert(at, name.to_string());
+    s.stack = Some(stack);
+    s.schema_version = s.schema_version.max(2);
+    if tries_per_tool_call(s) > MAX_TRIES_PER_TOOL_CALL {
+        (s.layers, s.stack, s.schema_version) = before;
+    }
 }
 
 /// Searches `base` (with any policy already applied) for a safety violation. `on_case` is called

@@ -18,6 +18,14 @@ use serde_json::json;
 
 use crate::scenario::{load_str, Scenario, TieBreakConfig};
 
+/// Names of the added layers a generated world may have.
+pub mod layer_names {
+    /// The framework retry layer, between `model_retry` and `executor`.
+    pub const FRAMEWORK: &str = "framework_retry";
+    /// The proxy layer, between `executor` and `refunds_service`.
+    pub const PROXY: &str = "sidecar";
+}
+
 /// One generated case: a scenario (recorded tickets, explicit knobs) run under a seeded tie-break.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Case {
@@ -131,8 +139,125 @@ fn swarm() -> impl Strategy<Value = Swarm> {
         })
 }
 
+/// Every `retry_on` class, in the file format's spelling.
+const RETRY_ON: [&str; 8] = [
+    "reset",
+    "connect-failure",
+    "5xx",
+    "gateway-error",
+    "retriable-4xx",
+    "429",
+    "timeout",
+    "pool-exhausted",
+];
+
+/// One added layer's knobs. Its `per_try_timeout` is one of the world's Stripe latencies
+/// (picked by index) plus −1, 0 or +1 ms, so per-try timeouts fire at, just before and just
+/// after a response.
+#[derive(Clone, Debug)]
+pub(crate) struct LayerDraw {
+    max_retries: u32,
+    per_try_timeout: Option<(prop::sample::Index, i64)>,
+    retry_on: Option<Vec<&'static str>>,
+    backoff: (&'static str, u64, &'static str),
+    budget: Option<(f64, u32)>,
+    on_timeout_unknown: bool,
+    cancellation: &'static str,
+}
+
+fn cancellation() -> impl Strategy<Value = &'static str> {
+    prop_oneof![
+        2 => Just("none"),
+        1 => Just("queued_only"),
+        1 => Just("abort_in_flight"),
+    ]
+}
+
+pub(crate) fn layer_draw() -> impl Strategy<Value = LayerDraw> {
+    (
+        0u32..=2,
+        prop::option::weighted(0.7, (any::<prop::sample::Index>(), -1i64..=1)),
+        prop::option::of(prop::sample::subsequence(
+            RETRY_ON.to_vec(),
+            0..=RETRY_ON.len(),
+        )),
+        (
+            prop_oneof![Just("constant"), Just("exponential")],
+            0u64..=200,
+            prop_oneof![Just("none"), Just("full"), Just("equal")],
+        ),
+        prop::option::weighted(0.2, (0.0f64..=100.0, 0u32..=3)),
+        any::<bool>(),
+        cancellation(),
+    )
+        .prop_map(|(r, t, on, b, budget, unknown, c)| LayerDraw {
+            max_retries: r,
+            per_try_timeout: t,
+            retry_on: on,
+            backoff: b,
+            budget,
+            on_timeout_unknown: unknown,
+            cancellation: c,
+        })
+}
+
+/// The call path's added layers and the knobs below and around them, drawn per case. Each
+/// added layer is an `Option` that shrinks toward `None` (no layer).
+#[derive(Clone, Debug)]
+struct StackDraw {
+    framework: Option<LayerDraw>,
+    proxy: Option<LayerDraw>,
+    executor_cancellation: &'static str,
+    sdk_key: &'static str,
+    dropped_connection: &'static str,
+}
+
+fn stack_draw() -> impl Strategy<Value = StackDraw> {
+    (
+        prop::option::weighted(0.35, layer_draw()),
+        prop::option::weighted(0.35, layer_draw()),
+        cancellation(),
+        prop_oneof![Just("reuse"), Just("new_per_retry"), Just("none")],
+        prop_oneof![Just("off"), Just("without_key"), Just("with_key")],
+    )
+        .prop_map(|(f, p, c, k, d)| StackDraw {
+            framework: f,
+            proxy: p,
+            executor_cancellation: c,
+            sdk_key: k,
+            dropped_connection: d,
+        })
+}
+
+pub(crate) fn layer_json(kind: &str, d: &LayerDraw, lat: &[u64]) -> serde_json::Value {
+    let mut v = json!({
+        "kind": kind,
+        "max_retries": d.max_retries,
+        "backoff": {"kind": d.backoff.0, "base": ms(d.backoff.1), "jitter": d.backoff.2},
+        "on_timeout": if d.on_timeout_unknown {"unknown"} else {"error"},
+        "cancellation": d.cancellation,
+    });
+    if let Some((i, off)) = &d.per_try_timeout {
+        let l = lat[i.index(lat.len())] as i64;
+        v["per_try_timeout"] = json!(ms((l + off).max(1) as u64));
+    }
+    if let Some(on) = &d.retry_on {
+        v["retry_on"] = json!(on);
+    }
+    if let Some((pct, min)) = d.budget {
+        v["budget"] = json!({"budget_percent": pct, "min_retry_concurrency": min});
+    }
+    v
+}
+
 /// Builds the scenario file text of a case, so every generated world is a valid, loadable file.
-fn build(tickets: &[(u64, u64, u64)], timeout_ms: u64, lat: &[u64], s: &Swarm) -> Scenario {
+fn build(
+    tickets: &[(u64, u64, u64)],
+    timeout_ms: u64,
+    lat: &[u64],
+    s: &Swarm,
+    st: &StackDraw,
+) -> Scenario {
     let tickets: Vec<_> = tickets
         .iter()
         .enumerate()
@@ -149,11 +274,14 @@ fn build(tickets: &[(u64, u64, u64)], timeout_ms: u64, lat: &[u64], s: &Swarm) -
                   "retry": {"applies_to": if s.idempotent_only {"idempotent_tools"} else {"any_tool"}}},
         "executor": {"timeout": ms(timeout_ms),
                      "on_timeout": if s.probe {"probe_status"} else {"report_error"},
-                     "probe_interval": "500ms", "probe_max_wait": "60s"},
+                     "probe_interval": "500ms", "probe_max_wait": "60s",
+                     "cancellation": st.executor_cancellation},
         "refunds_service": {"pool_size": s.pool, "idempotency_key": s.key,
                             "deadline_propagation": s.deadline_propagation,
                             "stripe_client": {"max_network_retries": if s.sdk_retries {2} else {0},
-                                              "timeout": ms(s.sdk_timeout_ms.unwrap_or(80_000))}},
+                                              "timeout": ms(s.sdk_timeout_ms.unwrap_or(80_000)),
+                                              "key": st.sdk_key,
+                                              "retry_dropped_connection": st.dropped_connection}},
         "stripe": {"latency_choices": lat.iter().map(|&l| ms(l)).collect::<Vec<_>>(),
                    "faults": {"error_500_after_commit": s.e500.unwrap_or(0.0),
                               "response_lost_after_commit": s.lost.unwrap_or(0.0),
@@ -172,6 +300,21 @@ fn build(tickets: &[(u64, u64, u64)], timeout_ms: u64, lat: &[u64], s: &Swarm) -
     if s.exec_retry {
         v["executor"]["retry"] = json!({});
     }
+    if st.framework.is_some() || st.proxy.is_some() {
+        let mut stack = vec!["model_retry"];
+        if let Some(d) = &st.framework {
+            v["layers"][layer_names::FRAMEWORK] = layer_json("retry", d, lat);
+            stack.push(layer_names::FRAMEWORK);
+        }
+        stack.push("executor");
+        if let Some(d) = &st.proxy {
+            v["layers"][layer_names::PROXY] = layer_json("proxy", d, lat);
+            stack.push(layer_names::PROXY);
+        }
+        stack.extend(["refunds_service", "sdk"]);
+        v["schema_version"] = json!(2);
+        v["stack"] = json!(stack);
+    }
     load_str(&v.to_string(), "generated").expect("generated worlds are valid scenarios")
 }
 
@@ -182,15 +325,26 @@ fn build(tickets: &[(u64, u64, u64)], timeout_ms: u64, lat: &[u64], s: &Swarm) -
 /// commit, response lost after commit, 429 `lock_timeout`; 409s arise from overlapping requests);
 /// every key mode; probe on or off; an executor retry layer; deadline propagation; humans who
 /// check first with probability 0, ½ or 1; and a tie-break seed with ε of 0–50 ms.
+///
+/// The call path may also have added layers (each with probability 0.35, shrinking toward no
+/// layer): a framework `retry` layer ([`layer_names::FRAMEWORK`]) between `model_retry` and
+/// `executor`, and a `proxy` layer ([`layer_names::PROXY`]) between `executor` and
+/// `refunds_service`. Each has 0–2 retries, often a `per_try_timeout` at one of the world's
+/// Stripe latencies or 1 ms either side, the kind's default `retry_on` or any subset of the
+/// classes, a constant or exponential backoff from 0–200 ms with any jitter, sometimes a retry
+/// budget, `on_timeout` `error` or `unknown`, and any `cancellation`. The executor's
+/// `cancellation` and the SDK's `key` (`reuse`, `new_per_retry`, `none`) and
+/// `retry_dropped_connection` (`off`, `without_key`, `with_key`) are drawn too.
 pub fn world() -> impl Strategy<Value = Case> {
     (
         prop::collection::vec(ticket(), bounds::TICKETS),
         bounds::TIMEOUT_MS,
         swarm(),
+        stack_draw(),
     )
-        .prop_flat_map(|(tickets, timeout, s)| {
+        .prop_flat_map(|(tickets, timeout, s, st)| {
             latencies(timeout).prop_map(move |lat| Case {
-                scenario: build(&tickets, timeout, &lat, &s),
+                scenario: build(&tickets, timeout, &lat, &s, &st),
             })
         })
 }
