@@ -34,6 +34,7 @@
 #![warn(missing_docs)]
 
 pub mod check;
+pub mod error;
 pub mod explore;
 pub mod gate;
 pub mod history;

@@ -2,6 +2,7 @@
 //! property every case is checked against, an exhaustive depth-first mode for tiny worlds, and
 //! the `refundsim explore` driver with shrinking to a minimal scenario.
 
+pub mod cli;
 pub mod exhaustive;
 pub mod policy;
 pub mod search;
@@ -15,6 +16,7 @@ use crate::run::{run, run_on, RunOutput};
 use crate::scenario::Scenario;
 use crate::sim::Sim;
 
+pub use cli::{cli_run, CliError, CliOptions, CliOutcome};
 pub use strategy::Case;
 
 /// The invariants the safety property covers: DESIGN §3 minus truthfulness (which the fix
