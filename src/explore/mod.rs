@@ -10,7 +10,7 @@ pub mod strategy;
 
 use std::fmt;
 
-use crate::check::INVARIANTS;
+use crate::invariants::INVARIANTS;
 use crate::report::story;
 use crate::run::{run, run_on, RunOutput};
 use crate::scenario::Scenario;
@@ -31,7 +31,7 @@ pub const SAFETY: &[&str] = &[
 /// A broken safety invariant in one run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Violation {
-    /// Invariant name (see [`crate::check::INVARIANTS`]).
+    /// Invariant name (see [`crate::invariants::INVARIANTS`]).
     pub invariant: String,
     /// First offending ticket, if the invariant is per ticket.
     pub ticket: Option<u64>,

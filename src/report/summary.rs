@@ -3,8 +3,8 @@
 use std::fmt::Write;
 use std::time::SystemTime;
 
-use crate::check::Percentiles;
 use crate::history::clock_time;
+use crate::invariants::Percentiles;
 use crate::run::RunReport;
 use crate::sim::SimTime;
 
