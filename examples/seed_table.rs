@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use refundsim::check::Metrics;
+use refundsim::invariants::Metrics;
 use refundsim::run::run;
 use refundsim::scenario::{load, Scenario};
 

@@ -30,13 +30,14 @@
 //!
 //! Modules follow the data flow: [`scenario`] (load, validate, patch) → [`model`] (components,
 //! wired by [`model::simulate`]) on the [`sim`] engine → [`history`] (events, JSONL trace) →
-//! [`check`] (invariants and metrics) → [`run`] and [`report`] (what the CLI prints).
+//! [`invariants`] (invariants and metrics) → [`run`] and [`report`] (what the CLI prints).
 #![warn(missing_docs)]
 
-pub mod check;
+pub mod error;
 pub mod explore;
 pub mod gate;
 pub mod history;
+pub mod invariants;
 pub mod lint;
 pub mod model;
 pub mod output;
@@ -44,3 +45,21 @@ pub mod report;
 pub mod run;
 pub mod scenario;
 pub mod sim;
+
+/// The old name of [`invariants`], kept so `refundsim::check::…` paths still compile.
+#[deprecated(since = "0.1.0", note = "renamed to `refundsim::invariants`")]
+#[doc(hidden)]
+pub mod check {
+    pub use crate::invariants::*;
+}
+
+#[cfg(test)]
+mod check_alias {
+    #[test]
+    #[allow(deprecated)]
+    fn the_old_path_names_the_same_items() {
+        let m: crate::check::Metrics = crate::invariants::Metrics::default();
+        assert_eq!(crate::check::INVARIANTS, crate::invariants::INVARIANTS);
+        assert_eq!(m.tickets, 0);
+    }
+}

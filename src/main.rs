@@ -5,14 +5,12 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::bail;
 use clap::{Parser, Subcommand};
 
+use refundsim::explore;
 use refundsim::gate;
-use refundsim::history::write_trace;
 use refundsim::lint;
-use refundsim::report::{story, summary};
-use refundsim::run::{run as run_scenario, Invocation};
+use refundsim::report;
 use refundsim::scenario;
 
 /// Deterministic virtual-time simulator of duplicate refunds from retried tool calls.
@@ -188,6 +186,8 @@ fn main() -> ExitCode {
                 eprintln!("error: {ge}");
             } else if let Some(le) = e.downcast_ref::<lint::LintError>() {
                 eprintln!("error: {le}");
+            } else if let Some(xe) = e.downcast_ref::<refundsim::error::CliError>() {
+                eprintln!("error: {xe}");
             } else {
                 eprintln!("error: {e:#}");
             }
@@ -221,71 +221,17 @@ fn display(p: &Path) -> String {
 }
 
 fn cmd_run(a: RunArgs) -> anyhow::Result<ExitCode> {
-    let sc = scenario::load(&a.scenario, &a.policies, &a.sets)?;
-    let origin = sc
-        .clock_origin
-        .as_deref()
-        .and_then(|s| humantime::parse_rfc3339(s).ok());
-    let seed = a.seed.unwrap_or(sc.seed);
-    let how = Invocation {
-        scenario_path: display(&a.scenario),
-        policies: a.policies.iter().map(|p| display(p)).collect(),
-        sets: a.sets.clone(),
-    };
-    let out = run_scenario(&sc, seed, &how);
-    let story_lines = match a.ticket {
-        Some(t) => {
-            let lines = story(&out.history, t, origin);
-            if lines.is_empty() {
-                bail!(
-                    "--ticket {t}: no such ticket in this run (it opened {} tickets; duplicated ones are listed in the summary)",
-                    out.report.metrics.tickets
-                );
-            }
-            Some(lines)
-        }
-        None => None,
-    };
-    if let Some(path) = &a.trace {
-        let inputs = std::iter::once(&a.scenario).chain(a.policies.iter());
-        if let Some(input) = inputs
-            .into_iter()
-            .find(|i| refundsim::output::same_file(path, i))
-        {
-            bail!(
-                "--trace {}: is the input {}; choose another file",
-                display(path),
-                display(input)
-            );
-        }
-        refundsim::output::write_whole(path, |w| write_trace(w, &out.history.events, origin))
-            .map_err(|e| anyhow::anyhow!("--trace {}: {e}", display(path)))?;
-    }
-    let mut stdout = std::io::stdout().lock();
-    if a.json {
-        let mut v = serde_json::to_value(&out.report)?;
-        if let (Some(lines), Some(obj)) = (&story_lines, v.as_object_mut()) {
-            obj.insert("story".into(), serde_json::json!(lines));
-        }
-        writeln!(stdout, "{}", serde_json::to_string_pretty(&v)?)?;
-    } else {
-        write!(
-            stdout,
-            "{}",
-            summary(&out.report, origin, sc.reconciliation.enabled)
-        )?;
-        if let Some(lines) = &story_lines {
-            writeln!(stdout, "\nticket {}:", a.ticket.unwrap_or(0))?;
-            for l in lines {
-                writeln!(stdout, "{l}")?;
-            }
-        }
-    }
-    Ok(if out.report.expectations_met {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    let outcome = report::cli_run(&report::cli::CliOptions {
+        scenario: a.scenario,
+        seed: a.seed,
+        policies: a.policies,
+        sets: a.sets,
+        json: a.json,
+        trace: a.trace,
+        ticket: a.ticket,
+    })?;
+    write!(std::io::stdout().lock(), "{}", outcome.stdout)?;
+    Ok(exit(outcome.expectations_met))
 }
 
 fn exit(ok: bool) -> ExitCode {
@@ -305,36 +251,11 @@ fn print_json(v: &impl serde::Serialize) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Refuses an output path that is one of the inputs (or a `.json` file inside an input directory).
-fn refuse_overwriting_inputs(flag: &str, out: &Path, inputs: &[&PathBuf]) -> anyhow::Result<()> {
-    for input in inputs {
-        let in_dir = input.is_dir()
-            && out.extension().is_some_and(|e| e == "json")
-            && out.parent().is_some_and(|d| {
-                refundsim::output::same_file(
-                    if d.as_os_str().is_empty() {
-                        Path::new(".")
-                    } else {
-                        d
-                    },
-                    input,
-                )
-            });
-        if refundsim::output::same_file(out, input) || in_dir {
-            bail!(
-                "{flag} {}: would overwrite the input {}; choose another file",
-                display(out),
-                display(input)
-            );
-        }
-    }
-    Ok(())
-}
-
 fn cmd_check(a: CheckArgs) -> anyhow::Result<ExitCode> {
     if let Some(path) = &a.junit {
         let inputs: Vec<&PathBuf> = a.scenarios.iter().chain(a.policies.iter()).collect();
-        refuse_overwriting_inputs("--junit", path, &inputs)?;
+        refundsim::output::refuse_overwriting_inputs("--junit", path, &inputs)
+            .map_err(anyhow::Error::msg)?;
     }
     let opts = gate::CheckOptions {
         scenarios: a.scenarios,
@@ -389,126 +310,37 @@ fn cmd_lint(a: LintArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn cmd_explore(a: ExploreArgs) -> anyhow::Result<ExitCode> {
-    use refundsim::explore::{exhaustive::exhaustive, search};
-    let mut sc = scenario::load(&a.scenario, &a.policies, &a.sets)?;
-    if a.exhaustive {
-        if sc.arrivals.tickets.is_empty() || sc.arrivals.tickets.len() > 3 {
-            bail!(
-                "{}: --exhaustive needs a tiny world: 1 to 3 recorded tickets in arrivals.tickets (this one has {})",
-                display(&a.scenario),
-                sc.arrivals.tickets.len()
-            );
-        }
-        if sc.tie_break.is_none() || a.epsilon > std::time::Duration::ZERO {
-            sc.tie_break = Some(scenario::TieBreakConfig::new(0, a.epsilon));
-        }
-        let r = exhaustive(&sc, a.max_schedules);
-        println!(
-            "schedules checked: {}{}",
-            r.schedules,
-            if r.complete { " (all)" } else { "" }
-        );
-        return Ok(match r.first_violation {
-            None => {
-                println!(
-                    "no violation{}",
-                    if r.complete {
-                        ""
-                    } else {
-                        " (stopped at --max-schedules)"
-                    }
-                );
-                ExitCode::SUCCESS
-            }
-            Some((v, choices)) => {
-                println!("violation: {v}\nchoices: {choices:?}");
-                for l in &v.story {
-                    println!("{l}");
-                }
-                ExitCode::from(1)
-            }
-        });
-    }
-    let out = a
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("{}-minimal.json", file_stem_of(&sc.name))));
-    let inputs: Vec<&PathBuf> = std::iter::once(&a.scenario)
-        .chain(a.policies.iter())
-        .collect();
-    refuse_overwriting_inputs("--out", &out, &inputs)?;
-    match out.parent() {
-        Some(d) if !d.as_os_str().is_empty() && !d.is_dir() => {
-            bail!(
-                "--out {}: directory {} does not exist",
-                display(&out),
-                display(d)
-            )
-        }
-        _ if out.is_dir() => bail!(
-            "--out {}: is a directory; expected a file path",
-            display(&out)
-        ),
-        _ => {}
-    }
-    let opts = search::ExploreOptions {
+    let opts = explore::CliOptions {
+        scenario: a.scenario,
+        policies: a.policies,
+        sets: a.sets,
         cases: a.cases,
         seed: a.seed,
         epsilon: a.epsilon,
+        exhaustive: a.exhaustive,
+        max_schedules: a.max_schedules,
+        out: a.out,
     };
-    let bar = indicatif::ProgressBar::new(u64::from(a.cases));
+    let bar = std::cell::OnceCell::new();
+    let outcome = explore::cli_run(&opts, || bar.get_or_init(|| progress_bar(a.cases)).inc(1));
+    if let Some(bar) = bar.get() {
+        bar.finish_and_clear();
+    }
+    let outcome = outcome?;
+    print!("{outcome}");
+    Ok(exit(!outcome.found_violation()))
+}
+
+/// The `explore` progress bar on stderr, drawn from the first case on.
+fn progress_bar(cases: u32) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(u64::from(cases));
     bar.set_style(
         indicatif::ProgressStyle::with_template(
             "{spinner} explore {pos} runs (cases and shrinking) {elapsed}",
         )
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
     );
-    let outcome = search::explore(&sc, &opts, || bar.inc(1));
-    bar.finish_and_clear();
-    match outcome {
-        search::Outcome::NotFound { cases } => {
-            println!("no violation in {cases} cases (seed {})", a.seed);
-            Ok(ExitCode::SUCCESS)
-        }
-        search::Outcome::Found { minimal, violation } => {
-            let text = serde_json::to_string_pretty(&*minimal)? + "\n";
-            refundsim::gate::write_atomically(&out, &text)
-                .map_err(|e| anyhow::anyhow!("--out {}: {e}", display(&out)))?;
-            println!(
-                "violation: {violation} with {} ticket(s)",
-                violation.tickets
-            );
-            for l in &violation.story {
-                println!("{l}");
-            }
-            println!("minimal scenario: {}", display(&out));
-            println!(
-                "replay: refundsim run {}",
-                refundsim::run::quote(&display(&out))
-            );
-            Ok(ExitCode::from(1))
-        }
-    }
-}
-
-/// A file-name stem from a scenario name: letters, digits, `-` and `_` only (never a path).
-fn file_stem_of(name: &str) -> String {
-    let stem: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    let stem = stem.trim_start_matches(['-', '_']).to_string();
-    if stem.is_empty() {
-        "explore".into()
-    } else {
-        stem
-    }
+    bar
 }
 
 /// `--epsilon`: a humantime duration of at most 60 s (a near-tie, not a reordering of minutes).

@@ -84,6 +84,37 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
     matches!((fs::canonicalize(a), fs::canonicalize(b)), (Ok(x), Ok(y)) if x == y)
 }
 
+/// Refuses an output path that is one of the inputs (or a `.json` file inside an input
+/// directory). The error is one line naming `flag`.
+pub fn refuse_overwriting_inputs(
+    flag: &str,
+    out: &Path,
+    inputs: &[&PathBuf],
+) -> Result<(), String> {
+    for input in inputs {
+        let in_dir = input.is_dir()
+            && out.extension().is_some_and(|e| e == "json")
+            && out.parent().is_some_and(|d| {
+                same_file(
+                    if d.as_os_str().is_empty() {
+                        Path::new(".")
+                    } else {
+                        d
+                    },
+                    input,
+                )
+            });
+        if same_file(out, input) || in_dir {
+            return Err(format!(
+                "{flag} {}: would overwrite the input {}; choose another file",
+                out.display(),
+                input.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,8 +2,8 @@
 
 use serde::Serialize;
 
-use crate::check::{evaluate, expectations, ExpectationResult, Metrics};
 use crate::history::History;
+use crate::invariants::{evaluate, expectations, ExpectationResult, Metrics};
 use crate::model::simulate_on;
 use crate::scenario::Scenario;
 use crate::sim::{Seeded, Sim, SimTime, Streams};

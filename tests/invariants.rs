@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use refundsim::check::Metrics;
+use refundsim::invariants::Metrics;
 use refundsim::run::run;
 use refundsim::scenario::{load, load_str};
 

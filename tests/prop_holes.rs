@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
-use refundsim::check::Metrics;
 use refundsim::history::{EventKind, Outcome};
+use refundsim::invariants::Metrics;
 use refundsim::run::{run, RunOutput};
 use refundsim::scenario::load;
 

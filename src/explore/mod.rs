@@ -2,6 +2,7 @@
 //! property every case is checked against, an exhaustive depth-first mode for tiny worlds, and
 //! the `refundsim explore` driver with shrinking to a minimal scenario.
 
+pub mod cli;
 pub mod exhaustive;
 pub mod policy;
 pub mod search;
@@ -9,12 +10,13 @@ pub mod strategy;
 
 use std::fmt;
 
-use crate::check::INVARIANTS;
+use crate::invariants::INVARIANTS;
 use crate::report::story;
 use crate::run::{run, run_on, RunOutput};
 use crate::scenario::Scenario;
 use crate::sim::Sim;
 
+pub use cli::{cli_run, CliError, CliOptions, CliOutcome};
 pub use strategy::Case;
 
 /// The invariants the safety property covers: DESIGN §3 minus truthfulness (which the fix
@@ -29,7 +31,7 @@ pub const SAFETY: &[&str] = &[
 /// A broken safety invariant in one run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Violation {
-    /// Invariant name (see [`crate::check::INVARIANTS`]).
+    /// Invariant name (see [`crate::invariants::INVARIANTS`]).
     pub invariant: String,
     /// First offending ticket, if the invariant is per ticket.
     pub ticket: Option<u64>,

@@ -242,7 +242,7 @@ mod tests {
             schema_version: crate::run::REPORT_SCHEMA_VERSION,
             scenario: "t".into(),
             seed,
-            metrics: crate::check::Metrics {
+            metrics: crate::invariants::Metrics {
                 duplicate_refund_tickets: duplicates,
                 conservation_violations: conservation,
                 ..Default::default()

@@ -80,23 +80,7 @@ fn line(
             outcome,
             refund_id,
             ..
-        } => format!(
-            "stripe: POST /v1/refunds for {} → {} {outcome}{}",
-            match (e.call, sdk_tries.get(&call)) {
-                (Some(_), Some(n)) if *n > 0 => format!("call #{call} (sdk try {})", n + 1),
-                (Some(_), _) => format!("call #{call}"),
-                (None, _) => "the manual refund".into(),
-            },
-            if *status == 0 {
-                "no response,".to_string()
-            } else {
-                status.to_string()
-            },
-            refund_id
-                .as_ref()
-                .map(|r| format!(" {r}"))
-                .unwrap_or_default()
-        ),
+        } => stripe_response(e, sdk_tries, *status, outcome, refund_id.as_deref()),
         EventKind::RefundCreated {
             refund_id,
             amount_cents,
@@ -114,24 +98,11 @@ fn line(
                 dollars(*amount_cents)
             )
         }
-        EventKind::ExecutorTimeout { after_ns, action } => match action.as_str() {
-            "probe_status" => format!(
-                "tool_executor: timeout after {}ms, probing refund status",
-                after_ns / 1_000_000
-            ),
-            _ => format!(
-                "tool_executor: timeout after {}ms, injecting error result",
-                after_ns / 1_000_000
-            ),
-        },
+        EventKind::ExecutorTimeout { after_ns, action } => executor_timeout(*after_ns, action),
         EventKind::Probe { status } => format!(
             "tool_executor: get_status(ticket={}) → {}",
             e.ticket.unwrap_or(0),
-            match status {
-                TicketStatus::None => "none".to_string(),
-                TicketStatus::Pending => "pending".to_string(),
-                TicketStatus::Refunded { refund_id } => format!("refunded {refund_id}"),
-            }
+            probe_status(status)
         ),
         EventKind::ToolResult { outcome, shown, .. } => {
             let tag = match outcome {
@@ -149,11 +120,7 @@ fn line(
             ..
         } => format!(
             "[async, arrives after executor gave up] refunds-service response for the {which}: {}",
-            match (ok, refund_id, error) {
-                (true, Some(id), _) => format!("{{ status: \"refunded\", refund_id: \"{id}\" }}"),
-                (_, _, Some(err)) => format!("{{ error: \"{err}\" }}"),
-                _ => "{}".into(),
-            }
+            late_body(*ok, refund_id.as_deref(), error.as_deref())
         ),
         EventKind::ModelDecision { text, decision } => match decision {
             Decision::Retry | Decision::Escalate => format!("model: \"{text}\""),
@@ -192,6 +159,61 @@ fn line(
         } => "human: re-ran the refund tool through the refunds service".into(),
         _ => return None,
     })
+}
+
+/// `stripe: POST /v1/refunds for call #N (sdk try K) → STATUS OUTCOME [REFUND]`.
+fn stripe_response(
+    e: &Event,
+    sdk_tries: &BTreeMap<u64, u32>,
+    status: u16,
+    outcome: &str,
+    refund_id: Option<&str>,
+) -> String {
+    let call = e.call.unwrap_or(0);
+    let whose = match (e.call, sdk_tries.get(&call)) {
+        (Some(_), Some(n)) if *n > 0 => format!("call #{call} (sdk try {})", n + 1),
+        (Some(_), _) => format!("call #{call}"),
+        (None, _) => "the manual refund".into(),
+    };
+    let status = if status == 0 {
+        "no response,".to_string()
+    } else {
+        status.to_string()
+    };
+    let refund = refund_id.map(|r| format!(" {r}")).unwrap_or_default();
+    format!("stripe: POST /v1/refunds for {whose} → {status} {outcome}{refund}")
+}
+
+/// What the executor does when its timeout fires: probe, or inject an error result.
+fn executor_timeout(after_ns: u64, action: &str) -> String {
+    match action {
+        "probe_status" => format!(
+            "tool_executor: timeout after {}ms, probing refund status",
+            after_ns / 1_000_000
+        ),
+        _ => format!(
+            "tool_executor: timeout after {}ms, injecting error result",
+            after_ns / 1_000_000
+        ),
+    }
+}
+
+/// `get_status`'s answer as the log shows it.
+fn probe_status(status: &TicketStatus) -> String {
+    match status {
+        TicketStatus::None => "none".to_string(),
+        TicketStatus::Pending => "pending".to_string(),
+        TicketStatus::Refunded { refund_id } => format!("refunded {refund_id}"),
+    }
+}
+
+/// The body of a late refunds-service response, JSON-like.
+fn late_body(ok: bool, refund_id: Option<&str>, error: Option<&str>) -> String {
+    match (ok, refund_id, error) {
+        (true, Some(id), _) => format!("{{ status: \"refunded\", refund_id: \"{id}\" }}"),
+        (_, _, Some(err)) => format!("{{ error: \"{err}\" }}"),
+        _ => "{}".into(),
+    }
 }
 
 /// Lines of `ticket`'s story, each `HH:MM:SS.mmm  text` from `origin`. Empty when the ticket

@@ -3,8 +3,8 @@
 use std::fmt::Write;
 use std::time::SystemTime;
 
-use crate::check::Percentiles;
 use crate::history::clock_time;
+use crate::invariants::{Metrics, Percentiles};
 use crate::run::RunReport;
 use crate::sim::SimTime;
 
@@ -39,46 +39,68 @@ fn bound(min: Option<f64>, max: Option<f64>) -> String {
     }
 }
 
+/// The summary's lines: a key padded to 42 columns, then its value.
+struct Rows(String);
+
+impl Rows {
+    fn row(&mut self, k: &str, v: String) {
+        let _ = writeln!(self.0, "  {k:<42} {v}");
+    }
+}
+
 /// Renders `r` as the aligned text summary printed by `refundsim run`. `origin` is the scenario's
 /// clock origin (for alert times); `recon_enabled` says whether reconciliation ran.
 pub fn summary(r: &RunReport, origin: Option<SystemTime>, recon_enabled: bool) -> String {
     let m = &r.metrics;
-    let mut s = String::new();
-    let mut row = |k: &str, v: String| {
-        let _ = writeln!(s, "  {k:<42} {v}");
-    };
-    row("scenario", format!("{} (seed {})", r.scenario, r.seed));
-    row("tickets", m.tickets.to_string());
-    row("tool calls", m.tool_calls.to_string());
-    row("executor timeouts", m.executor_timeouts.to_string());
-    row("retries", m.retries.to_string());
-    row(
+    let mut rows = Rows(String::new());
+    rows.row("scenario", format!("{} (seed {})", r.scenario, r.seed));
+    counts(&mut rows, m);
+    stripe_and_latency(&mut rows, m);
+    rows.row("reconciliation", reconciliation(m, origin, recon_enabled));
+    verdicts(&mut rows, r);
+    where_to_look(&mut rows, r);
+    rows.0
+}
+
+/// Tickets, calls, retries and what became of the money.
+fn counts(rows: &mut Rows, m: &Metrics) {
+    rows.row("tickets", m.tickets.to_string());
+    rows.row("tool calls", m.tool_calls.to_string());
+    rows.row("executor timeouts", m.executor_timeouts.to_string());
+    rows.row("retries", m.retries.to_string());
+    rows.row(
         "escalations",
         format!("{} (manual refunds {})", m.escalations, m.manual_refunds),
     );
-    row("refunds created", m.refunds_created.to_string());
+    rows.row("refunds created", m.refunds_created.to_string());
+    rows.row("duplicate-refund tickets", duplicates(m));
+    rows.row("extra refunds", m.extra_refunds.to_string());
+    rows.row("over-refund", dollars(m.over_refund_cents));
+    rows.row("lost refunds", m.lost_refunds.to_string());
+    rows.row("false failures", m.false_failures.to_string());
+}
+
+/// Duplicated tickets, by arrival phase when there are any.
+fn duplicates(m: &Metrics) -> String {
     let phases: Vec<String> = m
         .duplicates_by_phase
         .iter()
         .map(|(p, n)| format!("{p} {n}"))
         .collect();
-    row(
-        "duplicate-refund tickets",
-        if phases.is_empty() {
-            m.duplicate_refund_tickets.to_string()
-        } else {
-            format!(
-                "{} (by phase: {})",
-                m.duplicate_refund_tickets,
-                phases.join(", ")
-            )
-        },
-    );
-    row("extra refunds", m.extra_refunds.to_string());
-    row("over-refund", dollars(m.over_refund_cents));
-    row("lost refunds", m.lost_refunds.to_string());
-    row("false failures", m.false_failures.to_string());
-    row(
+    if phases.is_empty() {
+        m.duplicate_refund_tickets.to_string()
+    } else {
+        format!(
+            "{} (by phase: {})",
+            m.duplicate_refund_tickets,
+            phases.join(", ")
+        )
+    }
+}
+
+/// Stripe's answers, latency percentiles and the pool's deepest queue.
+fn stripe_and_latency(rows: &mut Rows, m: &Metrics) {
+    rows.row(
         "stripe",
         format!(
             "replays {} · 409 {} · 400 {} · 429 {} · 5xx {} · no response {}",
@@ -90,29 +112,35 @@ pub fn summary(r: &RunReport, origin: Option<SystemTime>, recon_enabled: bool) -
             m.stripe_no_response
         ),
     );
-    row("tool-call latency", pct(&m.latency.tool_call));
-    row("pool wait", pct(&m.latency.pool_wait));
-    row("stripe latency", pct(&m.latency.stripe));
-    row("max pool queue depth", m.max_pool_queue_depth.to_string());
-    row(
-        "reconciliation",
-        match (recon_enabled, m.first_alert_ns) {
-            (false, _) => "off (no alert possible)".into(),
-            (true, None) => "on, no alert".into(),
-            (true, Some(at)) => format!(
-                "first alert at {} ({} tickets flagged in all; longest time from duplicate to alert {})",
-                clock_time(origin, SimTime::from_nanos(at)),
-                m.reconciliation_alerts,
-                humantime::format_duration(
-                    SimTime::from_nanos(
-                        m.max_time_to_alert_ns.unwrap_or(0) / 1_000_000_000 * 1_000_000_000
-                    )
-                    .as_duration()
+    rows.row("tool-call latency", pct(&m.latency.tool_call));
+    rows.row("pool wait", pct(&m.latency.pool_wait));
+    rows.row("stripe latency", pct(&m.latency.stripe));
+    rows.row("max pool queue depth", m.max_pool_queue_depth.to_string());
+}
+
+/// Whether reconciliation ran and, if it alerted, when first and how late at worst (whole
+/// seconds).
+fn reconciliation(m: &Metrics, origin: Option<SystemTime>, recon_enabled: bool) -> String {
+    match (recon_enabled, m.first_alert_ns) {
+        (false, _) => "off (no alert possible)".into(),
+        (true, None) => "on, no alert".into(),
+        (true, Some(at)) => format!(
+            "first alert at {} ({} tickets flagged in all; longest time from duplicate to alert {})",
+            clock_time(origin, SimTime::from_nanos(at)),
+            m.reconciliation_alerts,
+            humantime::format_duration(
+                SimTime::from_nanos(
+                    m.max_time_to_alert_ns.unwrap_or(0) / 1_000_000_000 * 1_000_000_000
                 )
-            ),
-        },
-    );
-    for inv in &m.invariants {
+                .as_duration()
+            )
+        ),
+    }
+}
+
+/// Each invariant, then each `expect` bound, with its verdict.
+fn verdicts(rows: &mut Rows, r: &RunReport) {
+    for inv in &r.metrics.invariants {
         let v = if inv.holds {
             "holds".to_string()
         } else {
@@ -124,10 +152,10 @@ pub fn summary(r: &RunReport, origin: Option<SystemTime>, recon_enabled: bool) -
                     .unwrap_or_default()
             )
         };
-        row(&format!("invariant {}", inv.name), v);
+        rows.row(&format!("invariant {}", inv.name), v);
     }
     for e in &r.expectations {
-        row(
+        rows.row(
             &format!("expect {}", e.metric),
             format!(
                 "{} {} ({})",
@@ -137,33 +165,42 @@ pub fn summary(r: &RunReport, origin: Option<SystemTime>, recon_enabled: bool) -
             ),
         );
     }
+}
+
+/// The first duplicated and incident-shaped tickets, the replay command, and how to print one
+/// ticket's story.
+fn where_to_look(rows: &mut Rows, r: &RunReport) {
+    let m = &r.metrics;
     if !m.duplicated_ticket_ids.is_empty() {
-        let ids: Vec<String> = m
-            .duplicated_ticket_ids
-            .iter()
-            .take(LISTED_DUPLICATES)
-            .map(u64::to_string)
-            .collect();
-        row("first duplicated tickets", ids.join(" "));
+        rows.row(
+            "first duplicated tickets",
+            first_ids(&m.duplicated_ticket_ids),
+        );
     }
     if !r.incident_shaped_tickets.is_empty() {
-        let ids: Vec<String> = r
-            .incident_shaped_tickets
-            .iter()
-            .take(LISTED_DUPLICATES)
-            .map(u64::to_string)
-            .collect();
-        row("incident-shaped tickets", ids.join(" "));
+        rows.row(
+            "incident-shaped tickets",
+            first_ids(&r.incident_shaped_tickets),
+        );
     }
-    row("replay", r.replay.clone());
+    rows.row("replay", r.replay.clone());
     if let Some(t) = r
         .incident_shaped_tickets
         .first()
         .or(m.duplicated_ticket_ids.first())
     {
-        row("one ticket's story", format!("{} --ticket {t}", r.replay));
+        rows.row("one ticket's story", format!("{} --ticket {t}", r.replay));
     }
-    s
+}
+
+/// The first [`LISTED_DUPLICATES`] ids, space-separated.
+fn first_ids(ids: &[u64]) -> String {
+    let ids: Vec<String> = ids
+        .iter()
+        .take(LISTED_DUPLICATES)
+        .map(u64::to_string)
+        .collect();
+    ids.join(" ")
 }
 
 #[cfg(test)]

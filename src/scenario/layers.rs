@@ -373,21 +373,7 @@ pub fn layers_at(s: &Scenario, position: Position) -> Vec<(&str, &RetryLayer)> {
 /// `executor` and `refunds_service` (the two places refundsim models so far); every entry of
 /// `layers` is in the stack; each layer's fields are in range.
 pub fn validate_layers(s: &Scenario) -> Check {
-    if s.schema_version < 2 && (!s.layers.is_empty() || s.stack.is_some()) {
-        let field = if s.layers.is_empty() {
-            "stack"
-        } else {
-            "layers"
-        };
-        return fail(
-            field,
-            format!(
-                "`{field}` needs schema_version 2; expected `\"schema_version\": 2` (or no \
-                 schema_version) in a file with layers, got schema_version {}",
-                s.schema_version
-            ),
-        );
-    }
+    needs_schema_2(s)?;
     for (name, layer) in &s.layers {
         validate_layer(&format!("layers.{name}"), name, layer)?;
     }
@@ -403,6 +389,38 @@ pub fn validate_layers(s: &Scenario) -> Check {
         );
     }
     let stack = stack_of(s);
+    validate_stack(s, &stack)?;
+    if let Some(name) = s.layers.keys().find(|n| !stack.contains(n)) {
+        return fail(
+            format!("layers.{name}"),
+            format!("layer {name:?} is not in `stack`; expected its name in `stack` where it sits"),
+        );
+    }
+    Ok(())
+}
+
+/// `layers` and `stack` need schema version 2.
+fn needs_schema_2(s: &Scenario) -> Check {
+    if s.schema_version < 2 && (!s.layers.is_empty() || s.stack.is_some()) {
+        let field = if s.layers.is_empty() {
+            "stack"
+        } else {
+            "layers"
+        };
+        return fail(
+            field,
+            format!(
+                "`{field}` needs schema_version 2; expected `\"schema_version\": 2` (or no \
+                 schema_version) in a file with layers, got schema_version {}",
+                s.schema_version
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// The built-in layers once each and in order, then each added layer's place in `stack`.
+fn validate_stack(s: &Scenario, stack: &[String]) -> Check {
     let built_in: Vec<&str> = stack
         .iter()
         .map(String::as_str)
@@ -418,6 +436,13 @@ pub fn validate_layers(s: &Scenario) -> Check {
             ),
         );
     }
+    added_layers_placed(s, stack)
+}
+
+/// Each added layer in `stack`: defined in `layers`, listed once, and in a place its kind may
+/// take (a `run_retry` above `model_retry`; `retry`/`proxy` between `model_retry` and
+/// `refunds_service`; only a `proxy` after `sdk`).
+fn added_layers_placed(s: &Scenario, stack: &[String]) -> Check {
     let top = stack.iter().position(|n| n == "model_retry").unwrap_or(0);
     let service = stack
         .iter()
@@ -485,12 +510,6 @@ pub fn validate_layers(s: &Scenario) -> Check {
                 ),
             );
         }
-    }
-    if let Some(name) = s.layers.keys().find(|n| !stack.contains(n)) {
-        return fail(
-            format!("layers.{name}"),
-            format!("layer {name:?} is not in `stack`; expected its name in `stack` where it sits"),
-        );
     }
     Ok(())
 }

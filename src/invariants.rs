@@ -149,23 +149,68 @@ struct TicketFacts {
     escalated: bool,
 }
 
+/// What one pass over the history gathers: the counters that need no second look, each ticket's
+/// facts, and the raw material of the structural and latency checks.
+#[derive(Default)]
+struct Tally {
+    m: Metrics,
+    tickets: BTreeMap<u64, TicketFacts>,
+    /// Per service call: (requests, responses).
+    service_calls: BTreeMap<u64, (u32, u32)>,
+    tool_lat: Vec<u64>,
+    pool_lat: Vec<u64>,
+    stripe_lat: Vec<u64>,
+    acquires: u64,
+    releases: u64,
+    /// (ticket, attempt) of every tool result reported as a failure.
+    fails: Vec<(u64, u32)>,
+}
+
 /// Computes every metric and invariant from `history` and the model gauges.
 pub fn evaluate(history: &History, gauges: &ModelGauges) -> Metrics {
-    let mut m = Metrics::default();
-    let mut t: BTreeMap<u64, TicketFacts> = BTreeMap::new();
-    let mut service_calls: BTreeMap<u64, (u32, u32)> = BTreeMap::new();
-    let (mut tool_lat, mut pool_lat, mut stripe_lat) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut acquires, mut releases) = (0u64, 0u64);
-    let mut fails: Vec<(u64, u32)> = Vec::new();
-    for Event {
-        t_ns,
-        ticket,
-        attempt,
-        call,
-        kind,
-    } in &history.events
-    {
-        let facts = ticket.map(|id| t.entry(id).or_default());
+    let mut tally = Tally::default();
+    for e in &history.events {
+        tally.record(e);
+    }
+    let Tally {
+        mut m,
+        tickets,
+        service_calls,
+        tool_lat,
+        pool_lat,
+        stripe_lat,
+        acquires,
+        releases,
+        fails,
+    } = tally;
+    let mut inv = Invariants::default();
+    per_ticket_verdicts(&mut m, &mut inv, &tickets);
+    false_failures(&mut m, &mut inv, &tickets, fails);
+    let pool_leak = acquires != releases || gauges.pool_acquired != gauges.pool_released;
+    structural_conservation(&mut m, &mut inv, &service_calls, pool_leak, gauges);
+    m.max_pool_queue_depth = u64::from(gauges.max_pool_queue_depth);
+    m.latency = Latencies {
+        tool_call: Percentiles::of(tool_lat),
+        pool_wait: Percentiles::of(pool_lat),
+        stripe: Percentiles::of(stripe_lat),
+    };
+    m.invariants = inv.finish();
+    m
+}
+
+impl Tally {
+    /// Counts one event and files it under its ticket (every event with a ticket opens the
+    /// ticket's facts, even one that adds nothing to them).
+    fn record(&mut self, e: &Event) {
+        let Event {
+            t_ns,
+            ticket,
+            attempt,
+            call,
+            kind,
+        } = e;
+        let m = &mut self.m;
+        let facts = ticket.map(|id| self.tickets.entry(id).or_default());
         match kind {
             EventKind::TicketOpened {
                 amount_cents,
@@ -189,43 +234,35 @@ pub fn evaluate(history: &History, gauges: &ModelGauges) -> Metrics {
                     *f.tool_results.entry(*a).or_default() += 1;
                     f.final_ok = *outcome == Outcome::Ok;
                     if *outcome == Outcome::Fail {
-                        fails.push((ticket.unwrap_or(0), *a));
+                        self.fails.push((ticket.unwrap_or(0), *a));
                     }
                 }
             }
             EventKind::ServiceRequest { .. } => {
-                service_calls.entry(call.unwrap_or(0)).or_default().0 += 1;
+                self.service_calls.entry(call.unwrap_or(0)).or_default().0 += 1;
             }
             EventKind::ServiceResponse { latency_ns, .. } => {
-                service_calls.entry(call.unwrap_or(0)).or_default().1 += 1;
-                tool_lat.push(*latency_ns);
+                self.service_calls.entry(call.unwrap_or(0)).or_default().1 += 1;
+                self.tool_lat.push(*latency_ns);
             }
             EventKind::PoolAcquire { waited_ns } => {
-                acquires += 1;
-                pool_lat.push(*waited_ns);
+                self.acquires += 1;
+                self.pool_lat.push(*waited_ns);
             }
-            EventKind::PoolTimeout { waited_ns } => pool_lat.push(*waited_ns),
-            EventKind::PoolRelease => releases += 1,
+            EventKind::PoolTimeout { waited_ns } => self.pool_lat.push(*waited_ns),
+            EventKind::PoolRelease => self.releases += 1,
             EventKind::StripeResponse {
                 status,
                 outcome,
                 latency_ns,
                 refund_id,
             } => {
-                stripe_lat.push(*latency_ns);
+                self.stripe_lat.push(*latency_ns);
                 // A 200 with a refund (new or replayed) means this attempt's refund exists.
                 if let (Some(f), Some(a), 200, Some(_)) = (facts, attempt, *status, refund_id) {
                     f.refunded_attempts.insert(*a);
                 }
-                match (*status, outcome.as_str()) {
-                    (200, "replayed") => m.stripe_replays += 1,
-                    (409, _) => m.stripe_409 += 1,
-                    (400, _) => m.stripe_400 += 1,
-                    (429, _) => m.stripe_429 += 1,
-                    (s, _) if s >= 500 => m.stripe_500 += 1,
-                    (0, _) => m.stripe_no_response += 1,
-                    _ => {}
-                }
+                count_stripe_status(m, *status, outcome);
             }
             EventKind::RefundCreated {
                 amount_cents,
@@ -264,19 +301,44 @@ pub fn evaluate(history: &History, gauges: &ModelGauges) -> Metrics {
             EventKind::ReconciliationAlert {
                 tickets,
                 duplicate_at_ns,
-            } => {
-                m.reconciliation_alerts += tickets.len() as u64;
-                m.first_alert_ns.get_or_insert(t_ns.as_nanos());
-                for d in duplicate_at_ns {
-                    let lag = t_ns.as_nanos().saturating_sub(*d);
-                    m.max_time_to_alert_ns = Some(m.max_time_to_alert_ns.unwrap_or(0).max(lag));
-                }
-            }
+            } => count_alert(m, *t_ns, tickets.len(), duplicate_at_ns),
             _ => {}
         }
     }
-    let mut inv = Invariants::default();
-    for (&id, f) in &t {
+}
+
+/// Stripe's answer by status: replays, 409, 400, 429, 5xx, and no response at all.
+fn count_stripe_status(m: &mut Metrics, status: u16, outcome: &str) {
+    match (status, outcome) {
+        (200, "replayed") => m.stripe_replays += 1,
+        (409, _) => m.stripe_409 += 1,
+        (400, _) => m.stripe_400 += 1,
+        (429, _) => m.stripe_429 += 1,
+        (s, _) if s >= 500 => m.stripe_500 += 1,
+        (0, _) => m.stripe_no_response += 1,
+        _ => {}
+    }
+}
+
+/// A reconciliation alert: the tickets it names, the first alert, and the longest lag from a
+/// duplicate to its alert.
+fn count_alert(m: &mut Metrics, at: SimTime, tickets: usize, duplicate_at_ns: &[u64]) {
+    m.reconciliation_alerts += tickets as u64;
+    m.first_alert_ns.get_or_insert(at.as_nanos());
+    for d in duplicate_at_ns {
+        let lag = at.as_nanos().saturating_sub(*d);
+        m.max_time_to_alert_ns = Some(m.max_time_to_alert_ns.unwrap_or(0).max(lag));
+    }
+}
+
+/// Duplicates, over-refunds, lost refunds and per-ticket conservation, ticket by ticket in id
+/// order.
+fn per_ticket_verdicts(
+    m: &mut Metrics,
+    inv: &mut Invariants,
+    tickets: &BTreeMap<u64, TicketFacts>,
+) {
+    for (&id, f) in tickets {
         let n = f.refunds.len() as u64;
         if n > 1 {
             m.duplicate_refund_tickets += 1;
@@ -305,33 +367,45 @@ pub fn evaluate(history: &History, gauges: &ModelGauges) -> Metrics {
             inv.hit("conservation", id);
         }
     }
+}
+
+/// Tool results reported as failures although that attempt's refund exists.
+fn false_failures(
+    m: &mut Metrics,
+    inv: &mut Invariants,
+    tickets: &BTreeMap<u64, TicketFacts>,
+    fails: Vec<(u64, u32)>,
+) {
     for (ticket, attempt) in fails {
-        if t.get(&ticket)
+        if tickets
+            .get(&ticket)
             .is_some_and(|f| f.refunded_attempts.contains(&attempt))
         {
             m.false_failures += 1;
             inv.hit("truthful_tool_results", ticket);
         }
     }
+}
+
+/// Conservation beyond tickets: service calls without exactly one response, a pool that leaked
+/// a connection, and Stripe requests still in flight at the end.
+fn structural_conservation(
+    m: &mut Metrics,
+    inv: &mut Invariants,
+    service_calls: &BTreeMap<u64, (u32, u32)>,
+    pool_leak: bool,
+    gauges: &ModelGauges,
+) {
     let unanswered = service_calls
         .values()
         .filter(|(req, resp)| *req != 1 || *resp != 1)
         .count() as u64;
-    let pool_leak = u64::from(acquires != releases || gauges.pool_acquired != gauges.pool_released);
     let stripe_open = gauges.stripe_in_flight as u64;
-    let structural = unanswered + pool_leak + stripe_open;
+    let structural = unanswered + u64::from(pool_leak) + stripe_open;
     if structural > 0 {
         m.conservation_violations += structural;
         inv.count("conservation", structural);
     }
-    m.max_pool_queue_depth = u64::from(gauges.max_pool_queue_depth);
-    m.latency = Latencies {
-        tool_call: Percentiles::of(tool_lat),
-        pool_wait: Percentiles::of(pool_lat),
-        stripe: Percentiles::of(stripe_lat),
-    };
-    m.invariants = inv.finish();
-    m
 }
 
 #[derive(Default)]

@@ -1,0 +1,60 @@
+//! `agent` and `tools`: the tool the agent calls, and the retry caps of every layer that retries.
+
+use super::{at_most_cents, at_most_retries, MAX_CENTS, MAX_DURATION};
+use crate::scenario::config::Scenario;
+use crate::scenario::rules::{at_most, fail, latency, probability, Check};
+
+/// `tools` is not empty; every retry count (agent, executor, SDK) is capped; the amount drift is
+/// capped; `agent.tool` names a tool; think time, overhead and retry probabilities — in that
+/// order.
+pub(super) fn validate(s: &Scenario) -> Check {
+    let agent = &s.agent;
+    if s.tools.is_empty() {
+        return fail(
+            "tools",
+            format!(
+                "empty list; expected at least the tool agent.tool names ({:?})",
+                agent.tool
+            ),
+        );
+    }
+    retry_caps(s)?;
+    if !s.tools.iter().any(|t| t.name == agent.tool) {
+        let names: Vec<&str> = s.tools.iter().map(|t| t.name.as_str()).collect();
+        return fail(
+            "agent.tool",
+            format!(
+                "invalid value: expected the name of a tool in `tools` ({}), got {:?}",
+                names.join(", "),
+                agent.tool
+            ),
+        );
+    }
+    latency("agent.think_time", &agent.think_time)?;
+    at_most("agent.call_overhead", agent.call_overhead, MAX_DURATION)?;
+    probability("agent.retry.compliance", agent.retry.compliance)?;
+    probability(
+        "agent.retry.amount_drift_probability",
+        agent.retry.amount_drift_probability,
+    )
+}
+
+/// Retry counts of the agent, the executor and the Stripe SDK, then the agent's amount drift.
+fn retry_caps(s: &Scenario) -> Check {
+    let agent = &s.agent;
+    at_most_retries("agent.retry.max_retries", agent.retry.max_retries)?;
+    if let Some(r) = &s.executor.retry {
+        at_most_retries("executor.retry.max_retries", r.max_retries)?;
+    }
+    at_most_retries(
+        "refunds_service.stripe_client.max_network_retries",
+        s.refunds_service.stripe_client.max_network_retries,
+    )?;
+    if agent.retry.amount_drift_cents.unsigned_abs() > MAX_CENTS {
+        at_most_cents(
+            "agent.retry.amount_drift_cents",
+            agent.retry.amount_drift_cents.unsigned_abs(),
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,22 @@
+//! `humans` and `reconciliation`: the people and the job that catch a duplicate afterwards.
+
+use super::MIN_RECONCILIATION_INTERVAL;
+use crate::scenario::config::Scenario;
+use crate::scenario::rules::{fail, fmt_d, latency, positive, probability, Check};
+
+/// Pickup delay and check probability, then the reconciliation interval (at least 1 s).
+pub(super) fn validate(s: &Scenario) -> Check {
+    latency("humans.pickup_delay", &s.humans.pickup_delay)?;
+    probability("humans.check_probability", s.humans.check_probability)?;
+    positive("reconciliation.interval", s.reconciliation.interval)?;
+    if s.reconciliation.interval < MIN_RECONCILIATION_INTERVAL {
+        return fail(
+            "reconciliation.interval",
+            format!(
+                "invalid value: expected at least 1s, got {}",
+                fmt_d(s.reconciliation.interval)
+            ),
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,24 @@
+//! `refunds_service`: its connection pool, overhead and Stripe client timeout.
+
+use super::{at_most_retries, MAX_DURATION};
+use crate::scenario::config::RefundsService;
+use crate::scenario::rules::{at_least_one, at_most, positive, Check};
+
+/// Pool size, acquire retries, backoff and timeout, overhead, then the Stripe client's timeout.
+pub(super) fn validate(svc: &RefundsService) -> Check {
+    at_least_one("refunds_service.pool_size", u64::from(svc.pool_size))?;
+    at_most_retries("refunds_service.acquire_retries", svc.acquire_retries)?;
+    at_most(
+        "refunds_service.acquire_retry_backoff",
+        svc.acquire_retry_backoff,
+        MAX_DURATION,
+    )?;
+    if let Some(t) = svc.acquire_timeout {
+        positive("refunds_service.acquire_timeout", t)?;
+    }
+    at_most("refunds_service.overhead", svc.overhead, MAX_DURATION)?;
+    positive(
+        "refunds_service.stripe_client.timeout",
+        svc.stripe_client.timeout,
+    )
+}

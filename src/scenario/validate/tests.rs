@@ -1,0 +1,225 @@
+//! Tests of [`super::validate`]: each rule names the field at fault.
+
+use super::*;
+use crate::scenario::load_str;
+use crate::scenario::test_support::{rejects, with, MINIMAL};
+
+#[test]
+fn defaults_pass_validation() {
+    let s = load_str(MINIMAL, "x.json").unwrap();
+    assert_eq!(validate(&s), Ok(()));
+    for metric in s.expect.keys() {
+        assert!(
+            METRICS.contains(&metric.as_str()),
+            "default expect names unknown metric {metric}"
+        );
+    }
+}
+
+#[test]
+fn zero_retention_and_zero_acquire_timeout_are_rejected() {
+    rejects(
+        r#"{"name":"t","horizon":"1h","arrivals":{"schedule":[{"duration":"1m","rate_per_s":1}]},"stripe":{"idempotency_key_retention":"0s"}}"#,
+        &[
+            "stripe.idempotency_key_retention",
+            "expected a duration > 0",
+        ],
+    );
+    rejects(
+        r#"{"name":"t","horizon":"1h","arrivals":{"schedule":[{"duration":"1m","rate_per_s":1}]},"refunds_service":{"acquire_timeout":"0s"}}"#,
+        &["refunds_service.acquire_timeout", "expected a duration > 0"],
+    );
+}
+
+#[test]
+fn empty_schedule_is_rejected() {
+    rejects(
+        r#"{"name":"t","horizon":"1h","arrivals":{}}"#,
+        &[
+            "x.json:1:",
+            "arrivals.schedule",
+            "empty schedule",
+            "expected",
+        ],
+    );
+    rejects(
+        r#"{"name":"t","horizon":"1h","arrivals":{"schedule":[]}}"#,
+        &["arrivals.schedule: empty schedule"],
+    );
+}
+
+#[test]
+fn explicit_tickets_replace_schedule() {
+    let text = r#"{"name":"t","horizon":"1h","arrivals":{"tickets":[
+            {"id":1,"opened_at":"1s","amount_cents":100,"charge_amount_cents":100}]}}"#;
+    assert!(load_str(text, "x.json").is_ok());
+}
+
+#[test]
+fn rates_that_would_not_finish() {
+    rejects(
+        &with(r#"{"arrivals":{"schedule":[{"duration":"1h","rate_per_s":1000}]}}"#),
+        &["arrivals.schedule", "would not finish", "3600000", "200000"],
+    );
+    rejects(
+        &with(r#"{"horizon":"30d","background_load":{"rate_per_s":10000}}"#),
+        &["background_load.rate_per_s", "would not finish"],
+    );
+    rejects(
+        &with(r#"{"arrivals":{"schedule":[{"duration":"1m","rate_per_s":-1}]}}"#),
+        &[
+            "arrivals.schedule.0.rate_per_s",
+            "expected a finite number ≥ 0, got -1",
+        ],
+    );
+    // A long schedule is fine: arrivals stop at the horizon.
+    let ok = with(
+        r#"{"horizon":"10m","arrivals":{"schedule":[{"duration":"10m","rate_per_s":1},{"duration":"300d","rate_per_s":1000}]}}"#,
+    );
+    assert!(load_str(&ok, "x.json").is_ok());
+}
+
+#[test]
+fn horizon_bounds() {
+    rejects(
+        &with(r#"{"horizon":"0s"}"#),
+        &[
+            "horizon",
+            "expected a duration > 0 and at most 30 days",
+            "got 0s",
+        ],
+    );
+    rejects(
+        &with(r#"{"horizon":"31days"}"#),
+        &["horizon", "at most 30 days", "got 31d"],
+    );
+    assert!(load_str(&with(r#"{"horizon":"30d"}"#), "x.json").is_ok());
+}
+
+#[test]
+fn ticket_rules() {
+    let t = |tickets: &str| with(&format!(r#"{{"arrivals":{{"tickets":{tickets}}}}}"#));
+    rejects(
+        &t(r#"[{"id":1,"opened_at":"2h","amount_cents":100,"charge_amount_cents":100}]"#),
+        &[
+            "arrivals.tickets.0.opened_at",
+            "at or before the horizon (1h)",
+            "2h",
+        ],
+    );
+    rejects(
+        &t(
+            r#"[{"id":1,"opened_at":"1s","amount_cents":100,"charge_amount_cents":100},
+                   {"id":1,"opened_at":"2s","amount_cents":100,"charge_amount_cents":100}]"#,
+        ),
+        &["arrivals.tickets.1.id", "unique ticket id"],
+    );
+    rejects(
+        &t(r#"[{"id":1,"opened_at":"1s","amount_cents":0,"charge_amount_cents":100}]"#),
+        &["arrivals.tickets.0.amount_cents", "≥ 1, got 0"],
+    );
+    rejects(
+        &t(r#"[{"id":1,"opened_at":"1s","amount_cents":500,"charge_amount_cents":100}]"#),
+        &[
+            "arrivals.tickets.0.charge_amount_cents",
+            "expected ≥ amount_cents (500), got 100",
+        ],
+    );
+}
+
+#[test]
+fn agent_tool_must_be_defined() {
+    rejects(
+        &with(r#"{"agent":{"tool":"refund_it"}}"#),
+        &["agent.tool", "issue_refund", "\"refund_it\""],
+    );
+    let text = with(r#"{"tools":[{"name":"refund_v2","annotations":{"idempotentHint":true}}]}"#);
+    rejects(
+        &text,
+        &[
+            "agent.tool",
+            "expected the name of a tool in `tools` (refund_v2)",
+        ],
+    );
+    let ok = with(r#"{"agent":{"tool":"refund_v2"},"tools":[{"name":"refund_v2"}]}"#);
+    assert!(load_str(&ok, "x.json").is_ok());
+}
+
+#[test]
+fn clock_origin_must_be_rfc3339() {
+    rejects(
+        &with(r#"{"clock_origin":"yesterday at 4"}"#),
+        &["clock_origin", "RFC 3339", "2024-05-14T16:00:00Z"],
+    );
+    assert!(load_str(
+        &with(r#"{"clock_origin":"2024-05-14T16:00:00Z"}"#),
+        "x.json"
+    )
+    .is_ok());
+}
+
+#[test]
+fn expect_keys_and_bounds() {
+    rejects(
+        &with(r#"{"expect":{"duplicates":{"max":0}}}"#),
+        &[
+            "expect.duplicates",
+            "unknown metric",
+            "duplicate_refund_tickets",
+        ],
+    );
+    rejects(
+        &with(r#"{"expect":{"tickets":{"min":5,"max":1}}}"#),
+        &["expect.tickets", "min ≤ max"],
+    );
+    rejects(
+        &with(r#"{"expect":{"tickets":{"mn":5}}}"#),
+        &["expect.tickets.mn", "unknown field"],
+    );
+}
+
+mod limits {
+    use crate::scenario::test_support::rejects;
+
+    const BASE: &str =
+        r#""name":"t","horizon":"1h","arrivals":{"schedule":[{"duration":"1m","rate_per_s":1}]}"#;
+
+    #[test]
+    fn caps_that_keep_runs_finite_and_sums_exact() {
+        let with = |extra: &str| format!("{{{BASE},{extra}}}");
+        rejects(
+            &with(r#""agent":{"retry":{"max_retries":100000}}"#),
+            &["agent.retry.max_retries", "at most 100"],
+        );
+        rejects(
+            &with(r#""refunds_service":{"stripe_client":{"max_network_retries":101}}"#),
+            &[
+                "refunds_service.stripe_client.max_network_retries",
+                "at most 100",
+            ],
+        );
+        rejects(
+            &with(r#""reconciliation":{"interval":"10ms"}"#),
+            &["reconciliation.interval", "at least 1s"],
+        );
+        rejects(
+            &with(r#""stripe":{"faults":{"latency_spike_factor":1e308}}"#),
+            &["latency_spike_factor", "from 1 to 1000"],
+        );
+        rejects(
+            &with(
+                r#""background_load":{"rate_per_s":100,"hold":{"p50":"1s","p99":"2s"}},"refunds_service":{"pool_size":8}"#,
+            ),
+            &[
+                "background_load.rate_per_s",
+                "would not finish",
+                "100.0 connections",
+            ],
+        );
+        rejects(&with(r#""tools":[]"#), &["tools", "empty list"]);
+        rejects(
+            r#"{"name":"t","horizon":"1h","arrivals":{"amount":{"p50_cents":100,"p99_cents":18446744073709551615,"min_cents":1,"max_cents":18446744073709551615},"schedule":[{"duration":"1m","rate_per_s":1}]}}"#,
+            &["arrivals.amount", "at most 1000000000000 cents"],
+        );
+    }
+}
