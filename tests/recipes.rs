@@ -190,7 +190,7 @@ fn bad_stacks_are_refused_with_the_field_named() {
         ("schema_version=1", "layers: `layers` needs schema_version 2"),
         ("layers.typo.max_retries=3", "unknown layer \"typo\"; expected one of the layers defined in `layers` (framework_retry)"),
         ("layers.framework_retry.backoff={\"base\":\"10s\",\"max\":\"1s\"}", "layers.framework_retry.backoff.max: invalid value: expected a cap ≥ backoff.base (10s), got 1s"),
-        ("layers.framework_retry={\"kind\":\"proxy\",\"applies_to\":\"idempotent_tools\"}", "layers.framework_retry.applies_to: a proxy knows no tools"),
+        ("layers.framework_retry={\"kind\":\"proxy\",\"applies_to\":\"idempotent_tools\"}", "layers.framework_retry.applies_to: `applies_to` is the tool filter of a framework `retry` layer"),
         ("layers={\"\":{\"kind\":\"retry\"}}", "invalid layer name \"\""),
     ];
     for (set, want) in cases {

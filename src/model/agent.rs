@@ -10,7 +10,7 @@ use super::humans::escalate;
 use super::layers::{self, Via};
 use super::world::{Ids, World};
 use crate::history::{Decision, EventKind, Outcome};
-use crate::scenario::{layers_at, AppliesTo, Position, RetryLayer, RetryOn};
+use crate::scenario::{AppliesTo, Position, ReportTimeout, RetryLayer, RetryOn};
 use crate::sim::{tag, SimTime, StreamRng};
 
 /// A refund ticket.
@@ -63,7 +63,8 @@ pub async fn handle_ticket(w: Rc<World>, t: Ticket) {
         attempt: 0,
         amount: t.amount_cents,
     };
-    let run = layers_at(&w.cfg, Position::AboveModel)
+    let run = w
+        .layers_at(Position::AboveModel)
         .first()
         .map(|(n, l)| (n.to_string(), (*l).clone()));
     let Some((name, layer)) = run else {
@@ -77,7 +78,9 @@ pub async fn handle_ticket(w: Rc<World>, t: Ticket) {
         if n > 0 {
             via.push((name.clone(), n));
         }
-        let step = run_turn(&w, &t, &mut rng, &mut turn, &via, Some(&layer));
+        // On its last try the run layer raises nothing: the failure goes to the model as usual.
+        let raising = (n < layer.retries()).then_some(&layer);
+        let step = run_turn(&w, &t, &mut rng, &mut turn, &via, raising);
         let end = match layer.per_try_timeout {
             Some(limit) => w
                 .sim
@@ -89,7 +92,7 @@ pub async fn handle_ticket(w: Rc<World>, t: Ticket) {
         let class = match &end {
             TurnEnd::Raised { class, .. } => Some(*class),
             TurnEnd::TimedOut => Some(RetryOn::Timeout),
-            TurnEnd::Done | TurnEnd::GaveUp { .. } => None,
+            TurnEnd::Done | TurnEnd::GaveUp { .. } | TurnEnd::RunTimedOut { .. } => None,
         };
         let ids = Ids::attempt(t.id, turn.attempt);
         if matches!(end, TurnEnd::TimedOut) {
@@ -104,6 +107,14 @@ pub async fn handle_ticket(w: Rc<World>, t: Ticket) {
             );
         }
         if !layers::decide(&layer, n, class, &load) {
+            let end = match end {
+                TurnEnd::TimedOut => TurnEnd::RunTimedOut {
+                    after: layer.per_try_timeout.unwrap_or_default(),
+                    unknown: layer.on_timeout == ReportTimeout::Unknown,
+                    name: name.clone(),
+                },
+                other => other,
+            };
             return finish(&w, &t, end).await;
         }
         n += 1;
@@ -145,6 +156,13 @@ enum TurnEnd {
     },
     /// A run-level retry layer's per-try timeout ended the turn.
     TimedOut,
+    /// The run layer's last try timed out: escalated as a failure, or as an unknown outcome with
+    /// `on_timeout: unknown`.
+    RunTimedOut {
+        after: std::time::Duration,
+        unknown: bool,
+        name: String,
+    },
 }
 
 /// Ends a ticket's handling after its last turn: escalates when the model gave up (or when the
@@ -159,6 +177,22 @@ async fn finish(w: &Rc<World>, t: &Ticket, end: TurnEnd) {
             Ids::ticket(t.id),
             Outcome::Info,
             "{ error: \"agent run timed out\" }".to_string(),
+        ),
+        TurnEnd::RunTimedOut {
+            after,
+            unknown,
+            name,
+        } => (
+            Ids::ticket(t.id),
+            if unknown {
+                Outcome::Info
+            } else {
+                Outcome::Fail
+            },
+            format!(
+                "{{ error: \"agent run timed out after {}ms ({name})\" }}",
+                after.as_millis()
+            ),
         ),
     };
     let text = match outcome {

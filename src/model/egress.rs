@@ -15,7 +15,7 @@ use super::layers::{self, Layer, TryEnd, Via};
 use super::stripe::{Body, Delivered, ErrorType, Response, StripeRequest};
 use super::stripe_api::{serve, Caller};
 use super::world::{Ids, World};
-use crate::scenario::{layers_at, Position, ReportTimeout, RequestKey, RetryOn};
+use crate::scenario::{Position, ReportTimeout, RequestKey, RetryOn};
 use crate::sim::SimTime;
 
 /// One request from the SDK to Stripe: what to send and the draw key of its first try.
@@ -57,7 +57,8 @@ fn through(
     depth: usize,
 ) -> Pin<Box<dyn Future<Output = Delivered>>> {
     Box::pin(async move {
-        let Some((name, cfg)) = layers_at(&w.cfg, Position::BeforeProvider)
+        let Some((name, cfg)) = w
+            .layers_at(Position::BeforeProvider)
             .get(depth)
             .map(|(n, l)| (n.to_string(), (*l).clone()))
         else {

@@ -15,7 +15,7 @@ use super::executor::{call_tool, ToolReply};
 use super::layers::{self, Layer, TryEnd, Via};
 use super::world::{Ids, World};
 use crate::history::Outcome;
-use crate::scenario::{layers_at, AppliesTo, Cancellation, Position, ReportTimeout};
+use crate::scenario::{AppliesTo, Cancellation, Position, ReportTimeout};
 use crate::sim::SimTime;
 
 /// The model's tool call `attempt` through the added layers between `model_retry` and
@@ -41,7 +41,8 @@ fn through(
     depth: usize,
 ) -> Pin<Box<dyn Future<Output = ToolReply>>> {
     Box::pin(async move {
-        let found = layers_at(&w.cfg, Position::AroundTool)
+        let found = w
+            .layers_at(Position::AroundTool)
             .get(depth)
             .map(|(n, l)| (n.to_string(), l.applies_to, l.cancellation));
         let Some((name, applies_to, own)) = found else {
@@ -71,8 +72,9 @@ fn through(
                 TryEnd::Answered { value, class }
             }
         };
-        let (layer_name, cfg) = layers_at(&w.cfg, Position::AroundTool)[depth];
-        debug_assert_eq!(layer_name, name);
+        let (layer_name, cfg) = &w.layers_at(Position::AroundTool)[depth];
+        debug_assert_eq!(*layer_name, name);
+        let layer_name = layer_name.as_str();
         let on_timeout = cfg.on_timeout;
         let report = move |after: SimTime| match on_timeout {
             ReportTimeout::Error => ToolReply::layer_timeout(after, layer_name, false),

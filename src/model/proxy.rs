@@ -14,7 +14,7 @@ use super::executor::{send, Outgoing};
 use super::layers::{self, status_class, Layer, TryEnd};
 use super::refunds_service::ServiceResult;
 use super::world::{Ids, World};
-use crate::scenario::{layers_at, Position, ReportTimeout};
+use crate::scenario::{Position, ReportTimeout};
 use crate::sim::SimTime;
 
 /// The path from the executor to the service: through the added layers between `executor` and
@@ -35,7 +35,8 @@ fn through(
     depth: usize,
 ) -> Pin<Box<dyn Future<Output = ServiceResult>>> {
     Box::pin(async move {
-        let Some(name) = layers_at(&w.cfg, Position::BeforeService)
+        let Some(name) = w
+            .layers_at(Position::BeforeService)
             .get(depth)
             .map(|(n, _)| n.to_string())
         else {
@@ -61,7 +62,7 @@ fn through(
                 TryEnd::Answered { value, class }
             }
         };
-        let layer_name = layers_at(&w.cfg, Position::BeforeService)[depth].0;
+        let layer_name = w.layers_at(Position::BeforeService)[depth].0.as_str();
         let on_timeout = cfg.on_timeout;
         let report = move |after: SimTime| {
             let text = format!("upstream request timeout after {after} ({layer_name})");

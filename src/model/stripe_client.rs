@@ -11,9 +11,7 @@ use super::stripe::{Body, Delivered, ErrorType, Origin, RefundParams, Response, 
 use super::stripe_api::{serve, Caller};
 use super::world::{Ids, World};
 use crate::history::EventKind;
-use crate::scenario::{
-    layers_at, DroppedConnectionRetry, Position, RequestKey, SdkKey, StripeClient,
-};
+use crate::scenario::{DroppedConnectionRetry, Position, RequestKey, SdkKey, StripeClient};
 use crate::sim::{race, Either, SimTime};
 
 /// How a logical call ended, as the refunds service sees it.
@@ -121,7 +119,7 @@ pub async fn create_refund(
     let attempt = u64::from(ids.attempt.unwrap_or(0));
     let mut try_no = 0;
     let mut dropped_retry_used = false;
-    let has_egress = !layers_at(&w.cfg, Position::BeforeProvider).is_empty();
+    let has_egress = !w.layers_at(Position::BeforeProvider).is_empty();
     loop {
         let key = key
             .clone()

@@ -7,6 +7,15 @@ use std::sync::Arc;
 use tokio::sync::Semaphore;
 
 use super::layers::LayerLoad;
+use crate::scenario::{layers_at, Position, RetryLayer};
+
+/// The positions an added layer can take, in the order of `World::path`.
+const POSITIONS: [Position; 4] = [
+    Position::AboveModel,
+    Position::AroundTool,
+    Position::BeforeService,
+    Position::BeforeProvider,
+];
 use super::ledger::Ledger;
 use super::stripe::FakeStripe;
 use crate::history::{Event, EventKind, History};
@@ -84,6 +93,8 @@ pub struct World {
     pub stripe: RefCell<FakeStripe>,
     next_call: Cell<u64>,
     layer_loads: RefCell<std::collections::BTreeMap<String, Rc<LayerLoad>>>,
+    /// The added layers at each position of the stack, compiled once per run.
+    path: [Vec<(String, RetryLayer)>; 4],
 }
 
 impl World {
@@ -94,6 +105,12 @@ impl World {
             cfg.stripe.rate_limit_per_s,
         );
         let pool = Arc::new(Semaphore::new(cfg.refunds_service.pool_size as usize));
+        let path = POSITIONS.map(|p| {
+            layers_at(&cfg, p)
+                .into_iter()
+                .map(|(n, l)| (n.to_string(), l.clone()))
+                .collect()
+        });
         Rc::new(World {
             sim,
             cfg,
@@ -105,6 +122,7 @@ impl World {
             stripe: RefCell::new(stripe),
             next_call: Cell::new(1),
             layer_loads: RefCell::default(),
+            path,
         })
     }
 
@@ -129,6 +147,13 @@ impl World {
         let c = self.next_call.get();
         self.next_call.set(c + 1);
         c
+    }
+
+    /// The added layers at `position`, top to bottom, with their names (compiled once per run
+    /// from `stack` and `layers`).
+    pub fn layers_at(&self, position: Position) -> &[(String, RetryLayer)] {
+        let i = POSITIONS.iter().position(|p| *p == position).unwrap_or(0);
+        &self.path[i]
     }
 
     /// The requests and retries in flight through the added layer `name` (for its budget).

@@ -73,7 +73,7 @@ fn line(
             )
         }
         EventKind::RequestDropped => {
-            format!("refunds-service: call #{call} dropped, its caller's deadline passed")
+            format!("refunds-service: call #{call} dropped before reaching Stripe (its caller gave up or its deadline passed)")
         }
         EventKind::StripeResponse {
             status,

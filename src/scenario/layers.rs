@@ -543,10 +543,10 @@ fn validate_layer(path: &str, name: &str, l: &RetryLayer) -> Check {
             ),
         );
     }
-    if l.applies_to != AppliesTo::AnyTool && l.kind == LayerKind::Proxy {
+    if l.applies_to != AppliesTo::AnyTool && l.kind != LayerKind::Retry {
         return fail(
             format!("{path}.applies_to"),
-            "a proxy knows no tools; expected no `applies_to` on a proxy (it is for retry and run_retry layers)",
+            "`applies_to` is the tool filter of a framework `retry` layer; expected none on a proxy or run_retry",
         );
     }
     if l.max_delay() < l.base() {

@@ -58,8 +58,13 @@ pub enum TimerKind {
     Deadline,
 }
 
-/// A pending timer's place in the order: `(deadline, kind, sequence number)`.
-pub(super) type TimerKey = (SimTime, TimerKind, u64);
+/// A pending timer's place in the order: `(deadline, kind << 63 | sequence number)`, which
+/// sorts as `(deadline, kind, sequence number)` in a two-word key (sequence numbers stay far
+/// below 2^63).
+pub(super) type TimerKey = (SimTime, u64);
+
+/// The bit that puts a [`TimerKind::Deadline`] after every work timer at the same instant.
+const DEADLINE_BIT: u64 = 1 << 63;
 
 pub(super) struct Inner {
     now: Cell<SimTime>,
@@ -155,14 +160,14 @@ impl Sim {
     /// among those due within `epsilon` of the earliest.
     fn pop_next_timer(&self) -> Option<(TimerKey, Waker)> {
         let mut timers = self.inner.timers.borrow_mut();
-        let (&(first, _, _), _) = timers.first_key_value()?;
+        let (&(first, _), _) = timers.first_key_value()?;
         let mut tb = self.inner.tie_break.borrow_mut();
         let Some(tb) = tb.as_mut() else {
             return timers.pop_first();
         };
         let limit = first.saturating_add(self.inner.epsilon.get());
         let candidates: Vec<TimerKey> = timers
-            .range(..=(limit, TimerKind::Deadline, u64::MAX))
+            .range(..=(limit, u64::MAX))
             .map(|(k, _)| *k)
             .take(MAX_CANDIDATES)
             .collect();
@@ -241,7 +246,11 @@ impl Sim {
     ) -> TimerKey {
         let seq = self.inner.next_seq.get();
         self.inner.next_seq.set(seq + 1);
-        let key = (deadline, kind, seq);
+        let order = match kind {
+            TimerKind::Work => seq,
+            TimerKind::Deadline => DEADLINE_BIT | seq,
+        };
+        let key = (deadline, order);
         self.inner.timers.borrow_mut().insert(key, waker);
         key
     }
@@ -272,12 +281,12 @@ impl Sim {
             let next = {
                 let mut timers = self.inner.timers.borrow_mut();
                 match timers.first_key_value() {
-                    Some((&(due, _, _), _)) if due <= t => timers.pop_first(),
+                    Some((&(due, _), _)) if due <= t => timers.pop_first(),
                     _ => None,
                 }
             };
             match next {
-                Some(((due, _, _), waker)) => {
+                Some(((due, _), waker)) => {
                     self.inner.now.set(due);
                     waker.wake();
                 }
@@ -294,7 +303,7 @@ impl Sim {
             self.run_ready();
             let next = self.pop_next_timer();
             match next {
-                Some(((due, _, _), waker)) => {
+                Some(((due, _), waker)) => {
                     self.inner.now.set(due.max(self.now()));
                     self.count_event();
                     waker.wake();
