@@ -318,3 +318,28 @@ fn an_egress_proxy_between_sdk_and_stripe_resends_the_same_request() {
         "{err}"
     );
 }
+
+/// Common random numbers across stacks: a layer that never retries adds nothing to any draw
+/// key, so the incident with an idle sidecar and an idle framework layer is the same run.
+#[test]
+fn an_idle_layer_changes_no_draw() {
+    let bare = run_json(&[INCIDENT]);
+    let idle = run_json(&[
+        INCIDENT,
+        "--set",
+        r#"layers={"mw":{"kind":"retry","max_retries":0},"sidecar":{"kind":"proxy","max_retries":0}}"#,
+        "--set",
+        r#"stack=["model_retry","mw","executor","sidecar","refunds_service","sdk"]"#,
+    ]);
+    for m in [
+        "tickets",
+        "tool_calls",
+        "executor_timeouts",
+        "refunds_created",
+        "duplicate_refund_tickets",
+        "over_refund_cents",
+        "sim_end_ns",
+    ] {
+        assert_eq!(idle[m], bare[m], "{m}");
+    }
+}
