@@ -35,13 +35,7 @@ pub struct ToProvider {
 fn class_of(d: &Delivered) -> Option<RetryOn> {
     match d {
         Delivered::ConnectionLost => Some(RetryOn::Reset),
-        Delivered::Response(r) => match r.status {
-            502..=504 => Some(RetryOn::GatewayError),
-            500..=599 => Some(RetryOn::FiveXx),
-            409 => Some(RetryOn::Retriable4xx),
-            429 => Some(RetryOn::TooManyRequests),
-            _ => None,
-        },
+        Delivered::Response(r) => layers::http_class(r.status),
     }
 }
 

@@ -225,7 +225,15 @@ pub fn retry_on_name(c: RetryOn) -> &'static str {
 pub fn status_class(status: u16) -> Option<RetryOn> {
     match status {
         503 => Some(RetryOn::PoolExhausted),
-        502 | 504 => Some(RetryOn::GatewayError),
+        _ => http_class(status),
+    }
+}
+
+/// The class of an HTTP status in Envoy's terms: `gateway-error` (502–504), `5xx`,
+/// `retriable-4xx` (409), `429`; `None` for other statuses.
+pub fn http_class(status: u16) -> Option<RetryOn> {
+    match status {
+        502..=504 => Some(RetryOn::GatewayError),
         500..=599 => Some(RetryOn::FiveXx),
         409 => Some(RetryOn::Retriable4xx),
         429 => Some(RetryOn::TooManyRequests),
