@@ -10,7 +10,11 @@ use crate::model::ModelGauges;
 use crate::scenario::Bound;
 use crate::sim::SimTime;
 
-/// p50 / p99 / max of a latency sample, in milliseconds (nearest-rank percentiles).
+/// p50 / p99 / max of a latency sample, in milliseconds.
+///
+/// p50 and p99 come from an HDR histogram ([`hdrhistogram`]) with 3 significant decimal
+/// digits: each is the nearest-rank percentile rounded up to the highest value equivalent to it
+/// at that precision (within 0.1 % above the exact value). `count` and `max_ms` are exact.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Percentiles {
     /// Sample size.
@@ -24,21 +28,57 @@ pub struct Percentiles {
 }
 
 impl Percentiles {
-    /// Nearest-rank percentiles of `ns` (sorted here).
-    pub fn of(mut ns: Vec<u64>) -> Self {
-        ns.sort_unstable();
-        let rank = |p: f64| -> f64 {
-            if ns.is_empty() {
-                return 0.0;
-            }
-            let i = ((p * ns.len() as f64).ceil() as usize).clamp(1, ns.len()) - 1;
-            ns[i] as f64 / 1e6
-        };
+    /// Percentiles of `ns` (through a [`LatencyHistogram`]).
+    pub fn of(ns: Vec<u64>) -> Self {
+        let mut h = LatencyHistogram::default();
+        for v in ns {
+            h.record(v);
+        }
+        h.percentiles()
+    }
+}
+
+/// Significant decimal digits the latency histograms keep (HDR's precision).
+pub const LATENCY_SIGFIGS: u8 = 3;
+
+/// An online latency sample in nanoseconds: an HDR histogram (memory fixed by its range and
+/// [`LATENCY_SIGFIGS`], not by the sample size) plus the exact maximum.
+#[derive(Clone, Debug)]
+pub struct LatencyHistogram {
+    h: hdrhistogram::Histogram<u64>,
+    max: u64,
+}
+
+impl Default for LatencyHistogram {
+    fn default() -> Self {
+        let mut h = hdrhistogram::Histogram::new(LATENCY_SIGFIGS)
+            .expect("3 significant digits is within HDR's 0..=5");
+        h.auto(true);
+        LatencyHistogram { h, max: 0 }
+    }
+}
+
+impl LatencyHistogram {
+    /// Adds one value, ns. Values beyond the histogram's range (more than 292 years) saturate.
+    pub fn record(&mut self, ns: u64) {
+        if self.h.record(ns).is_err() {
+            self.h.saturating_record(ns);
+        }
+        self.max = self.max.max(ns);
+    }
+
+    /// p50 / p99 (HDR precision) and the exact count and max, in ms.
+    pub fn percentiles(&self) -> Percentiles {
+        let n = self.h.len();
+        if n == 0 {
+            return Percentiles::default();
+        }
+        let at = |q: f64| self.h.value_at_quantile(q).min(self.max) as f64 / 1e6;
         Percentiles {
-            count: ns.len(),
-            p50_ms: rank(0.50),
-            p99_ms: rank(0.99),
-            max_ms: rank(1.0),
+            count: n as usize,
+            p50_ms: at(0.50),
+            p99_ms: at(0.99),
+            max_ms: self.max as f64 / 1e6,
         }
     }
 }
@@ -121,7 +161,8 @@ pub struct Metrics {
     pub max_time_to_alert_ns: Option<u64>,
     /// Duplicated tickets by arrival phase label.
     pub duplicates_by_phase: BTreeMap<String, u64>,
-    /// Duplicated ticket ids, ascending.
+    /// Duplicated ticket ids, ascending: the smallest [`MAX_LISTED_IDS`] of them (the full count
+    /// is `duplicate_refund_tickets`).
     pub duplicated_ticket_ids: Vec<u64>,
     /// Latencies.
     pub latency: Latencies,
@@ -137,71 +178,194 @@ impl Metrics {
     }
 }
 
+/// What the evaluator keeps about one open ticket; folded into the totals and dropped when the
+/// ticket closes.
 #[derive(Default)]
 struct TicketFacts {
+    /// Whether its `ticket_opened` was seen (an event for a ticket after it closed opens facts
+    /// without it: a broken eviction rule, counted as a conservation violation).
+    opened: bool,
     approved: u64,
     phase: String,
+    /// Money-moving refunds: (amount, created).
     refunds: Vec<(u64, SimTime)>,
     refunded_attempts: BTreeSet<u32>,
     tool_calls: BTreeMap<u32, u32>,
     tool_results: BTreeMap<u32, u32>,
     final_ok: bool,
     escalated: bool,
+    /// Per service call: (requests, responses).
+    calls: BTreeMap<u64, (u32, u32)>,
+    /// (attempt, event ordinal) of every tool result reported as a failure.
+    fails: Vec<(u32, u64)>,
 }
 
-/// What one pass over the history gathers: the counters that need no second look, each ticket's
-/// facts, and the raw material of the structural and latency checks.
+/// Most ids a report list (duplicated tickets, incident-shaped tickets) holds: the smallest
+/// ones. The full count is beside the list (e.g. `duplicate_refund_tickets`).
+pub const MAX_LISTED_IDS: usize = 1000;
+
+/// Keeps the `MAX_LISTED_IDS` smallest ids of a set, ascending.
+#[derive(Clone, Debug, Default)]
+pub struct CappedIds(BTreeSet<u64>);
+
+impl CappedIds {
+    /// Adds `id`, dropping the largest id when over the cap.
+    pub fn insert(&mut self, id: u64) {
+        self.0.insert(id);
+        if self.0.len() > MAX_LISTED_IDS {
+            self.0.pop_last();
+        }
+    }
+    /// The ids kept, ascending.
+    pub fn into_vec(self) -> Vec<u64> {
+        self.0.into_iter().collect()
+    }
+}
+
+/// Metrics and invariants computed online, as events happen (DESIGN §3).
+///
+/// Feed it every event in order ([`Evaluator::record`]); tell it when a ticket closes
+/// ([`Evaluator::ticket_closed`]) so it folds that ticket into the totals and drops its facts;
+/// [`Evaluator::finish`] folds the tickets still open and returns the metrics. Memory is the
+/// open tickets' facts plus three fixed-size latency histograms, so it is flat in the horizon.
+/// Closing tickets early or never gives the same metrics, as long as no event names a ticket
+/// after it closed.
 #[derive(Default)]
-struct Tally {
+pub struct Evaluator {
     m: Metrics,
+    inv: Invariants,
     tickets: BTreeMap<u64, TicketFacts>,
-    /// Per service call: (requests, responses).
-    service_calls: BTreeMap<u64, (u32, u32)>,
-    tool_lat: Vec<u64>,
-    pool_lat: Vec<u64>,
-    stripe_lat: Vec<u64>,
+    /// Service calls that name no ticket: (requests, responses).
+    orphan_calls: BTreeMap<u64, (u32, u32)>,
+    /// Service calls without exactly one request and one response, among folded tickets.
+    unanswered: u64,
+    /// Events naming a ticket that had already closed.
+    after_close: u64,
+    tool_lat: LatencyHistogram,
+    pool_lat: LatencyHistogram,
+    stripe_lat: LatencyHistogram,
     acquires: u64,
     releases: u64,
-    /// (ticket, attempt) of every tool result reported as a failure.
-    fails: Vec<(u64, u32)>,
+    duplicated: CappedIds,
+    /// Events seen (orders false failures by when they were reported).
+    seq: u64,
 }
 
-/// Computes every metric and invariant from `history` and the model gauges.
+/// Computes every metric and invariant from `history` and the model gauges (offline: the same
+/// [`Evaluator`] a run uses online, fed the whole history and closing no ticket early).
 pub fn evaluate(history: &History, gauges: &ModelGauges) -> Metrics {
-    let mut tally = Tally::default();
+    let mut ev = Evaluator::default();
     for e in &history.events {
-        tally.record(e);
+        ev.record(e);
     }
-    let Tally {
-        mut m,
-        tickets,
-        service_calls,
-        tool_lat,
-        pool_lat,
-        stripe_lat,
-        acquires,
-        releases,
-        fails,
-    } = tally;
-    let mut inv = Invariants::default();
-    per_ticket_verdicts(&mut m, &mut inv, &tickets);
-    false_failures(&mut m, &mut inv, &tickets, fails);
-    let pool_leak = acquires != releases || gauges.pool_acquired != gauges.pool_released;
-    structural_conservation(&mut m, &mut inv, &service_calls, pool_leak, gauges);
-    m.max_pool_queue_depth = u64::from(gauges.max_pool_queue_depth);
-    m.latency = Latencies {
-        tool_call: Percentiles::of(tool_lat),
-        pool_wait: Percentiles::of(pool_lat),
-        stripe: Percentiles::of(stripe_lat),
-    };
-    m.invariants = inv.finish();
-    m
+    ev.finish(gauges)
 }
 
-impl Tally {
+impl Evaluator {
+    /// Ticket `id` is closed: fold its facts into the totals and drop them.
+    pub fn ticket_closed(&mut self, id: u64) {
+        if let Some(f) = self.tickets.remove(&id) {
+            self.fold(id, f);
+        }
+    }
+
+    /// Folds the tickets still open (ascending id) and the structural checks; the metrics.
+    pub fn finish(mut self, gauges: &ModelGauges) -> Metrics {
+        for (id, f) in std::mem::take(&mut self.tickets) {
+            self.fold(id, f);
+        }
+        let Evaluator {
+            mut m,
+            mut inv,
+            orphan_calls,
+            unanswered,
+            after_close,
+            tool_lat,
+            pool_lat,
+            stripe_lat,
+            acquires,
+            releases,
+            duplicated,
+            ..
+        } = self;
+        let unanswered = unanswered
+            + orphan_calls
+                .values()
+                .filter(|(req, resp)| *req != 1 || *resp != 1)
+                .count() as u64;
+        let pool_leak = acquires != releases || gauges.pool_acquired != gauges.pool_released;
+        let stripe_open = gauges.stripe_in_flight as u64;
+        let structural = unanswered
+            + u64::from(pool_leak)
+            + stripe_open
+            + after_close
+            + gauges.premature_evictions;
+        if structural > 0 {
+            m.conservation_violations += structural;
+            inv.count("conservation", structural);
+        }
+        m.duplicated_ticket_ids = duplicated.into_vec();
+        m.max_pool_queue_depth = u64::from(gauges.max_pool_queue_depth);
+        m.latency = Latencies {
+            tool_call: tool_lat.percentiles(),
+            pool_wait: pool_lat.percentiles(),
+            stripe: stripe_lat.percentiles(),
+        };
+        m.invariants = inv.finish();
+        m
+    }
+
+    /// One ticket's verdicts: duplicates, over-refund, lost refund, its conservation (each
+    /// attempt one call and one result, an ending, each service call answered once) and its
+    /// false failures.
+    fn fold(&mut self, id: u64, f: TicketFacts) {
+        let (m, inv) = (&mut self.m, &mut self.inv);
+        let n = f.refunds.len() as u64;
+        if n > 1 {
+            m.duplicate_refund_tickets += 1;
+            m.extra_refunds += n - 1;
+            self.duplicated.insert(id);
+            *m.duplicates_by_phase.entry(f.phase.clone()).or_default() += 1;
+            inv.hit("at_most_one_refund_per_ticket", id, id);
+        }
+        let total: u64 = f.refunds.iter().fold(0u64, |a, r| a.saturating_add(r.0));
+        if total > f.approved {
+            m.over_refund_cents = m.over_refund_cents.saturating_add(total - f.approved);
+            inv.hit("no_over_refund", id, id);
+        }
+        if n == 0 {
+            m.lost_refunds += 1;
+            inv.hit("no_lost_refund", id, id);
+        }
+        let calls_ok = f
+            .tool_calls
+            .iter()
+            .all(|(a, c)| *c == 1 && f.tool_results.get(a) == Some(&1))
+            && f.tool_results.len() == f.tool_calls.len();
+        let ended = f.final_ok || f.escalated;
+        if !calls_ok || !ended {
+            m.conservation_violations += 1;
+            inv.hit("conservation", id, id);
+        }
+        self.unanswered += f
+            .calls
+            .values()
+            .filter(|(req, resp)| *req != 1 || *resp != 1)
+            .count() as u64;
+        if !f.opened {
+            self.after_close += 1;
+        }
+        for (attempt, seq) in f.fails {
+            if f.refunded_attempts.contains(&attempt) {
+                m.false_failures += 1;
+                inv.hit("truthful_tool_results", id, seq);
+            }
+        }
+    }
+
     /// Counts one event and files it under its ticket (every event with a ticket opens the
     /// ticket's facts, even one that adds nothing to them).
-    fn record(&mut self, e: &Event) {
+    pub fn record(&mut self, e: &Event) {
         let Event {
             t_ns,
             ticket,
@@ -209,6 +373,8 @@ impl Tally {
             call,
             kind,
         } = e;
+        self.seq += 1;
+        let seq = self.seq;
         let m = &mut self.m;
         let facts = ticket.map(|id| self.tickets.entry(id).or_default());
         match kind {
@@ -219,6 +385,7 @@ impl Tally {
             } => {
                 m.tickets += 1;
                 if let Some(f) = facts {
+                    f.opened = true;
                     f.approved = *amount_cents;
                     f.phase = phase.clone();
                 }
@@ -234,22 +401,30 @@ impl Tally {
                     *f.tool_results.entry(*a).or_default() += 1;
                     f.final_ok = *outcome == Outcome::Ok;
                     if *outcome == Outcome::Fail {
-                        self.fails.push((ticket.unwrap_or(0), *a));
+                        f.fails.push((*a, seq));
                     }
                 }
             }
             EventKind::ServiceRequest { .. } => {
-                self.service_calls.entry(call.unwrap_or(0)).or_default().0 += 1;
+                let calls = match facts {
+                    Some(f) => &mut f.calls,
+                    None => &mut self.orphan_calls,
+                };
+                calls.entry(call.unwrap_or(0)).or_default().0 += 1;
             }
             EventKind::ServiceResponse { latency_ns, .. } => {
-                self.service_calls.entry(call.unwrap_or(0)).or_default().1 += 1;
-                self.tool_lat.push(*latency_ns);
+                let calls = match facts {
+                    Some(f) => &mut f.calls,
+                    None => &mut self.orphan_calls,
+                };
+                calls.entry(call.unwrap_or(0)).or_default().1 += 1;
+                self.tool_lat.record(*latency_ns);
             }
             EventKind::PoolAcquire { waited_ns } => {
                 self.acquires += 1;
-                self.pool_lat.push(*waited_ns);
+                self.pool_lat.record(*waited_ns);
             }
-            EventKind::PoolTimeout { waited_ns } => self.pool_lat.push(*waited_ns),
+            EventKind::PoolTimeout { waited_ns } => self.pool_lat.record(*waited_ns),
             EventKind::PoolRelease => self.releases += 1,
             EventKind::StripeResponse {
                 status,
@@ -257,7 +432,7 @@ impl Tally {
                 latency_ns,
                 refund_id,
             } => {
-                self.stripe_lat.push(*latency_ns);
+                self.stripe_lat.record(*latency_ns);
                 // A 200 with a refund (new or replayed) means this attempt's refund exists.
                 if let (Some(f), Some(a), 200, Some(_)) = (facts, attempt, *status, refund_id) {
                     f.refunded_attempts.insert(*a);
@@ -331,93 +506,25 @@ fn count_alert(m: &mut Metrics, at: SimTime, tickets: usize, duplicate_at_ns: &[
     }
 }
 
-/// Duplicates, over-refunds, lost refunds and per-ticket conservation, ticket by ticket in id
-/// order.
-fn per_ticket_verdicts(
-    m: &mut Metrics,
-    inv: &mut Invariants,
-    tickets: &BTreeMap<u64, TicketFacts>,
-) {
-    for (&id, f) in tickets {
-        let n = f.refunds.len() as u64;
-        if n > 1 {
-            m.duplicate_refund_tickets += 1;
-            m.extra_refunds += n - 1;
-            m.duplicated_ticket_ids.push(id);
-            *m.duplicates_by_phase.entry(f.phase.clone()).or_default() += 1;
-            inv.hit("at_most_one_refund_per_ticket", id);
-        }
-        let total: u64 = f.refunds.iter().fold(0u64, |a, r| a.saturating_add(r.0));
-        if total > f.approved {
-            m.over_refund_cents = m.over_refund_cents.saturating_add(total - f.approved);
-            inv.hit("no_over_refund", id);
-        }
-        if n == 0 {
-            m.lost_refunds += 1;
-            inv.hit("no_lost_refund", id);
-        }
-        let calls_ok = f
-            .tool_calls
-            .iter()
-            .all(|(a, c)| *c == 1 && f.tool_results.get(a) == Some(&1))
-            && f.tool_results.len() == f.tool_calls.len();
-        let ended = f.final_ok || f.escalated;
-        if !calls_ok || !ended {
-            m.conservation_violations += 1;
-            inv.hit("conservation", id);
-        }
-    }
-}
-
-/// Tool results reported as failures although that attempt's refund exists.
-fn false_failures(
-    m: &mut Metrics,
-    inv: &mut Invariants,
-    tickets: &BTreeMap<u64, TicketFacts>,
-    fails: Vec<(u64, u32)>,
-) {
-    for (ticket, attempt) in fails {
-        if tickets
-            .get(&ticket)
-            .is_some_and(|f| f.refunded_attempts.contains(&attempt))
-        {
-            m.false_failures += 1;
-            inv.hit("truthful_tool_results", ticket);
-        }
-    }
-}
-
-/// Conservation beyond tickets: service calls without exactly one response, a pool that leaked
-/// a connection, and Stripe requests still in flight at the end.
-fn structural_conservation(
-    m: &mut Metrics,
-    inv: &mut Invariants,
-    service_calls: &BTreeMap<u64, (u32, u32)>,
-    pool_leak: bool,
-    gauges: &ModelGauges,
-) {
-    let unanswered = service_calls
-        .values()
-        .filter(|(req, resp)| *req != 1 || *resp != 1)
-        .count() as u64;
-    let stripe_open = gauges.stripe_in_flight as u64;
-    let structural = unanswered + u64::from(pool_leak) + stripe_open;
-    if structural > 0 {
-        m.conservation_violations += structural;
-        inv.count("conservation", structural);
-    }
-}
+/// Violations per invariant, with the first offending ticket: the one with the smallest order
+/// key (its id for per-ticket verdicts, when it was reported for false failures), so the answer
+/// does not depend on the order tickets close in.
+/// (order key, ticket) of an invariant's first offender.
+type FirstHit = (u64, u64);
 
 #[derive(Default)]
 struct Invariants {
-    found: BTreeMap<&'static str, (u64, Option<u64>)>,
+    /// Name → (violations, the first offender as (order key, ticket)).
+    found: BTreeMap<&'static str, (u64, Option<FirstHit>)>,
 }
 
 impl Invariants {
-    fn hit(&mut self, name: &'static str, ticket: u64) {
+    fn hit(&mut self, name: &'static str, ticket: u64, order: u64) {
         let e = self.found.entry(name).or_insert((0, None));
         e.0 += 1;
-        e.1.get_or_insert(ticket);
+        if e.1.is_none_or(|(o, _)| order < o) {
+            e.1 = Some((order, ticket));
+        }
     }
     fn count(&mut self, name: &'static str, n: u64) {
         self.found.entry(name).or_insert((0, None)).0 += n;
@@ -426,7 +533,8 @@ impl Invariants {
         INVARIANTS
             .iter()
             .map(|&name| {
-                let (violations, first_ticket) = self.found.get(name).copied().unwrap_or((0, None));
+                let (violations, first) = self.found.get(name).copied().unwrap_or((0, None));
+                let first_ticket = first.map(|(_, t)| t);
                 InvariantResult {
                     name: name.into(),
                     holds: violations == 0,
@@ -490,10 +598,22 @@ mod tests {
     #[test]
     fn nearest_rank_percentiles() {
         let p = Percentiles::of((1..=100).map(|ms| ms * 1_000_000).collect());
-        assert_eq!(
-            (p.p50_ms, p.p99_ms, p.max_ms, p.count),
-            (50.0, 99.0, 100.0, 100)
+        assert_eq!((p.max_ms, p.count), (100.0, 100), "max and count are exact");
+        // Nearest rank (50 ms, 99 ms), rounded up within the histogram's 3 significant digits.
+        for (got, exact) in [(p.p50_ms, 50.0), (p.p99_ms, 99.0)] {
+            assert!(got >= exact && got <= exact * 1.001, "{got} vs {exact}");
+        }
+        // A sample far larger than any kept vector: 1,000,000 values, fixed memory.
+        let mut h = LatencyHistogram::default();
+        for i in 0..1_000_000u64 {
+            h.record(i * 1000);
+        }
+        let p = h.percentiles();
+        assert!(
+            (p.p50_ms - 500.0).abs() <= 0.5 && (p.p99_ms - 990.0).abs() <= 1.0,
+            "{p:?}"
         );
+        assert_eq!(p.max_ms, 999.999);
         assert_eq!(Percentiles::of(vec![]).max_ms, 0.0);
     }
 }

@@ -19,6 +19,10 @@ use refundsim::scenario;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Run budget: refuse a scenario whose estimated engine events per run exceed N (the
+    /// message gives the estimate of events, CPU time and memory).
+    #[arg(long, global = true, value_name = "N", default_value_t = scenario::budget::DEFAULT_MAX_EVENTS)]
+    max_events: u64,
 }
 
 #[derive(Subcommand)]
@@ -198,6 +202,7 @@ fn main() -> ExitCode {
 
 fn run() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
+    scenario::budget::set_max_events(cli.max_events);
     match cli.command {
         Command::Run(args) => cmd_run(args),
         Command::Check(args) => cmd_check(args),

@@ -54,6 +54,74 @@ pub fn write_whole(
     Ok(())
 }
 
+/// An output file being written whole or not at all (see the module docs), for writers that
+/// must outlive a borrow, such as a trace streamed while a run goes on: write to the handle
+/// [`WholeFile::create`] returns, then [`WholeFile::commit`]. Dropping it uncommitted leaves
+/// no file behind (a device is written in place and cannot be taken back).
+pub struct WholeFile {
+    target: PathBuf,
+    tmp: Option<tempfile::NamedTempFile>,
+}
+
+impl WholeFile {
+    /// Opens `path` for writing as [`write_whole`] would; returns the file and a handle to
+    /// write to. Errors are one line.
+    pub fn create(path: &Path) -> Result<(WholeFile, fs::File), String> {
+        match fs::metadata(path) {
+            Ok(m) if m.is_dir() => return Err("is a directory; expected a file path".into()),
+            Ok(m) if !m.is_file() => {
+                let f = fs::OpenOptions::new()
+                    .write(true)
+                    .open(path)
+                    .map_err(|e| format!("cannot open: {e}"))?;
+                let whole = WholeFile {
+                    target: path.to_path_buf(),
+                    tmp: None,
+                };
+                return Ok((whole, f));
+            }
+            _ => {}
+        }
+        let target = resolve_symlink(path)?;
+        let dir = match target.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        if !dir.is_dir() {
+            return Err(format!("directory {} does not exist", dir.display()));
+        }
+        let tmp = tempfile::NamedTempFile::new_in(&dir)
+            .map_err(|e| format!("cannot create a file in {}: {e}", dir.display()))?;
+        let handle = tmp
+            .as_file()
+            .try_clone()
+            .map_err(|e| format!("cannot open a file in {}: {e}", dir.display()))?;
+        Ok((
+            WholeFile {
+                target,
+                tmp: Some(tmp),
+            },
+            handle,
+        ))
+    }
+
+    /// Renames the written file into place with the old file's permissions (or `0644`).
+    pub fn commit(self) -> Result<(), String> {
+        let Some(tmp) = self.tmp else {
+            return Ok(());
+        };
+        let perms = fs::metadata(&self.target)
+            .map(|m| m.permissions())
+            .unwrap_or_else(|_| default_permissions());
+        tmp.as_file()
+            .set_permissions(perms)
+            .map_err(|e| format!("cannot set permissions: {e}"))?;
+        tmp.persist(&self.target)
+            .map_err(|e| format!("cannot rename into place: {}", e.error))?;
+        Ok(())
+    }
+}
+
 /// The file a symlink points to (so the link is kept and its target replaced), or `path` itself.
 fn resolve_symlink(path: &Path) -> Result<PathBuf, String> {
     match fs::symlink_metadata(path) {

@@ -2,9 +2,14 @@
 
 use serde::Serialize;
 
-use crate::history::History;
-use crate::invariants::{evaluate, expectations, ExpectationResult, Metrics};
-use crate::model::simulate_on;
+use std::cell::RefCell;
+use std::io::Write;
+use std::rc::Rc;
+
+use crate::history::{Event, History, Keep, Observer, TraceStream};
+use crate::invariants::{expectations, Evaluator, ExpectationResult, Metrics};
+use crate::model::simulate_observed;
+use crate::report::IncidentShapes;
 use crate::scenario::Scenario;
 use crate::sim::{Seeded, Sim, SimTime, Streams};
 
@@ -71,7 +76,8 @@ pub struct RunReport {
     pub expectations: Vec<ExpectationResult>,
     /// Whether every expectation holds.
     pub expectations_met: bool,
-    /// Tickets whose story has the incident's shape (see [`crate::report::incident_shaped`]).
+    /// Tickets whose story has the incident's shape (see [`crate::report::incident_shaped`]),
+    /// ascending, at most [`crate::invariants::MAX_LISTED_IDS`].
     pub incident_shaped_tickets: Vec<u64>,
     /// Engine events processed.
     pub sim_events: u64,
@@ -81,16 +87,19 @@ pub struct RunReport {
     pub replay: String,
 }
 
-/// A finished run: the report and the full history.
+/// A finished run: the report and the events it was asked to keep.
 #[derive(Clone, Debug)]
 pub struct RunOutput {
     /// The figures.
     pub report: RunReport,
-    /// The event record.
+    /// The events kept: none for [`run`], every one for [`run_keeping`] with [`Keep::All`],
+    /// one ticket's with [`Keep::Ticket`].
     pub history: History,
 }
 
 /// Runs `scenario` with `seed` and checks its `expect` bounds. A pure function of its inputs.
+/// Metrics and invariants are computed online and no event is kept, so memory is flat in the
+/// horizon; use [`run_keeping`] for the events, [`story_of`] for one ticket's story.
 ///
 /// ```
 /// let sc = refundsim::scenario::load_str(
@@ -104,7 +113,25 @@ pub struct RunOutput {
 ///
 /// With a `tie_break` section the engine runs in exploration mode under that seeded tie-break.
 pub fn run(scenario: &Scenario, seed: u64, how: &Invocation) -> RunOutput {
-    run_on(engine_for(scenario), scenario, seed, how)
+    run_keeping(scenario, seed, how, Keep::Nothing)
+}
+
+/// [`run`], keeping the events `keep` selects in [`RunOutput::history`].
+pub fn run_keeping(scenario: &Scenario, seed: u64, how: &Invocation, keep: Keep) -> RunOutput {
+    run_recorded(engine_for(scenario), scenario, seed, how, keep, None).0
+}
+
+/// One ticket's story (see [`crate::report::story`]) from re-running `scenario` under `seed`
+/// keeping only that ticket's events: runs are deterministic, so this is the story of the run
+/// that was reported. Empty when the run never opened the ticket.
+pub fn story_of(
+    scenario: &Scenario,
+    seed: u64,
+    ticket: u64,
+    origin: Option<std::time::SystemTime>,
+) -> Vec<String> {
+    let out = run_keeping(scenario, seed, &Invocation::default(), Keep::Ticket(ticket));
+    crate::report::story(&out.history, ticket, origin)
 }
 
 /// The engine a scenario asks for: plain, or exploring under its `tie_break` section.
@@ -118,10 +145,72 @@ pub fn engine_for(scenario: &Scenario) -> Sim {
     }
 }
 
-/// [`run`] on a given engine, e.g. one in exploration mode ([`Sim::exploring`]).
+/// [`run`] on a given engine, e.g. one in exploration mode ([`Sim::exploring`]), keeping every
+/// event.
 pub fn run_on(engine: Sim, scenario: &Scenario, seed: u64, how: &Invocation) -> RunOutput {
-    let sim = simulate_on(engine, scenario, seed);
-    let metrics = evaluate(&sim.history, &sim.gauges);
+    run_recorded(engine, scenario, seed, how, Keep::All, None).0
+}
+
+/// A trace being streamed while a run goes on: JSONL lines to any writer.
+pub type TraceSink = TraceStream<Box<dyn Write>>;
+
+/// The run's one observer: the online metrics and invariants, the incident-shape scan, the
+/// streamed trace and the kept events.
+struct Recorder {
+    eval: Evaluator,
+    shapes: IncidentShapes,
+    keep: Keep,
+    kept: History,
+    trace: Option<TraceSink>,
+}
+
+impl Observer for Recorder {
+    fn event(&mut self, e: Event) {
+        self.eval.record(&e);
+        self.shapes.record(&e);
+        if let Some(t) = &mut self.trace {
+            t.write(&e);
+        }
+        if self.keep.wants(&e) {
+            self.kept.events.push(e);
+        }
+    }
+    fn ticket_closed(&mut self, id: u64) {
+        self.eval.ticket_closed(id);
+        self.shapes.ticket_closed(id);
+    }
+}
+
+/// The general form: runs on `engine`, keeps what `keep` selects, and streams every event to
+/// `trace` as it happens. Returns the output and the trace stream (check
+/// [`TraceStream::finish`] for I/O errors).
+pub fn run_recorded(
+    engine: Sim,
+    scenario: &Scenario,
+    seed: u64,
+    how: &Invocation,
+    keep: Keep,
+    trace: Option<TraceSink>,
+) -> (RunOutput, Option<TraceSink>) {
+    let rec = Rc::new(RefCell::new(Recorder {
+        eval: Evaluator::default(),
+        shapes: IncidentShapes::default(),
+        keep,
+        kept: History::default(),
+        trace,
+    }));
+    let (gauges, stats) = simulate_observed(engine, scenario, seed, rec.clone());
+    let rec = std::mem::replace(
+        &mut *rec.borrow_mut(),
+        Recorder {
+            eval: Evaluator::default(),
+            shapes: IncidentShapes::default(),
+            keep: Keep::Nothing,
+            kept: History::default(),
+            trace: None,
+        },
+    );
+    let metrics = rec.eval.finish(&gauges);
     let expectations = expectations(&metrics, &scenario.expect);
     let report = RunReport {
         schema_version: REPORT_SCHEMA_VERSION,
@@ -129,16 +218,17 @@ pub fn run_on(engine: Sim, scenario: &Scenario, seed: u64, how: &Invocation) -> 
         seed,
         expectations_met: expectations.iter().all(|e| e.ok),
         expectations,
-        incident_shaped_tickets: crate::report::incident_shaped(&sim.history),
+        incident_shaped_tickets: rec.shapes.finish(),
         metrics,
-        sim_events: sim.stats.events,
-        sim_end_ns: sim.stats.end.as_nanos(),
+        sim_events: stats.events,
+        sim_end_ns: stats.end.as_nanos(),
         replay: how.command(seed),
     };
-    RunOutput {
+    let out = RunOutput {
         report,
-        history: sim.history,
-    }
+        history: rec.kept,
+    };
+    (out, rec.trace)
 }
 
 impl RunReport {

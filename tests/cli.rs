@@ -59,7 +59,7 @@ fn bad_inputs_exit_2_with_file_path_and_expectation_and_write_no_trace() {
         (
             "huge.json",
             r#"{"name":"x","horizon":"30d","arrivals":{"schedule":[{"duration":"30d","rate_per_s":1000}]}}"#,
-            &["huge.json", "would not finish"],
+            &["huge.json", "over the run budget", "--max-events"],
         ),
     ];
     for (name, text, needles) in cases {

@@ -2,7 +2,7 @@
 
 mod common;
 use common::*;
-use refundsim::history::EventKind;
+use refundsim::history::{EventKind, Keep};
 use refundsim::scenario::load;
 use std::path::{Path, PathBuf};
 
@@ -29,7 +29,7 @@ fn same_seed_gives_byte_identical_json_and_trace_and_another_seed_differs() {
 
 fn arrivals(policies: &[PathBuf]) -> Vec<(u64, u64, u64)> {
     let sc = load(Path::new(INCIDENT), policies, &[]).unwrap();
-    let out = refundsim::run::run(&sc, 9, &Default::default());
+    let out = refundsim::run::run_keeping(&sc, 9, &Default::default(), Keep::All);
     out.history
         .events
         .iter()
@@ -60,7 +60,7 @@ fn renumbering_tickets_changes_no_draw() {
     let times = |first: u64| {
         let set = [format!("arrivals.first_ticket_id={first}")];
         let sc = load(Path::new(INCIDENT), &[], &set).unwrap();
-        let out = refundsim::run::run(&sc, 9, &Default::default());
+        let out = refundsim::run::run_keeping(&sc, 9, &Default::default(), Keep::All);
         let events: Vec<(u64, u64)> = out
             .history
             .events
@@ -96,7 +96,7 @@ fn sdk_backoff_does_not_depend_on_other_tickets() {
     let earlier =
         r#"{"id": 1, "opened_at": "0s", "amount_cents": 100, "charge_amount_cents": 500}"#;
     let requests = |sc: &refundsim::scenario::Scenario| -> Vec<u64> {
-        let out = refundsim::run::run(sc, 3, &Default::default());
+        let out = refundsim::run::run_keeping(sc, 3, &Default::default(), Keep::All);
         out.history
             .events
             .iter()

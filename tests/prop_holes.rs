@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
-use refundsim::history::{EventKind, Outcome};
+use refundsim::history::{EventKind, Keep, Outcome};
 use refundsim::invariants::Metrics;
-use refundsim::run::{run, RunOutput};
+use refundsim::run::{run_keeping, RunOutput};
 use refundsim::scenario::load;
 
 fn run_finding(name: &str, sets: &[&str]) -> RunOutput {
@@ -14,7 +14,7 @@ fn run_finding(name: &str, sets: &[&str]) -> RunOutput {
         .join(format!("{name}.json"));
     let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
     let sc = load(&path, &[], &sets).unwrap_or_else(|e| panic!("{e}"));
-    run(&sc, sc.seed, &Default::default())
+    run_keeping(&sc, sc.seed, &Default::default(), Keep::All)
 }
 
 fn metrics(name: &str, sets: &[&str]) -> Metrics {

@@ -11,7 +11,6 @@ pub mod strategy;
 use std::fmt;
 
 use crate::invariants::INVARIANTS;
-use crate::report::story;
 use crate::run::{run, run_on, RunOutput};
 use crate::scenario::Scenario;
 use crate::sim::Sim;
@@ -73,7 +72,15 @@ pub fn first_violation(sc: &Scenario, out: &RunOutput) -> Option<Violation> {
             ticket: i.first_ticket,
             story: i
                 .first_ticket
-                .map(|t| story(&out.history, t, origin))
+                .map(|t| {
+                    // A run that kept its events (one on a scripted engine) tells the story
+                    // itself; otherwise the same seed is re-run keeping that ticket's events.
+                    if out.history.events.is_empty() {
+                        crate::run::story_of(sc, sc.seed, t, origin)
+                    } else {
+                        crate::report::story(&out.history, t, origin)
+                    }
+                })
                 .unwrap_or_default(),
             tickets: out.report.metrics.tickets as usize,
         })

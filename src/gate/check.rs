@@ -11,7 +11,6 @@ use super::error::GateError;
 use super::inputs::scenario_files;
 use super::seeds::SeedRange;
 use crate::check::INVARIANTS;
-use crate::report::story;
 use crate::run::{run, Invocation, RunReport};
 use crate::scenario::{self, Scenario};
 
@@ -216,7 +215,7 @@ fn violation(c: &Case, k: &BoundCheck) -> Violation {
         seed: k.seed,
         value: out.report.metrics.get(&k.metric).unwrap_or(f64::NAN),
         story: ticket
-            .map(|t| story(&out.history, t, origin))
+            .map(|t| crate::run::story_of(&c.scenario, k.seed, t, origin))
             .unwrap_or_default(),
         ticket,
         replay: how.command(k.seed),

@@ -1,10 +1,12 @@
 //! The history: the typed event record of a run, and its JSONL trace format.
 
 mod event;
+mod observer;
 mod trace;
 
 pub use event::{Decision, Event, EventKind, HumanAction, Outcome, TicketStatus};
-pub use trace::{clock_time, read_trace, write_trace, TraceError};
+pub use observer::{Keep, Observer, TraceStream};
+pub use trace::{clock_time, read_trace, write_event, write_trace, TraceError};
 
 /// All events of one run, in the order they happened (time, then sequence).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -17,5 +19,11 @@ impl History {
     /// Events of one ticket, in order.
     pub fn ticket(&self, ticket: u64) -> impl Iterator<Item = &Event> {
         self.events.iter().filter(move |e| e.ticket == Some(ticket))
+    }
+}
+
+impl Observer for History {
+    fn event(&mut self, e: Event) {
+        self.events.push(e);
     }
 }

@@ -49,14 +49,23 @@ pub fn write_trace<W: Write>(
     origin: Option<SystemTime>,
 ) -> std::io::Result<()> {
     for e in events {
-        let line = Line {
-            t: clock_time(origin, e.t_ns),
-            event: e,
-        };
-        serde_json::to_writer(&mut out, &line)?;
-        out.write_all(b"\n")?;
+        write_event(&mut out, e, origin)?;
     }
     out.flush()
+}
+
+/// Writes one event as one JSONL line (no flush).
+pub fn write_event<W: Write>(
+    out: &mut W,
+    e: &Event,
+    origin: Option<SystemTime>,
+) -> std::io::Result<()> {
+    let line = Line {
+        t: clock_time(origin, e.t_ns),
+        event: e,
+    };
+    serde_json::to_writer(&mut *out, &line)?;
+    out.write_all(b"\n")
 }
 
 /// Why a trace could not be read.

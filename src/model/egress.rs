@@ -61,14 +61,14 @@ fn through(
             entity.extend(layers::via_ids(&via));
             let rng = w.ticket_stream("stripe", ticket, &entity);
             let server = serve(w.clone(), p.req, p.ids, Caller::Service, rng, p.script_key);
-            return w.sim.spawn(server).await;
+            return w.spawn_for(ticket, server).await;
         };
         let ww = w.clone();
         let base = p.clone();
         let try_once = move |_n: u32, via| {
             let inner = through(ww.clone(), base.clone(), via, depth + 1);
             // A task of its own: Stripe keeps executing when the proxy gives up on a try.
-            let handle = ww.sim.spawn(inner);
+            let handle = ww.spawn_for(base.req.origin.ticket, inner);
             async move {
                 let value = handle.await;
                 let class = class_of(&value);

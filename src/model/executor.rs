@@ -209,7 +209,7 @@ pub async fn send(w: Rc<World>, req: Outgoing, last_call: Rc<Cell<u64>>) -> Serv
     };
     let caller = Rc::new(CallerState::default());
     let guard = GiveUpOnDrop(Some((caller.clone(), mode)));
-    let answer = w.sim.spawn(issue(w.clone(), req, caller)).await;
+    let answer = w.spawn_for(req.ticket, issue(w.clone(), req, caller)).await;
     guard.disarm();
     answer
 }

@@ -31,6 +31,27 @@ impl Ledger {
         self.rows.entry(ticket).or_default()
     }
 
+    /// Drops `ticket`'s row (the ticket is closed: nothing reads or writes it any more).
+    /// Refuses (returns `false`, keeps the row) while a request for it is in flight: a broken
+    /// eviction rule.
+    pub fn evict(&mut self, ticket: u64) -> bool {
+        if self.rows.get(&ticket).is_some_and(|r| r.in_flight > 0) {
+            return false;
+        }
+        self.rows.remove(&ticket);
+        true
+    }
+
+    /// Rows held now (for tests of eviction).
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Whether no row is held.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
     /// `get_status(ticket)`: refunded if a refund is recorded, pending if a request is in
     /// flight, else none.
     pub fn status(&self, ticket: u64) -> TicketStatus {

@@ -20,9 +20,10 @@ pub mod stripe_api;
 pub mod stripe_client;
 pub mod world;
 
+use std::cell::RefCell;
 use std::rc::Rc;
 
-use crate::history::History;
+use crate::history::{History, Observer};
 use crate::scenario::Scenario;
 use crate::sim::{RunStats, Sim};
 
@@ -37,6 +38,9 @@ pub struct ModelGauges {
     pub pool_released: u64,
     /// Stripe executions begun and never committed.
     pub stripe_in_flight: usize,
+    /// Evictions refused because a closed ticket still had work in flight (a model bug: some
+    /// task worked on a ticket without holding a lease on it).
+    pub premature_evictions: u64,
 }
 
 /// The raw result of one run.
@@ -57,23 +61,40 @@ pub fn simulate(scenario: &Scenario, seed: u64) -> Simulation {
     simulate_on(Sim::new(), scenario, seed)
 }
 
-/// [`simulate`] on a given engine, e.g. one in exploration mode ([`Sim::exploring`]).
+/// [`simulate`] on a given engine, e.g. one in exploration mode ([`Sim::exploring`]). Keeps
+/// the whole history; [`simulate_observed`] keeps none.
 pub fn simulate_on(sim: Sim, scenario: &Scenario, seed: u64) -> Simulation {
-    let w = world::World::new(sim.clone(), Rc::new(scenario.clone()), seed);
-    sim.spawn(arrivals::generate(w.clone()));
-    sim.spawn(background::generate(w.clone()));
-    sim.spawn(reconciliation::run(w.clone()));
-    let stats = sim.run();
-    let gauges = ModelGauges {
-        max_pool_queue_depth: w.pool_gauges.max_waiting.get(),
-        pool_acquired: w.pool_gauges.acquired.get(),
-        pool_released: w.pool_gauges.released.get(),
-        stripe_in_flight: w.stripe.borrow().in_flight(),
-    };
-    let history = std::mem::take(&mut *w.history.borrow_mut());
+    let history = Rc::new(RefCell::new(History::default()));
+    let (gauges, stats) = simulate_observed(sim, scenario, seed, history.clone());
+    let history = std::mem::take(&mut *history.borrow_mut());
     Simulation {
         history,
         gauges,
         stats,
     }
+}
+
+/// Runs `scenario` under root seed `seed` on `sim`, handing every event to `observer` as it
+/// happens and telling it when each ticket closes (see [`world::World`]'s eviction rules).
+/// Memory is flat in the horizon unless the observer keeps events.
+pub fn simulate_observed(
+    sim: Sim,
+    scenario: &Scenario,
+    seed: u64,
+    observer: Rc<RefCell<dyn Observer>>,
+) -> (ModelGauges, RunStats) {
+    let w = world::World::new(sim.clone(), Rc::new(scenario.clone()), seed, observer);
+    sim.spawn(arrivals::generate(w.clone()));
+    sim.spawn(background::generate(w.clone()));
+    sim.spawn(reconciliation::run(w.clone()));
+    let stats = sim.run();
+    w.finish();
+    let gauges = ModelGauges {
+        max_pool_queue_depth: w.pool_gauges.max_waiting.get(),
+        pool_acquired: w.pool_gauges.acquired.get(),
+        pool_released: w.pool_gauges.released.get(),
+        stripe_in_flight: w.stripe.borrow().in_flight(),
+        premature_evictions: w.premature_evictions(),
+    };
+    (gauges, stats)
 }

@@ -17,6 +17,7 @@ pub async fn run(w: Rc<World>) {
     let interval = SimTime::from_duration(cfg.interval);
     let horizon = SimTime::from_duration(w.cfg.horizon);
     let mut alerted = BTreeSet::new();
+    w.stripe.borrow_mut().follow_new_refunds();
     let mut k = 1u64;
     loop {
         let at = SimTime::from_nanos(interval.as_nanos().saturating_mul(k));
@@ -24,26 +25,38 @@ pub async fn run(w: Rc<World>) {
             return;
         }
         w.sim.sleep_until(at).await;
+        // Tickets with a refund created since the last run; a ticket crosses one refund only
+        // when a new one is created, so these are the only candidates for a new alert.
+        let recent: BTreeSet<(u64, String)> =
+            w.stripe.borrow_mut().take_recent().into_iter().collect();
         // ticket → creation times of its money-moving refunds, in order.
         let mut by_ticket: BTreeMap<u64, Vec<SimTime>> = BTreeMap::new();
-        for r in w
-            .stripe
-            .borrow()
-            .refunds()
-            .iter()
-            .filter(|r| r.status.moves_money())
         {
-            by_ticket
-                .entry(r.origin.ticket)
-                .or_default()
-                .push(r.created);
+            let stripe = w.stripe.borrow();
+            for (ticket, charge) in &recent {
+                let times = by_ticket.entry(*ticket).or_default();
+                times.extend(
+                    stripe
+                        .refunds_for_charge(charge)
+                        .into_iter()
+                        .filter(|r| r.origin.ticket == *ticket && r.status.moves_money())
+                        .map(|r| r.created),
+                );
+            }
         }
         let (mut tickets, mut at_ns) = (Vec::new(), Vec::new());
         for (ticket, times) in by_ticket {
             if times.len() > 1 && alerted.insert(ticket) {
+                // Times were gathered charge by charge; the second refund is the second-earliest.
+                let mut times = times;
+                times.sort_unstable();
                 tickets.push(ticket);
                 at_ns.push(times[1].as_nanos());
             }
+        }
+        // Closed tickets read by this run are gone for good: no later run can alert on them.
+        for id in w.reconciled() {
+            alerted.remove(&id);
         }
         if !tickets.is_empty() {
             w.record(

@@ -13,7 +13,7 @@
 //! 5. **Execution**: the key (if any) is recorded as executing and an [`ExecToken`] is handed out;
 //!    [`FakeStripe::commit`] applies the refund rules and saves the result under the key.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 
@@ -248,13 +248,26 @@ struct KeyEntry {
     saved: Option<Response>,
 }
 
+/// One charge: its amount, its refunds and the idempotency keys first used on it.
+#[derive(Debug, Default)]
+struct ChargeState {
+    /// Charged amount, cents.
+    amount_cents: u64,
+    /// Its refunds, in creation order (what the dashboard lists).
+    refunds: Vec<Refund>,
+    /// Keys whose entries name this charge (dropped with it by [`FakeStripe::evict_charge`]).
+    keys: Vec<String>,
+}
+
 /// The fake Stripe account.
 ///
 /// One instance is one Stripe account: idempotency keys, charges and refunds are scoped to it.
+/// Memory stays flat over long runs: the model evicts a charge (with its refunds and the key
+/// entries that name it) once nothing can touch it ([`FakeStripe::evict_charge`]).
 #[derive(Debug)]
 pub struct FakeStripe {
-    /// Charge id → charged amount in cents.
-    charges: BTreeMap<String, u64>,
+    /// Charge id → its state.
+    charges: BTreeMap<String, ChargeState>,
     /// How long a key is kept; a request whose key entry is at least this old runs fresh.
     retention: SimTime,
     /// Requests per second before 429 `rate_limit`; 0 means unlimited.
@@ -264,13 +277,16 @@ pub struct FakeStripe {
     /// Idempotency key → entry.
     keys: BTreeMap<String, KeyEntry>,
     /// Executions handed out by `begin` and not yet committed.
-    in_flight: BTreeSet<u64>,
+    in_flight: BTreeMap<u64, String>,
     /// Executions started so far (the next [`ExecToken::exec`] is this plus one).
     execs: u64,
-    /// Every refund created, in creation order; its index + 1 is the number in its id.
-    refunds: Vec<Refund>,
-    /// Charge id → indices into `refunds`, in creation order (what the dashboard lists).
-    by_charge: BTreeMap<String, Vec<usize>>,
+    /// Refunds created so far; the number in a refund's id is its ordinal (1, 2, …).
+    refunds_created: u64,
+    /// The refund the last [`FakeStripe::commit`] created, until taken.
+    last_created: Option<Refund>,
+    /// `Some` while a reader (the reconciliation job) follows new refunds: (ticket, charge) of
+    /// each refund created since it last took them.
+    recent: Option<Vec<(u64, String)>>,
 }
 
 impl FakeStripe {
@@ -284,17 +300,73 @@ impl FakeStripe {
             rate_limit_per_s,
             window: Vec::new(),
             keys: BTreeMap::new(),
-            in_flight: BTreeSet::new(),
+            in_flight: BTreeMap::new(),
             execs: 0,
-            refunds: Vec::new(),
-            by_charge: BTreeMap::new(),
+            refunds_created: 0,
+            last_created: None,
+            recent: None,
         }
     }
 
     /// Registers a charge of `amount_cents` that refunds may draw on. Registering an existing
     /// charge again replaces its amount (its refunds stay).
     pub fn add_charge(&mut self, charge: &str, amount_cents: u64) {
-        self.charges.insert(charge.to_owned(), amount_cents);
+        self.charges
+            .entry(charge.to_owned())
+            .or_default()
+            .amount_cents = amount_cents;
+    }
+
+    /// Forgets `charge`, its refunds and the key entries first used on it. The model calls it
+    /// once nothing can send a request for the charge or read its refunds any more (see
+    /// [`crate::model::world::World`]); it is not a Stripe operation.
+    ///
+    /// Refuses (returns `false`, keeps everything) while an execution on the charge is in flight:
+    /// that would be a broken eviction rule, and dropping the charge would silently turn the
+    /// commit into a `resource_missing` error.
+    pub fn evict_charge(&mut self, charge: &str) -> bool {
+        if self.in_flight.values().any(|c| c == charge) {
+            return false;
+        }
+        let Some(state) = self.charges.remove(charge) else {
+            return true;
+        };
+        for key in state.keys {
+            if self
+                .keys
+                .get(&key)
+                .is_some_and(|e| e.params.charge == charge)
+            {
+                self.keys.remove(&key);
+            }
+        }
+        true
+    }
+
+    /// Charges held now (for tests of eviction).
+    pub fn charges_held(&self) -> usize {
+        self.charges.len()
+    }
+
+    /// Starts recording (ticket, charge) of every refund created, for [`FakeStripe::take_recent`].
+    pub fn follow_new_refunds(&mut self) {
+        self.recent.get_or_insert_with(Vec::new);
+    }
+
+    /// The (ticket, charge) of each refund created since the last call, in creation order
+    /// (`GET /v1/refunds?created[gt]=…` as a job that lists new refunds reads it).
+    pub fn take_recent(&mut self) -> Vec<(u64, String)> {
+        self.recent.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// The refund the last [`FakeStripe::commit`] created, if it created one (taken once).
+    pub fn take_created(&mut self) -> Option<Refund> {
+        self.last_created.take()
+    }
+
+    /// Refunds created so far (evicted ones included).
+    pub fn refunds_created(&self) -> u64 {
+        self.refunds_created
     }
 
     /// Receives a request at `now`. `lock_timeout` injects a 429 `lock_timeout`.
@@ -359,8 +431,11 @@ impl FakeStripe {
                 saved: None,
             };
             self.keys.insert(key.clone(), entry);
+            if let Some(c) = self.charges.get_mut(&req.params.charge) {
+                c.keys.push(key.clone());
+            }
         }
-        self.in_flight.insert(exec);
+        self.in_flight.insert(exec, req.params.charge.clone());
         Begin::Execute(ExecToken { exec, request: req })
     }
 
@@ -392,7 +467,7 @@ impl FakeStripe {
         fault: CommitFault,
     ) -> Delivered {
         assert!(
-            self.in_flight.remove(&token.exec),
+            self.in_flight.remove(&token.exec).is_some(),
             "FakeStripe::commit: execution {} is not in flight (never begun or already committed)",
             token.exec
         );
@@ -422,16 +497,18 @@ impl FakeStripe {
         }
     }
 
-    /// Every refund created, in creation order.
-    pub fn refunds(&self) -> &[Refund] {
-        &self.refunds
+    /// Every refund held (not evicted), in creation order.
+    pub fn refunds(&self) -> Vec<&Refund> {
+        let mut all: Vec<&Refund> = self.charges.values().flat_map(|c| &c.refunds).collect();
+        all.sort_by_key(|r| (r.created, r.id.len(), r.id.clone()));
+        all
     }
 
     /// Refunds of one charge, in creation order (what a human sees on the dashboard).
     pub fn refunds_for_charge(&self, charge: &str) -> Vec<&Refund> {
-        self.by_charge.get(charge).map_or_else(Vec::new, |ix| {
-            ix.iter().map(|&i| &self.refunds[i]).collect()
-        })
+        self.charges
+            .get(charge)
+            .map_or_else(Vec::new, |c| c.refunds.iter().collect())
     }
 
     /// The first refund of `charge` that moves money (`GET /v1/refunds?charge=…` as a human or a
@@ -445,7 +522,7 @@ impl FakeStripe {
     /// The amount of `charge` not yet refunded (refunds in a status that moves money count;
     /// `failed`/`canceled` ones do not), or `None` for an unknown charge.
     pub fn remaining_cents(&self, charge: &str) -> Option<u64> {
-        let amount = *self.charges.get(charge)?;
+        let amount = self.charges.get(charge)?.amount_cents;
         Some(amount.saturating_sub(self.refunded_cents(charge)))
     }
 
@@ -574,19 +651,22 @@ impl FakeStripe {
                 ),
             );
         }
+        self.refunds_created += 1;
         let refund = Refund {
-            id: format!("re_{:08}", self.refunds.len() + 1),
+            id: format!("re_{:08}", self.refunds_created),
             charge: p.charge.clone(),
             amount_cents: p.amount_cents,
             status,
             created: now,
             origin: req.origin,
         };
-        self.by_charge
-            .entry(refund.charge.clone())
-            .or_default()
-            .push(self.refunds.len());
-        self.refunds.push(refund.clone());
+        if let Some(recent) = &mut self.recent {
+            recent.push((refund.origin.ticket, refund.charge.clone()));
+        }
+        self.last_created = Some(refund.clone());
+        if let Some(c) = self.charges.get_mut(&refund.charge) {
+            c.refunds.push(refund.clone());
+        }
         Response {
             status: 200,
             body: Body::Refund(refund),
@@ -597,11 +677,13 @@ impl FakeStripe {
 
     /// Sum of the refunds of `charge` that move money.
     fn refunded_cents(&self, charge: &str) -> u64 {
-        self.refunds_for_charge(charge)
-            .into_iter()
-            .filter(|r| r.status.moves_money())
-            .map(|r| r.amount_cents)
-            .fold(0u64, u64::saturating_add)
+        self.charges.get(charge).map_or(0, |c| {
+            c.refunds
+                .iter()
+                .filter(|r| r.status.moves_money())
+                .map(|r| r.amount_cents)
+                .fold(0u64, u64::saturating_add)
+        })
     }
 
     /// 400 `resource_missing` for an unknown charge.

@@ -104,12 +104,11 @@ pub async fn serve(
         }
         Begin::Execute(token) => {
             w.sim.sleep(d.latency).await;
-            let before = w.stripe.borrow().refunds().len();
-            let delivered = w
-                .stripe
-                .borrow_mut()
-                .commit(w.now(), token, d.status, d.fault);
-            let created = w.stripe.borrow().refunds().get(before).cloned();
+            let (delivered, created) = {
+                let mut stripe = w.stripe.borrow_mut();
+                let delivered = stripe.commit(w.now(), token, d.status, d.fault);
+                (delivered, stripe.take_created())
+            };
             if let Some(r) = created {
                 w.record(
                     ids,

@@ -156,9 +156,10 @@ pub async fn create_refund(
             )
         } else {
             let rng = w.ticket_stream("stripe", ticket, &entity);
-            let task = w
-                .sim
-                .spawn(serve(w.clone(), req, ids, Caller::Service, rng, script_key));
+            let task = w.spawn_for(
+                ticket,
+                serve(w.clone(), req, ids, Caller::Service, rng, script_key),
+            );
             Box::pin(task)
         };
         let sdk_timeout = w.sim.timeout(SimTime::from_duration(cfg.timeout), server);

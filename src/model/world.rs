@@ -18,7 +18,7 @@ const POSITIONS: [Position; 4] = [
 ];
 use super::ledger::Ledger;
 use super::stripe::FakeStripe;
-use crate::history::{Event, EventKind, History};
+use crate::history::{Event, EventKind, Observer};
 use crate::scenario::Scenario;
 use crate::sim::{Sim, SimTime, StreamRng, Streams};
 
@@ -73,7 +73,18 @@ pub struct PoolGauges {
 }
 
 /// Everything a component needs: the simulation handle, the scenario, the seeded streams, the
-/// history being recorded, and the shared service state.
+/// observer the events go to, and the shared service state.
+///
+/// # Eviction (flat memory)
+///
+/// Every task that works on a ticket holds a [`TicketLease`] (taken by [`World::spawn_for`]).
+/// When a ticket's last lease drops, nothing in the model can touch it any more: its agent,
+/// executor calls, the service's and the SDK's zombie work, proxies and the human who took it
+/// have all finished, and only that ticket's own requests carry its idempotency keys. The
+/// ticket is then *closed*: the observer folds its facts into the totals, and the ledger row is
+/// dropped. Its Stripe charge, refunds and idempotency entries are dropped at the same time,
+/// unless the reconciliation job will run again before the horizon: then they stay until that
+/// run has read them.
 pub struct World {
     /// The engine.
     pub sim: Sim,
@@ -81,8 +92,16 @@ pub struct World {
     pub cfg: Rc<Scenario>,
     /// Seeded per-entity random streams.
     pub streams: Streams,
-    /// Events recorded so far.
-    pub history: RefCell<History>,
+    /// Where events go (metrics, trace, story filter).
+    observer: Rc<RefCell<dyn Observer>>,
+    /// Leases held per open ticket.
+    leases: RefCell<std::collections::BTreeMap<u64, u32>>,
+    /// Closed tickets whose Stripe objects wait for the next reconciliation run.
+    awaiting_reconciliation: RefCell<Vec<u64>>,
+    /// Set once the run is over: late lease drops then change nothing.
+    finished: Cell<bool>,
+    /// Evictions refused because the state was still in use (a broken eviction rule).
+    premature: Cell<u64>,
     /// The refunds service's connection pool to Stripe (FIFO).
     pub pool: Arc<Semaphore>,
     /// Pool gauges.
@@ -99,7 +118,12 @@ pub struct World {
 
 impl World {
     /// Wires a world for `cfg` under root seed `seed`.
-    pub fn new(sim: Sim, cfg: Rc<Scenario>, seed: u64) -> Rc<World> {
+    pub fn new(
+        sim: Sim,
+        cfg: Rc<Scenario>,
+        seed: u64,
+        observer: Rc<RefCell<dyn Observer>>,
+    ) -> Rc<World> {
         let stripe = FakeStripe::new(
             SimTime::from_duration(cfg.stripe.idempotency_key_retention),
             cfg.stripe.rate_limit_per_s,
@@ -115,7 +139,11 @@ impl World {
             sim,
             cfg,
             streams: Streams::new(seed),
-            history: RefCell::new(History::default()),
+            observer,
+            leases: RefCell::default(),
+            awaiting_reconciliation: RefCell::default(),
+            finished: Cell::new(false),
+            premature: Cell::new(0),
             pool,
             pool_gauges: PoolGauges::default(),
             ledger: RefCell::new(Ledger::default()),
@@ -131,15 +159,123 @@ impl World {
         self.sim.now()
     }
 
-    /// Records an event at the current instant.
+    /// Records an event at the current instant (hands it to the observer).
     pub fn record(&self, ids: Ids, kind: EventKind) {
-        self.history.borrow_mut().events.push(Event {
+        self.observer.borrow_mut().event(Event {
             t_ns: self.now(),
             ticket: ids.ticket,
             attempt: ids.attempt,
             call: ids.call,
             kind,
         });
+    }
+
+    /// A lease on ticket `id`: the ticket stays open while one is held (see the type's docs).
+    pub fn lease(self: &Rc<Self>, id: u64) -> TicketLease {
+        *self.leases.borrow_mut().entry(id).or_default() += 1;
+        TicketLease {
+            w: self.clone(),
+            id,
+        }
+    }
+
+    /// Spawns `fut` as a task that works on ticket `id` (holding a lease on it until it ends).
+    pub fn spawn_for<F, T>(self: &Rc<Self>, id: u64, fut: F) -> crate::sim::JoinHandle<T>
+    where
+        F: std::future::Future<Output = T> + 'static,
+        T: 'static,
+    {
+        let lease = self.lease(id);
+        self.sim.spawn(async move {
+            let out = fut.await;
+            drop(lease);
+            out
+        })
+    }
+
+    /// Evictions refused so far because the ticket's state was still in use: a closed ticket
+    /// with work in flight, i.e. a task that worked on it without a lease (a model bug; the
+    /// run's `conservation` invariant counts it).
+    pub fn premature_evictions(&self) -> u64 {
+        self.premature.get()
+    }
+
+    /// Tickets with a lease held now (for tests and diagnostics).
+    pub fn open_tickets(&self) -> usize {
+        self.leases.borrow().len()
+    }
+
+    fn release(&self, id: u64) {
+        if self.finished.get() {
+            return;
+        }
+        let closed = {
+            let mut leases = self.leases.borrow_mut();
+            match leases.get_mut(&id) {
+                Some(n) if *n > 1 => {
+                    *n -= 1;
+                    false
+                }
+                Some(_) => {
+                    leases.remove(&id);
+                    true
+                }
+                None => false,
+            }
+        };
+        if closed {
+            self.close(id);
+        }
+    }
+
+    /// Closes ticket `id`: the observer folds it in, the ledger row goes, and its Stripe
+    /// objects go now or after the next reconciliation run.
+    fn close(&self, id: u64) {
+        self.observer.borrow_mut().ticket_closed(id);
+        if !self.ledger.borrow_mut().evict(id) {
+            self.premature.set(self.premature.get() + 1);
+        }
+        if self.reconciliation_runs_after(self.now()) {
+            self.awaiting_reconciliation.borrow_mut().push(id);
+        } else if !self.stripe.borrow_mut().evict_charge(&Self::charge_id(id)) {
+            self.premature.set(self.premature.get() + 1);
+        }
+    }
+
+    /// Whether the reconciliation job runs at or after `t` (and so will read Stripe's refunds).
+    fn reconciliation_runs_after(&self, t: SimTime) -> bool {
+        let r = &self.cfg.reconciliation;
+        let interval = SimTime::from_duration(r.interval).as_nanos();
+        if !r.enabled || interval == 0 {
+            return false;
+        }
+        // The first run at or after `t` (a run at exactly `t` may not have read yet).
+        let next = t
+            .as_nanos()
+            .div_ceil(interval)
+            .max(1)
+            .saturating_mul(interval);
+        next <= SimTime::from_duration(self.cfg.horizon).as_nanos()
+    }
+
+    /// Called by the reconciliation job after each run: drops the Stripe objects of tickets
+    /// closed before it read them.
+    /// Returns those tickets.
+    pub fn reconciled(&self) -> Vec<u64> {
+        let ids = std::mem::take(&mut *self.awaiting_reconciliation.borrow_mut());
+        let mut stripe = self.stripe.borrow_mut();
+        for id in &ids {
+            if !stripe.evict_charge(&Self::charge_id(*id)) {
+                self.premature.set(self.premature.get() + 1);
+            }
+        }
+        ids
+    }
+
+    /// Ends the run for the model's bookkeeping: leases dropped afterwards (by tasks torn down
+    /// with the engine) change nothing.
+    pub fn finish(&self) {
+        self.finished.set(true);
     }
 
     /// A fresh refunds-service request id (1, 2, …).
@@ -195,5 +331,17 @@ impl World {
     /// The Stripe charge id of a ticket.
     pub fn charge_id(ticket: u64) -> String {
         format!("ch_{ticket}")
+    }
+}
+
+/// Keeps a ticket open while held; see [`World`]'s eviction rules. Taken by [`World::lease`].
+pub struct TicketLease {
+    w: Rc<World>,
+    id: u64,
+}
+
+impl Drop for TicketLease {
+    fn drop(&mut self) {
+        self.w.release(self.id);
     }
 }

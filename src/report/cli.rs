@@ -7,9 +7,9 @@ use std::time::SystemTime;
 
 use super::{story, summary};
 use crate::error::CliError;
-use crate::history::write_trace;
-use crate::output::{same_file, write_whole};
-use crate::run::{run, Invocation, RunOutput};
+use crate::history::{Keep, TraceStream};
+use crate::output::{same_file, WholeFile};
+use crate::run::{engine_for, run_recorded, Invocation, RunOutput};
 use crate::scenario::{self, Scenario};
 
 /// The arguments of `refundsim run`.
@@ -56,11 +56,30 @@ pub fn cli_run(opts: &CliOptions) -> Result<CliOutcome, CliError> {
             .collect(),
         sets: opts.sets.clone(),
     };
-    let out = run(&sc, opts.seed.unwrap_or(sc.seed), &how);
+    let seed = opts.seed.unwrap_or(sc.seed);
+    // One run: the trace streams to its file as events happen, and only the asked ticket's
+    // events are kept (for its story); metrics are computed online.
+    let keep = opts.ticket.map_or(Keep::Nothing, Keep::Ticket);
+    let out = match &opts.trace {
+        None => run_recorded(engine_for(&sc), &sc, seed, &how, keep, None).0,
+        Some(path) => {
+            refuse_trace_over_input(opts, path)?;
+            let fail = |e: String| CliError::Input(format!("--trace {}: {e}", path.display()));
+            let (file, handle) = WholeFile::create(path).map_err(fail)?;
+            let sink: Box<dyn std::io::Write> =
+                Box::new(std::io::BufWriter::with_capacity(1 << 16, handle));
+            let stream = TraceStream::new(sink, origin);
+            let (out, stream) = run_recorded(engine_for(&sc), &sc, seed, &how, keep, Some(stream));
+            if let Some(stream) = stream {
+                stream
+                    .finish()
+                    .map_err(|e| fail(format!("cannot write: {e}")))?;
+            }
+            file.commit().map_err(fail)?;
+            out
+        }
+    };
     let story_lines = ticket_story(opts, &out, origin)?;
-    if let Some(path) = &opts.trace {
-        write_trace_file(opts, path, &out, origin)?;
-    }
     let stdout = if opts.json {
         render_json(&out, story_lines.as_deref())?
     } else {
@@ -91,13 +110,8 @@ fn ticket_story(
     Ok(Some(lines))
 }
 
-/// `--trace`: the JSONL history, refused when the path is an input.
-fn write_trace_file(
-    opts: &CliOptions,
-    path: &std::path::Path,
-    out: &RunOutput,
-    origin: Option<SystemTime>,
-) -> Result<(), CliError> {
+/// `--trace`: refused when the path is an input.
+fn refuse_trace_over_input(opts: &CliOptions, path: &std::path::Path) -> Result<(), CliError> {
     let mut inputs = std::iter::once(&opts.scenario).chain(opts.policies.iter());
     if let Some(input) = inputs.find(|i| same_file(path, i)) {
         return Err(CliError::Input(format!(
@@ -106,8 +120,7 @@ fn write_trace_file(
             input.display()
         )));
     }
-    write_whole(path, |w| write_trace(w, &out.history.events, origin))
-        .map_err(|e| CliError::Input(format!("--trace {}: {e}", path.display())))
+    Ok(())
 }
 
 /// `--json`: the report, with the ticket's story as a `story` field.

@@ -5,7 +5,7 @@ pub mod cli;
 mod story;
 mod summary;
 
-pub use story::{incident_shaped, story};
+pub use story::{incident_shaped, story, IncidentShapes};
 pub use summary::{summary, LISTED_DUPLICATES};
 
 pub use cli::cli_run;

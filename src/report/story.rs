@@ -6,6 +6,9 @@ use std::time::SystemTime;
 use crate::history::{
     clock_time, Decision, Event, EventKind, History, HumanAction, Outcome, TicketStatus,
 };
+use crate::invariants::CappedIds;
+#[allow(unused_imports)] // named in docs
+use crate::invariants::MAX_LISTED_IDS;
 use crate::sim::SimTime;
 
 fn ordinal(attempt: u32) -> String {
@@ -246,21 +249,50 @@ pub fn story(history: &History, ticket: u64, origin: Option<SystemTime>) -> Vec<
 
 /// Tickets whose story has the incident's shape: the first call took 8–12 s and came back late
 /// after an executor timeout, the model retried, the retry answered in under 3 s, and the ticket
-/// ended with exactly two refunds.
+/// ended with exactly two refunds. Ascending, at most [`MAX_LISTED_IDS`].
 pub fn incident_shaped(history: &History) -> Vec<u64> {
-    #[derive(Default)]
-    struct S {
-        first_late_ns: Option<u64>,
-        timed_out: bool,
-        retried: bool,
-        retry_call_at: Option<SimTime>,
-        retry_ok_in: Option<SimTime>,
-        refunds: u32,
-    }
-    let mut by: BTreeMap<u64, S> = BTreeMap::new();
+    let mut scan = IncidentShapes::default();
     for e in &history.events {
-        let Some(t) = e.ticket else { continue };
-        let s = by.entry(t).or_default();
+        scan.record(e);
+    }
+    scan.finish()
+}
+
+/// What [`IncidentShapes`] tracks per open ticket.
+#[derive(Default)]
+struct Shape {
+    first_late_ns: Option<u64>,
+    timed_out: bool,
+    retried: bool,
+    retry_call_at: Option<SimTime>,
+    retry_ok_in: Option<SimTime>,
+    refunds: u32,
+}
+
+impl Shape {
+    fn matches(&self) -> bool {
+        self.first_late_ns
+            .is_some_and(|ns| (8_000_000_000..=12_000_000_000).contains(&ns))
+            && self.timed_out
+            && self.retried
+            && self.retry_ok_in.is_some_and(|d| d < SimTime::from_secs(3))
+            && self.refunds == 2
+    }
+}
+
+/// [`incident_shaped`] online: feed events in order, close tickets as they close (their state
+/// is judged and dropped), then [`IncidentShapes::finish`].
+#[derive(Default)]
+pub struct IncidentShapes {
+    open: BTreeMap<u64, Shape>,
+    found: CappedIds,
+}
+
+impl IncidentShapes {
+    /// Notes one event.
+    pub fn record(&mut self, e: &Event) {
+        let Some(t) = e.ticket else { return };
+        let s = self.open.entry(t).or_default();
         match (&e.kind, e.attempt) {
             (
                 EventKind::ServiceResponse {
@@ -296,15 +328,23 @@ pub fn incident_shaped(history: &History) -> Vec<u64> {
             _ => {}
         }
     }
-    by.into_iter()
-        .filter(|(_, s)| {
-            s.first_late_ns
-                .is_some_and(|ns| (8_000_000_000..=12_000_000_000).contains(&ns))
-                && s.timed_out
-                && s.retried
-                && s.retry_ok_in.is_some_and(|d| d < SimTime::from_secs(3))
-                && s.refunds == 2
-        })
-        .map(|(t, _)| t)
-        .collect()
+
+    /// Ticket `id` closed: judge it and drop its state.
+    pub fn ticket_closed(&mut self, id: u64) {
+        if let Some(s) = self.open.remove(&id) {
+            if s.matches() {
+                self.found.insert(id);
+            }
+        }
+    }
+
+    /// The incident-shaped tickets, ascending, at most [`MAX_LISTED_IDS`].
+    pub fn finish(mut self) -> Vec<u64> {
+        for (id, s) in std::mem::take(&mut self.open) {
+            if s.matches() {
+                self.found.insert(id);
+            }
+        }
+        self.found.into_vec()
+    }
 }

@@ -1,6 +1,7 @@
 //! Scenario files: the format (serde), defaults, validation, and policy merge patches.
 
 mod bound_rules;
+pub mod budget;
 mod config;
 mod dupkeys;
 mod error;
@@ -23,7 +24,4 @@ pub use layers::{
     ReportTimeout, RetryBudget, RetryLayer, RetryOn,
 };
 pub use load::{load, load_str, schema_json};
-pub use validate::{
-    validate, MAX_DURATION, MAX_EXPECTED_BACKGROUND, MAX_EXPECTED_TICKETS, MAX_FIRST_TICKET_ID,
-    MAX_HORIZON, METRICS,
-};
+pub use validate::{validate, MAX_DURATION, MAX_FIRST_TICKET_ID, MAX_HORIZON, METRICS};

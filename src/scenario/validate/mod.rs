@@ -48,11 +48,6 @@ pub const METRICS: &[&str] = &[
     "reconciliation_alerts",
 ];
 
-/// Upper bound on the expected number of generated tickets (Σ rate × phase time before the
-/// horizon); more would not finish in reasonable time.
-pub const MAX_EXPECTED_TICKETS: f64 = 200_000.0;
-/// Upper bound on the expected number of background requests (rate × horizon).
-pub const MAX_EXPECTED_BACKGROUND: f64 = 20_000_000.0;
 /// Longest allowed horizon: 30 days.
 pub const MAX_HORIZON: Duration = Duration::from_secs(30 * 24 * 3600);
 /// Longest allowed value of any other duration field: 365 days (virtual time is an integer count
@@ -96,8 +91,8 @@ const RFC3339_EXAMPLE: &str = r#""2024-05-14T16:00:00Z""#;
 /// - `horizon` in (0, 30 days]; every other duration at most 365 days; timeouts, intervals and
 ///   every latency `p50` > 0; every latency `p99` ≥ its `p50`;
 /// - `arrivals`: a non-empty `schedule` or non-empty `tickets`; rates finite and ≥ 0; at most
-///   [`MAX_EXPECTED_TICKETS`] expected tickets before the horizon and [`MAX_EXPECTED_BACKGROUND`]
-///   background requests (else the run "would not finish"); tickets with unique ids,
+///   the run budget ([`super::budget`]: about [`super::budget::DEFAULT_MAX_EVENTS`] engine events
+///   unless raised with `--max-events`); tickets with unique ids,
 ///   `opened_at` ≤ horizon, `amount_cents` > 0 and `charge_amount_cents` ≥ `amount_cents`;
 ///   amount p99 ≥ p50 > 0, `max_cents` ≥ `min_cents` > 0; charge factors 1 ≤ min ≤ max;
 /// - probabilities in [0, 1]; `stripe.faults.latency_spike_factor` ≥ 1; `executor.retry`
@@ -112,6 +107,7 @@ pub fn validate(s: &Scenario) -> Result<(), ValidationError> {
     header(s)?;
     arrivals::validate(s)?;
     background::validate(s)?;
+    super::budget::check_budget(s)?;
     agent::validate(s)?;
     executor::validate(&s.executor)?;
     service::validate(&s.refunds_service)?;

@@ -56,15 +56,28 @@ fn explicit_tickets_replace_schedule() {
 }
 
 #[test]
-fn rates_that_would_not_finish() {
+fn rates_over_the_run_budget() {
     rejects(
-        &with(r#"{"arrivals":{"schedule":[{"duration":"1h","rate_per_s":1000}]}}"#),
-        &["arrivals.schedule", "would not finish", "3600000", "200000"],
+        &with(r#"{"arrivals":{"schedule":[{"duration":"1h","rate_per_s":100000}]}}"#),
+        &[
+            "arrivals.schedule",
+            "over the run budget",
+            "360000000 tickets",
+            "budget is 300000000 events",
+            "--max-events",
+        ],
     );
     rejects(
-        &with(r#"{"horizon":"30d","background_load":{"rate_per_s":10000}}"#),
-        &["background_load.rate_per_s", "would not finish"],
+        &with(
+            r#"{"horizon":"30d","background_load":{"rate_per_s":1000,"hold":{"p50":"1ms","p99":"2ms"}}}"#,
+        ),
+        &["background_load.rate_per_s", "over the run budget"],
     );
+    // The 30-day run at 1 ticket/s with the incident's background load is within the budget.
+    let month = with(
+        r#"{"horizon":"30d","arrivals":{"schedule":[{"duration":"30d","rate_per_s":1}]},"background_load":{"rate_per_s":2.5}}"#,
+    );
+    assert!(load_str(&month, "x.json").is_ok());
     rejects(
         &with(r#"{"arrivals":{"schedule":[{"duration":"1m","rate_per_s":-1}]}}"#),
         &[
