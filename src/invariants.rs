@@ -189,15 +189,55 @@ struct TicketFacts {
     phase: String,
     /// Money-moving refunds: (amount, created).
     refunds: Vec<(u64, SimTime)>,
-    refunded_attempts: BTreeSet<u32>,
-    tool_calls: BTreeMap<u32, u32>,
-    tool_results: BTreeMap<u32, u32>,
+    refunded_attempts: VecMap<u32, ()>,
+    tool_calls: VecMap<u32, u32>,
+    tool_results: VecMap<u32, u32>,
     final_ok: bool,
     escalated: bool,
     /// Per service call: (requests, responses).
-    calls: BTreeMap<u64, (u32, u32)>,
+    calls: VecMap<u64, (u32, u32)>,
     /// (attempt, event ordinal) of every tool result reported as a failure.
     fails: Vec<(u32, u64)>,
+}
+
+/// A map for the handful of entries a ticket has (attempts, service calls): a vector searched
+/// linearly, in insertion order — cheaper than a tree for a few keys, and allocation-free
+/// until the first entry.
+#[derive(Debug)]
+struct VecMap<K, V>(Vec<(K, V)>);
+
+impl<K, V> Default for VecMap<K, V> {
+    fn default() -> Self {
+        VecMap(Vec::new())
+    }
+}
+
+impl<K: PartialEq + Copy, V: Default> VecMap<K, V> {
+    fn entry(&mut self, k: K) -> &mut V {
+        let i = match self.0.iter().position(|(x, _)| *x == k) {
+            Some(i) => i,
+            None => {
+                self.0.push((k, V::default()));
+                self.0.len() - 1
+            }
+        };
+        &mut self.0[i].1
+    }
+    fn get(&self, k: &K) -> Option<&V> {
+        self.0.iter().find(|(x, _)| x == k).map(|(_, v)| v)
+    }
+    fn contains(&self, k: &K) -> bool {
+        self.get(k).is_some()
+    }
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
+    fn values(&self) -> impl Iterator<Item = &V> {
+        self.0.iter().map(|(_, v)| v)
+    }
 }
 
 /// Most ids a report list (duplicated tickets, incident-shaped tickets) holds: the smallest
@@ -393,12 +433,12 @@ impl Evaluator {
             EventKind::ToolCall { .. } => {
                 m.tool_calls += 1;
                 if let (Some(f), Some(a)) = (facts, attempt) {
-                    *f.tool_calls.entry(*a).or_default() += 1;
+                    *f.tool_calls.entry(*a) += 1;
                 }
             }
             EventKind::ToolResult { outcome, .. } => {
                 if let (Some(f), Some(a)) = (facts, attempt) {
-                    *f.tool_results.entry(*a).or_default() += 1;
+                    *f.tool_results.entry(*a) += 1;
                     f.final_ok = *outcome == Outcome::Ok;
                     if *outcome == Outcome::Fail {
                         f.fails.push((*a, seq));
@@ -406,18 +446,18 @@ impl Evaluator {
                 }
             }
             EventKind::ServiceRequest { .. } => {
-                let calls = match facts {
-                    Some(f) => &mut f.calls,
-                    None => &mut self.orphan_calls,
-                };
-                calls.entry(call.unwrap_or(0)).or_default().0 += 1;
+                let id = call.unwrap_or(0);
+                match facts {
+                    Some(f) => f.calls.entry(id).0 += 1,
+                    None => self.orphan_calls.entry(id).or_default().0 += 1,
+                }
             }
             EventKind::ServiceResponse { latency_ns, .. } => {
-                let calls = match facts {
-                    Some(f) => &mut f.calls,
-                    None => &mut self.orphan_calls,
-                };
-                calls.entry(call.unwrap_or(0)).or_default().1 += 1;
+                let id = call.unwrap_or(0);
+                match facts {
+                    Some(f) => f.calls.entry(id).1 += 1,
+                    None => self.orphan_calls.entry(id).or_default().1 += 1,
+                }
                 self.tool_lat.record(*latency_ns);
             }
             EventKind::PoolAcquire { waited_ns } => {
@@ -435,7 +475,7 @@ impl Evaluator {
                 self.stripe_lat.record(*latency_ns);
                 // A 200 with a refund (new or replayed) means this attempt's refund exists.
                 if let (Some(f), Some(a), 200, Some(_)) = (facts, attempt, *status, refund_id) {
-                    f.refunded_attempts.insert(*a);
+                    *f.refunded_attempts.entry(*a) = ();
                 }
                 count_stripe_status(m, *status, outcome);
             }
@@ -453,7 +493,7 @@ impl Evaluator {
                     if let Some(f) = facts {
                         f.refunds.push((*amount_cents, *t_ns));
                         if let Some(a) = attempt {
-                            f.refunded_attempts.insert(*a);
+                            *f.refunded_attempts.entry(*a) = ();
                         }
                     }
                 }
