@@ -53,12 +53,10 @@ fn heap_loop(events: u64) -> u64 {
         heap.push(Reverse((delay(), seq)));
     }
     let mut now = 0;
-    let mut seq = LIVE_TIMERS;
-    for _ in 0..events {
+    for seq in LIVE_TIMERS..LIVE_TIMERS + events {
         let Reverse((due, _)) = heap.pop().expect("the heap is never empty");
         now = due;
         heap.push(Reverse((now + delay(), seq)));
-        seq += 1;
     }
     now
 }
