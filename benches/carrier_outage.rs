@@ -6,10 +6,13 @@
 //! incident-shaped tickets. Loading and validating the scenario file happens once, outside the
 //! measured loop.
 //!
-//! Two benches:
+//! Three benches:
 //!
 //! - `carrier_outage_seed157`: the scenario as it is (the incident).
 //! - `carrier_outage_fixed_seed157`: the same scenario with `policies/fixed.json` merged in.
+//! - `carrier_outage_seeds_1_20`: the incident at seeds 1 to 20, one after another, per
+//!   iteration (throughput = their total engine events); compare with the `floor` bench, which
+//!   processes the same number of events in a bare `BinaryHeap` loop.
 //!
 //! Throughput is set to the number of engine events (`report.sim_events`) the run processes, so
 //! criterion reports events per second alongside the time per run. Runs are deterministic, so
@@ -57,12 +60,36 @@ fn bench_one(c: &mut Criterion, name: &str, scenario: &Scenario) {
     group.finish();
 }
 
+/// Runs the scenario at seeds 1..=20 per iteration; throughput = their total engine events.
+fn bench_seeds_1_20(c: &mut Criterion, scenario: &Scenario) {
+    let how = Invocation::default();
+    let events: u64 = (1..=20)
+        .map(|seed| run(scenario, seed, &how).report.sim_events)
+        .sum();
+    eprintln!("carrier_outage_seeds_1_20: {events} sim events per iteration (seeds 1-20)");
+
+    let mut group = c.benchmark_group("refundsim");
+    group.sampling_mode(SamplingMode::Flat);
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(events));
+    group.bench_function("carrier_outage_seeds_1_20", |b| {
+        b.iter(|| {
+            for seed in 1..=20 {
+                black_box(run(black_box(scenario), black_box(seed), &how));
+            }
+        })
+    });
+    group.finish();
+}
+
 fn carrier_outage(c: &mut Criterion) {
     let incident = load_scenario(&[]);
     bench_one(c, &format!("carrier_outage_seed{SEED}"), &incident);
 
     let fixed = load_scenario(&[manifest_path("policies/fixed.json")]);
     bench_one(c, &format!("carrier_outage_fixed_seed{SEED}"), &fixed);
+
+    bench_seeds_1_20(c, &incident);
 }
 
 criterion_group! {

@@ -12,10 +12,12 @@
 //! fires first. Exploration mode may still reorder events within its `epsilon`.
 
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 
@@ -25,16 +27,27 @@ use super::timer::{Sleep, Timeout};
 
 type Task = Pin<Box<dyn Future<Output = ()>>>;
 
-/// Ready queue shared with wakers. Wakers must be `Send + Sync`, hence the `Mutex`; it is never
-/// contended because everything runs on one thread.
-#[derive(Default)]
-struct ReadyQueue {
-    queue: VecDeque<u64>,
+/// A task's identity: its slab slot in the low 32 bits, the slot's generation in the high 32.
+/// A slot's generation changes when its task finishes, so a leftover wake-up of a finished task
+/// never polls the next task put in the same slot (it would take 2^32 reuses of one slot while
+/// the stale id is still queued to alias).
+type TaskId = u64;
+
+fn task_id(slot: u32, generation: u32) -> TaskId {
+    (u64::from(generation) << 32) | u64::from(slot)
 }
 
+/// Ready queue shared with wakers, in wake order. Wakers must be `Send + Sync`, hence the
+/// `Mutex`; it is never contended because everything runs on one thread.
+type ReadyQueue = Arc<Mutex<VecDeque<TaskId>>>;
+
+/// The one waker of one task, made at spawn and reused for every poll of that task.
 struct TaskWaker {
-    id: u64,
-    ready: Arc<Mutex<ReadyQueue>>,
+    id: TaskId,
+    /// Whether `id` is in the ready queue (pushed and not yet popped): wakes while it is are
+    /// no-ops, so a task is queued at most once (the same order as a queue without duplicates).
+    queued: AtomicBool,
+    ready: ReadyQueue,
 }
 
 impl Wake for TaskWaker {
@@ -42,11 +55,36 @@ impl Wake for TaskWaker {
         self.wake_by_ref();
     }
     fn wake_by_ref(self: &Arc<Self>) {
-        let mut ready = self.ready.lock().expect("ready queue poisoned");
-        if !ready.queue.contains(&self.id) {
-            ready.queue.push_back(self.id);
+        if !self.queued.swap(true, Ordering::AcqRel) {
+            self.ready
+                .lock()
+                .expect("ready queue poisoned")
+                .push_back(self.id);
         }
     }
+}
+
+/// A live task: its future and its waker (both made once, at spawn).
+struct Running {
+    future: Task,
+    waker: Waker,
+    /// The same allocation as `waker`, to clear its `queued` flag before each poll.
+    handle: Arc<TaskWaker>,
+}
+
+/// One slot of the task slab.
+struct TaskSlot {
+    generation: u32,
+    /// `None` when the slot is free, or while its task is being polled.
+    running: Option<Running>,
+}
+
+/// Tasks in a slab: slots are reused through a free list, so spawning allocates no map node.
+#[derive(Default)]
+struct Tasks {
+    slots: Vec<TaskSlot>,
+    free: Vec<u32>,
+    live: usize,
 }
 
 /// What a timer stands for, which decides the order of timers due at the same instant.
@@ -60,20 +98,121 @@ pub enum TimerKind {
 
 /// A pending timer's place in the order: `(deadline, kind << 63 | sequence number)`, which
 /// sorts as `(deadline, kind, sequence number)` in a two-word key (sequence numbers stay far
-/// below 2^63).
+/// below 2^63). Keys are unique: every registration takes a new sequence number.
 pub(super) type TimerKey = (SimTime, u64);
+
+/// A registered timer: its key and its slot in the timer slab (what [`Sleep`] keeps).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct TimerHandle {
+    key: TimerKey,
+    slot: u32,
+}
 
 /// The bit that puts a [`TimerKind::Deadline`] after every work timer at the same instant.
 const DEADLINE_BIT: u64 = 1 << 63;
 
+/// One slot of the timer slab. The slot is live while `waker` is `Some`; `key` tells a heap
+/// entry for this slot's current timer from a stale one (cancelled, fired, or an earlier timer
+/// that used the slot).
+struct TimerSlot {
+    key: TimerKey,
+    waker: Option<Waker>,
+}
+
+/// Pending timers: a min-heap of `(key, slot)` over a slab of wakers, with lazy cancellation.
+/// Cancelling frees the slot and leaves the heap entry, which is dropped when it reaches the top
+/// (or when stale entries outnumber live ones and the heap is compacted).
+#[derive(Default)]
+struct Timers {
+    heap: BinaryHeap<Reverse<(TimerKey, u32)>>,
+    slots: Vec<TimerSlot>,
+    free: Vec<u32>,
+    live: usize,
+}
+
+/// Stale heap entries tolerated beyond the live count before the heap is compacted.
+const STALE_SLACK: usize = 1024;
+
+impl Timers {
+    fn is_live(&self, key: TimerKey, slot: u32) -> bool {
+        let s = &self.slots[slot as usize];
+        s.key == key && s.waker.is_some()
+    }
+
+    fn insert(&mut self, key: TimerKey, waker: Waker) -> TimerHandle {
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.slots[slot as usize] = TimerSlot {
+                    key,
+                    waker: Some(waker),
+                };
+                slot
+            }
+            None => {
+                let slot = u32::try_from(self.slots.len()).expect("fewer than 2^32 timers");
+                self.slots.push(TimerSlot {
+                    key,
+                    waker: Some(waker),
+                });
+                slot
+            }
+        };
+        self.live += 1;
+        self.heap.push(Reverse((key, slot)));
+        TimerHandle { key, slot }
+    }
+
+    /// Frees a live timer's slot and returns its waker; `None` if it is no longer live.
+    fn remove(&mut self, h: TimerHandle) -> Option<Waker> {
+        let s = self.slots.get_mut(h.slot as usize)?;
+        if s.key != h.key {
+            return None;
+        }
+        let waker = s.waker.take()?;
+        self.free.push(h.slot);
+        self.live -= 1;
+        Some(waker)
+    }
+
+    /// Drops stale entries from the top; afterwards the top (if any) is the earliest live timer.
+    fn peek_live(&mut self) -> Option<TimerHandle> {
+        while let Some(&Reverse((key, slot))) = self.heap.peek() {
+            if self.is_live(key, slot) {
+                return Some(TimerHandle { key, slot });
+            }
+            self.heap.pop();
+        }
+        None
+    }
+
+    /// Removes the earliest live timer from the heap, leaving its slot live (to be pushed back
+    /// or removed by the caller).
+    fn pop_live(&mut self) -> Option<TimerHandle> {
+        let h = self.peek_live()?;
+        self.heap.pop();
+        Some(h)
+    }
+
+    /// Rebuilds the heap without stale entries once they outnumber live timers (plus a slack),
+    /// so long cancelled timeouts do not pile up. Amortised O(1) per cancellation.
+    fn compact_if_stale(&mut self) {
+        if self.heap.len() > 2 * self.live + STALE_SLACK {
+            let slots = &self.slots;
+            self.heap.retain(|&Reverse((key, slot))| {
+                let s = &slots[slot as usize];
+                s.key == key && s.waker.is_some()
+            });
+        }
+    }
+}
+
 pub(super) struct Inner {
     now: Cell<SimTime>,
     next_seq: Cell<u64>,
-    next_task: Cell<u64>,
     /// Pending timers keyed by `(deadline, kind, sequence)`: the order of same-instant events.
-    timers: RefCell<BTreeMap<TimerKey, Waker>>,
-    tasks: RefCell<BTreeMap<u64, Option<Task>>>,
-    ready: Arc<Mutex<ReadyQueue>>,
+    timers: RefCell<Timers>,
+    tasks: RefCell<Tasks>,
+    ready: ReadyQueue,
     events_processed: Cell<u64>,
     tie_break: RefCell<Option<Box<dyn TieBreak>>>,
     epsilon: Cell<SimTime>,
@@ -111,10 +250,9 @@ impl Sim {
             inner: Rc::new(Inner {
                 now: Cell::new(SimTime::ZERO),
                 next_seq: Cell::new(0),
-                next_task: Cell::new(0),
-                timers: RefCell::new(BTreeMap::new()),
-                tasks: RefCell::new(BTreeMap::new()),
-                ready: Arc::new(Mutex::new(ReadyQueue::default())),
+                timers: RefCell::new(Timers::default()),
+                tasks: RefCell::new(Tasks::default()),
+                ready: Arc::new(Mutex::new(VecDeque::new())),
                 events_processed: Cell::new(0),
                 tie_break: RefCell::new(None),
                 epsilon: Cell::new(SimTime::ZERO),
@@ -157,26 +295,44 @@ impl Sim {
     }
 
     /// Removes the next timer to fire: the earliest, or in exploration mode the tie-break's pick
-    /// among those due within `epsilon` of the earliest.
+    /// among those due within `epsilon` of the earliest (at most [`MAX_CANDIDATES`] of them, in
+    /// key order); the others stay pending.
     fn pop_next_timer(&self) -> Option<(TimerKey, Waker)> {
         let mut timers = self.inner.timers.borrow_mut();
-        let (&(first, _), _) = timers.first_key_value()?;
+        let first = timers.pop_live()?;
         let mut tb = self.inner.tie_break.borrow_mut();
-        let Some(tb) = tb.as_mut() else {
-            return timers.pop_first();
+        let chosen = match tb.as_mut() {
+            None => first,
+            Some(tb) => {
+                let limit = first.key.0.saturating_add(self.inner.epsilon.get());
+                let mut candidates = [first; MAX_CANDIDATES];
+                let mut n = 1;
+                while n < MAX_CANDIDATES {
+                    match timers.peek_live() {
+                        Some(h) if h.key.0 <= limit => {
+                            timers.heap.pop();
+                            candidates[n] = h;
+                            n += 1;
+                        }
+                        _ => break,
+                    }
+                }
+                let pick = if n < 2 {
+                    0
+                } else {
+                    self.inner.decisions.set(self.inner.decisions.get() + 1);
+                    tb.choose(n).min(n - 1)
+                };
+                for (i, h) in candidates[..n].iter().enumerate() {
+                    if i != pick {
+                        timers.heap.push(Reverse((h.key, h.slot)));
+                    }
+                }
+                candidates[pick]
+            }
         };
-        let limit = first.saturating_add(self.inner.epsilon.get());
-        let candidates: Vec<TimerKey> = timers
-            .range(..=(limit, u64::MAX))
-            .map(|(k, _)| *k)
-            .take(MAX_CANDIDATES)
-            .collect();
-        if candidates.len() < 2 {
-            return timers.pop_first();
-        }
-        self.inner.decisions.set(self.inner.decisions.get() + 1);
-        let key = candidates[tb.choose(candidates.len()).min(candidates.len() - 1)];
-        timers.remove_entry(&key)
+        let waker = timers.remove(chosen).expect("a popped timer is live");
+        Some((chosen.key, waker))
     }
 
     /// The current virtual time.
@@ -186,6 +342,7 @@ impl Sim {
 
     /// Starts `fut` as a new task and returns a handle to its output. Dropping the handle detaches
     /// the task: it keeps running (this is how a timed-out call's "zombie" work continues).
+    /// Allocates the task's future, its waker and its output slot once; polls allocate nothing.
     pub fn spawn<F, T>(&self, fut: F) -> JoinHandle<T>
     where
         F: Future<Output = T> + 'static,
@@ -196,7 +353,7 @@ impl Sim {
             waker: None,
         }));
         let writer = slot.clone();
-        let task: Task = Box::pin(async move {
+        let future: Task = Box::pin(async move {
             let value = fut.await;
             let mut slot = writer.borrow_mut();
             slot.value = Some(value);
@@ -204,14 +361,38 @@ impl Sim {
                 w.wake();
             }
         });
-        let id = self.inner.next_task.get();
-        self.inner.next_task.set(id + 1);
-        self.inner.tasks.borrow_mut().insert(id, Some(task));
+        let id = {
+            let mut tasks = self.inner.tasks.borrow_mut();
+            let index = match tasks.free.pop() {
+                Some(index) => index,
+                None => {
+                    let index = u32::try_from(tasks.slots.len()).expect("fewer than 2^32 tasks");
+                    tasks.slots.push(TaskSlot {
+                        generation: 0,
+                        running: None,
+                    });
+                    index
+                }
+            };
+            let entry = &mut tasks.slots[index as usize];
+            let id = task_id(index, entry.generation);
+            let handle = Arc::new(TaskWaker {
+                id,
+                queued: AtomicBool::new(true),
+                ready: self.inner.ready.clone(),
+            });
+            entry.running = Some(Running {
+                future,
+                waker: Waker::from(handle.clone()),
+                handle,
+            });
+            tasks.live += 1;
+            id
+        };
         self.inner
             .ready
             .lock()
             .expect("ready queue poisoned")
-            .queue
             .push_back(id);
         JoinHandle { slot }
     }
@@ -229,6 +410,7 @@ impl Sim {
     /// Runs `fut` with a time limit of `d`: `Ok(output)` if it completes first, else
     /// `Err(Elapsed)`, and `fut` is dropped. When both are due at the same instant the work wins,
     /// also when it runs in a spawned task (see the module docs: deadline timers fire last).
+    /// `fut` is stored inline in the returned future (no allocation).
     pub fn timeout<F: Future>(&self, d: SimTime, fut: F) -> Timeout<F> {
         let limit = Sleep::new(
             self.clone(),
@@ -243,33 +425,50 @@ impl Sim {
         deadline: SimTime,
         kind: TimerKind,
         waker: Waker,
-    ) -> TimerKey {
+    ) -> TimerHandle {
         let seq = self.inner.next_seq.get();
         self.inner.next_seq.set(seq + 1);
         let order = match kind {
             TimerKind::Work => seq,
             TimerKind::Deadline => DEADLINE_BIT | seq,
         };
-        let key = (deadline, order);
-        self.inner.timers.borrow_mut().insert(key, waker);
-        key
+        self.inner
+            .timers
+            .borrow_mut()
+            .insert((deadline, order), waker)
     }
 
-    pub(super) fn update_timer(&self, key: TimerKey, waker: &Waker) {
-        if let Some(w) = self.inner.timers.borrow_mut().get_mut(&key) {
+    pub(super) fn update_timer(&self, h: TimerHandle, waker: &Waker) {
+        let mut timers = self.inner.timers.borrow_mut();
+        let Some(s) = timers.slots.get_mut(h.slot as usize) else {
+            return;
+        };
+        if s.key != h.key {
+            return;
+        }
+        if let Some(w) = s.waker.as_mut() {
             if !w.will_wake(waker) {
                 *w = waker.clone();
             }
         }
     }
 
-    pub(super) fn cancel_timer(&self, key: TimerKey) {
-        self.inner.timers.borrow_mut().remove(&key);
+    pub(super) fn cancel_timer(&self, h: TimerHandle) {
+        let removed = {
+            let mut timers = self.inner.timers.borrow_mut();
+            let removed = timers.remove(h);
+            if removed.is_some() {
+                timers.compact_if_stale();
+            }
+            removed
+        };
+        // Dropped outside the borrow: a waker's drop may run arbitrary code.
+        drop(removed);
     }
 
-    /// Number of pending timers (for tests and diagnostics).
+    /// Number of pending (live) timers, for tests and diagnostics.
     pub fn pending_timers(&self) -> usize {
-        self.inner.timers.borrow().len()
+        self.inner.timers.borrow().live
     }
 
     /// Moves the clock to `t` without running tasks, firing (waking) every timer due by then in
@@ -280,13 +479,16 @@ impl Sim {
         loop {
             let next = {
                 let mut timers = self.inner.timers.borrow_mut();
-                match timers.first_key_value() {
-                    Some((&(due, _), _)) if due <= t => timers.pop_first(),
+                match timers.peek_live() {
+                    Some(h) if h.key.0 <= t => {
+                        timers.heap.pop();
+                        timers.remove(h).map(|w| (h.key.0, w))
+                    }
                     _ => None,
                 }
             };
             match next {
-                Some(((due, _), waker)) => {
+                Some((due, waker)) => {
                     self.inner.now.set(due);
                     waker.wake();
                 }
@@ -314,7 +516,7 @@ impl Sim {
         RunStats {
             end: self.now(),
             events: self.inner.events_processed.get(),
-            parked_tasks: self.inner.tasks.borrow().len(),
+            parked_tasks: self.inner.tasks.borrow().live,
         }
     }
 
@@ -324,36 +526,46 @@ impl Sim {
             .set(self.inner.events_processed.get() + 1);
     }
 
-    fn pop_ready(&self) -> Option<u64> {
+    fn pop_ready(&self) -> Option<TaskId> {
         self.inner
             .ready
             .lock()
             .expect("ready queue poisoned")
-            .queue
             .pop_front()
+    }
+
+    /// Takes the task `id` out of its slot to poll it; `None` if it has finished (a stale wake).
+    fn take_task(&self, id: TaskId) -> Option<Running> {
+        let mut tasks = self.inner.tasks.borrow_mut();
+        let slot = tasks.slots.get_mut((id & u64::from(u32::MAX)) as usize)?;
+        if u64::from(slot.generation) != id >> 32 {
+            return None;
+        }
+        slot.running.take()
     }
 
     fn run_ready(&self) {
         while let Some(id) = self.pop_ready() {
-            let task = match self.inner.tasks.borrow_mut().get_mut(&id) {
-                Some(slot) => slot.take(),
-                None => None,
+            let Some(mut task) = self.take_task(id) else {
+                continue;
             };
-            let Some(mut task) = task else { continue };
             self.count_event();
-            let waker = Waker::from(Arc::new(TaskWaker {
-                id,
-                ready: self.inner.ready.clone(),
-            }));
-            let mut cx = Context::from_waker(&waker);
-            match task.as_mut().poll(&mut cx) {
+            // Wakes from here on (including during this poll) queue the task again.
+            task.handle.queued.store(false, Ordering::Release);
+            let mut cx = Context::from_waker(&task.waker);
+            let poll = task.future.as_mut().poll(&mut cx);
+            let index = (id & u64::from(u32::MAX)) as usize;
+            let mut tasks = self.inner.tasks.borrow_mut();
+            match poll {
+                Poll::Pending => tasks.slots[index].running = Some(task),
                 Poll::Ready(()) => {
-                    self.inner.tasks.borrow_mut().remove(&id);
-                }
-                Poll::Pending => {
-                    if let Some(slot) = self.inner.tasks.borrow_mut().get_mut(&id) {
-                        *slot = Some(task);
-                    }
+                    let slot = &mut tasks.slots[index];
+                    slot.generation = slot.generation.wrapping_add(1);
+                    tasks.free.push(index as u32);
+                    tasks.live -= 1;
+                    drop(tasks);
+                    // Dropped outside the borrow: the future's drop may touch the simulation.
+                    drop(task);
                 }
             }
         }
@@ -557,6 +769,148 @@ mod tests {
             Some(7),
             "a chain of spawned tasks ending at the deadline"
         );
+    }
+
+    /// A future that records the waker of every poll and never completes.
+    struct Parked {
+        polls: Rc<Cell<u32>>,
+        waker: Rc<RefCell<Option<Waker>>>,
+    }
+
+    impl Future for Parked {
+        type Output = ();
+        fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+            self.polls.set(self.polls.get() + 1);
+            *self.waker.borrow_mut() = Some(cx.waker().clone());
+            Poll::Pending
+        }
+    }
+
+    #[test]
+    fn a_stale_waker_never_polls_the_next_task_in_its_slot() {
+        let sim = Sim::new();
+        let stale = Rc::new(RefCell::new(None));
+        let first = Parked {
+            polls: Rc::new(Cell::new(0)),
+            waker: stale.clone(),
+        };
+        // A task that finishes after one poll, leaving its waker behind.
+        sim.spawn(async move {
+            let mut first = std::pin::pin!(first);
+            std::future::poll_fn(|cx| {
+                let _ = first.as_mut().poll(cx);
+                Poll::Ready(())
+            })
+            .await;
+        });
+        assert_eq!(sim.run().events, 1);
+        // The next task takes the freed slot.
+        let polls = Rc::new(Cell::new(0));
+        sim.spawn(Parked {
+            polls: polls.clone(),
+            waker: Rc::new(RefCell::new(None)),
+        });
+        assert_eq!(sim.run().events, 2);
+        assert_eq!(polls.get(), 1);
+        stale.borrow().as_ref().expect("waker kept").wake_by_ref();
+        let stats = sim.run();
+        assert_eq!(polls.get(), 1, "the stale wake polled the new task");
+        assert_eq!(stats.events, 2);
+        assert_eq!(stats.parked_tasks, 1);
+    }
+
+    #[test]
+    fn a_task_is_polled_with_the_same_waker_every_time_and_queued_once() {
+        let sim = Sim::new();
+        let polls = Rc::new(Cell::new(0));
+        let waker = Rc::new(RefCell::new(None::<Waker>));
+        sim.spawn(Parked {
+            polls: polls.clone(),
+            waker: waker.clone(),
+        });
+        sim.run();
+        let first = waker.borrow().clone().expect("polled");
+        // Three wakes before the next poll queue the task once.
+        first.wake_by_ref();
+        first.wake_by_ref();
+        let by_value = first.clone();
+        by_value.wake();
+        assert_eq!(sim.run().events, 2);
+        assert_eq!(polls.get(), 2);
+        assert!(first.will_wake(waker.borrow().as_ref().expect("polled")));
+    }
+
+    #[test]
+    fn cancelled_timers_are_skipped_and_compacted_without_changing_the_order() {
+        let sim = Sim::new();
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let (s, l) = (sim.clone(), log.clone());
+        sim.spawn(async move {
+            // Far more cancelled timeouts than live timers: the heap gets compacted.
+            for i in 0..3 * STALE_SLACK as u64 {
+                let r = s.timeout(SimTime::from_secs(100 + i), async {}).await;
+                assert!(r.is_ok());
+            }
+            assert_eq!(s.pending_timers(), 0);
+            let mut handles = Vec::new();
+            for (i, ms) in [(0, 7u64), (1, 3), (2, 7), (3, 1)] {
+                let (s2, l2) = (s.clone(), l.clone());
+                handles.push(s.spawn(async move {
+                    s2.sleep(SimTime::from_millis(ms)).await;
+                    l2.borrow_mut().push(i);
+                }));
+            }
+            for h in handles {
+                h.await;
+            }
+        });
+        let stats = sim.run();
+        assert_eq!(*log.borrow(), vec![3, 1, 0, 2]);
+        assert_eq!(stats.end, SimTime::from_millis(7));
+        assert_eq!(sim.pending_timers(), 0);
+        assert!(sim.inner.timers.borrow().heap.len() <= STALE_SLACK);
+    }
+
+    #[test]
+    fn exploration_offers_only_live_timers_in_key_order() {
+        use crate::sim::tiebreak::Script;
+        let sim = Sim::exploring(Box::new(Script::new(vec![1])), SimTime::ZERO);
+        let log = Rc::new(RefCell::new(Vec::new()));
+        // A cancelled timer due at the same instant is not a candidate.
+        let (s, l) = (sim.clone(), log.clone());
+        sim.spawn(async move {
+            let r = s.timeout(SimTime::from_millis(5), async {}).await;
+            assert!(r.is_ok());
+            s.sleep(SimTime::from_millis(5)).await;
+            l.borrow_mut().push(0);
+        });
+        for i in 1..=2 {
+            let (s, l) = (sim.clone(), log.clone());
+            sim.spawn(async move {
+                s.sleep(SimTime::from_millis(5)).await;
+                l.borrow_mut().push(i);
+            });
+        }
+        sim.run();
+        assert_eq!(*log.borrow(), vec![1, 0, 2]);
+        assert_eq!(sim.decisions(), 2);
+    }
+
+    #[test]
+    fn exploration_offers_at_most_max_candidates() {
+        use crate::sim::tiebreak::Script;
+        // Pick the last candidate every time: of 10 timers due at once, the 8th fires first.
+        let sim = Sim::exploring(Box::new(Script::new(vec![usize::MAX; 16])), SimTime::ZERO);
+        let log = Rc::new(RefCell::new(Vec::new()));
+        for i in 0..10 {
+            let (s, l) = (sim.clone(), log.clone());
+            sim.spawn(async move {
+                s.sleep(SimTime::from_millis(5)).await;
+                l.borrow_mut().push(i);
+            });
+        }
+        sim.run();
+        assert_eq!(*log.borrow(), vec![7, 8, 9, 6, 5, 4, 3, 2, 1, 0]);
     }
 
     #[test]

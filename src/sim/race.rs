@@ -4,6 +4,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use pin_project_lite::pin_project;
+
 /// Which of two raced futures completed first.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Either<A, B> {
@@ -14,27 +16,30 @@ pub enum Either<A, B> {
 }
 
 /// Completes with the output of whichever of `a` and `b` completes first; `a` is polled first,
-/// so when both are ready at the same poll `a` wins. The other future is dropped.
+/// so when both are ready at the same poll `a` wins. The other future is dropped. Both futures
+/// are stored inline (no allocation).
 pub fn race<A: Future, B: Future>(a: A, b: B) -> Race<A, B> {
-    Race {
-        a: Box::pin(a),
-        b: Box::pin(b),
-    }
+    Race { a, b }
 }
 
-/// The future of [`race`].
-pub struct Race<A, B> {
-    a: Pin<Box<A>>,
-    b: Pin<Box<B>>,
+pin_project! {
+    /// The future of [`race`].
+    pub struct Race<A, B> {
+        #[pin]
+        a: A,
+        #[pin]
+        b: B,
+    }
 }
 
 impl<A: Future, B: Future> Future for Race<A, B> {
     type Output = Either<A::Output, B::Output>;
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        if let Poll::Ready(v) = self.a.as_mut().poll(cx) {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        if let Poll::Ready(v) = this.a.poll(cx) {
             return Poll::Ready(Either::Left(v));
         }
-        match self.b.as_mut().poll(cx) {
+        match this.b.poll(cx) {
             Poll::Ready(v) => Poll::Ready(Either::Right(v)),
             Poll::Pending => Poll::Pending,
         }

@@ -4,7 +4,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use super::executor::{Sim, TimerKey, TimerKind};
+use pin_project_lite::pin_project;
+
+use super::executor::{Sim, TimerHandle, TimerKind};
 use super::time::SimTime;
 
 /// Completes when virtual time reaches its deadline. Created by [`Sim::sleep`] and
@@ -13,7 +15,7 @@ pub struct Sleep {
     sim: Sim,
     deadline: SimTime,
     kind: TimerKind,
-    key: Option<TimerKey>,
+    key: Option<TimerHandle>,
 }
 
 impl Sleep {
@@ -67,29 +69,31 @@ impl Drop for Sleep {
 #[error("deadline elapsed")]
 pub struct Elapsed;
 
-/// Runs a future with a time limit; created by [`Sim::timeout`]. The inner future is polled first,
-/// so a future that completes at exactly the deadline wins.
-pub struct Timeout<F> {
-    fut: Pin<Box<F>>,
-    sleep: Sleep,
+pin_project! {
+    /// Runs a future with a time limit; created by [`Sim::timeout`]. The inner future is polled
+    /// first, so a future that completes at exactly the deadline wins. The inner future is
+    /// stored inline and pinned structurally (no allocation per timeout).
+    pub struct Timeout<F> {
+        #[pin]
+        fut: F,
+        sleep: Sleep,
+    }
 }
 
 impl<F: Future> Timeout<F> {
     pub(super) fn new(fut: F, sleep: Sleep) -> Self {
-        Timeout {
-            fut: Box::pin(fut),
-            sleep,
-        }
+        Timeout { fut, sleep }
     }
 }
 
 impl<F: Future> Future for Timeout<F> {
     type Output = Result<F::Output, Elapsed>;
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        if let Poll::Ready(v) = self.fut.as_mut().poll(cx) {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        if let Poll::Ready(v) = this.fut.poll(cx) {
             return Poll::Ready(Ok(v));
         }
-        match Pin::new(&mut self.sleep).poll(cx) {
+        match Pin::new(this.sleep).poll(cx) {
             Poll::Ready(()) => Poll::Ready(Err(Elapsed)),
             Poll::Pending => Poll::Pending,
         }
