@@ -322,10 +322,8 @@ impl World {
     /// The stream `name` for ticket `id` and further entity `ids`, keyed by
     /// [`World::ticket_key`].
     pub fn ticket_stream(&self, name: &str, id: u64, ids: &[u64]) -> StreamRng {
-        let mut key = Vec::with_capacity(ids.len() + 1);
-        key.push(self.ticket_key(id));
-        key.extend_from_slice(ids);
-        self.streams.stream(name, &key)
+        self.streams
+            .stream_after(name, Some(self.ticket_key(id)), ids)
     }
 
     /// The Stripe charge id of a ticket.

@@ -54,8 +54,14 @@ impl Streams {
     /// The stream named `name` for entity `ids` (e.g. `("stripe_latency", &[ticket, attempt])`).
     /// Same `(seed, name, ids)` ⇒ same sequence of draws, on every machine and version.
     pub fn stream(&self, name: &str, ids: &[u64]) -> StreamRng {
+        self.stream_after(name, None, ids)
+    }
+
+    /// [`Streams::stream`] of `name` for the entity `[first, ids…]`, without building that
+    /// slice (the same stream as `stream(name, &[first, ids…])`).
+    pub fn stream_after(&self, name: &str, first: Option<u64>, ids: &[u64]) -> StreamRng {
         let mut h = splitmix64(self.root ^ tag(name));
-        for &id in ids {
+        for &id in first.iter().chain(ids) {
             h = splitmix64(h ^ splitmix64(id));
         }
         let mut seed = [0u8; 32];
