@@ -3,13 +3,13 @@
 //! maps the outcome to an exit code.
 
 use std::path::PathBuf;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use super::{story, summary};
 use crate::error::CliError;
 use crate::history::write_trace;
 use crate::output::{same_file, write_whole};
-use crate::run::{run, Invocation, RunOutput};
+use crate::run::{run, run_with_progress, Invocation, RunOutput};
 use crate::scenario::{self, Scenario};
 
 /// The arguments of `refundsim run`.
@@ -42,6 +42,26 @@ pub struct CliOutcome {
 
 /// Runs `refundsim run`: the trace, if asked for, is written before this returns.
 pub fn cli_run(opts: &CliOptions) -> Result<CliOutcome, CliError> {
+    cli_run_by(opts, run)
+}
+
+/// [`cli_run`], telling `observer` the virtual time reached and the scenario's horizon now and
+/// then during the simulation (see [`run_with_progress`]), for a progress bar. The outcome is
+/// exactly [`cli_run`]'s.
+pub fn cli_run_with_progress(
+    opts: &CliOptions,
+    mut observer: impl FnMut(Duration, Duration) + 'static,
+) -> Result<CliOutcome, CliError> {
+    cli_run_by(opts, |sc, seed, how| {
+        let horizon = sc.horizon;
+        run_with_progress(sc, seed, how, move |now| observer(now, horizon))
+    })
+}
+
+fn cli_run_by(
+    opts: &CliOptions,
+    run: impl FnOnce(&Scenario, u64, &Invocation) -> RunOutput,
+) -> Result<CliOutcome, CliError> {
     let sc = scenario::load(&opts.scenario, &opts.policies, &opts.sets)?;
     let origin = sc
         .clock_origin
