@@ -4,6 +4,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
@@ -226,15 +227,33 @@ fn display(p: &Path) -> String {
 }
 
 fn cmd_run(a: RunArgs) -> anyhow::Result<ExitCode> {
-    let outcome = report::cli_run(&report::cli::CliOptions {
-        scenario: a.scenario,
-        seed: a.seed,
-        policies: a.policies,
-        sets: a.sets,
-        json: a.json,
-        trace: a.trace,
-        ticket: a.ticket,
-    })?;
+    let bar = virtual_time_bar();
+    let observer = {
+        let bar = bar.clone();
+        move |now: Duration, horizon: Duration| {
+            bar.set_length(millis(horizon));
+            bar.set_position(millis(now.min(horizon)));
+            bar.set_message(format!(
+                "{} of {}",
+                humantime::format_duration(Duration::from_secs(now.as_secs())),
+                humantime::format_duration(horizon)
+            ));
+        }
+    };
+    let outcome = report::cli::cli_run_with_progress(
+        &report::cli::CliOptions {
+            scenario: a.scenario,
+            seed: a.seed,
+            policies: a.policies,
+            sets: a.sets,
+            json: a.json,
+            trace: a.trace,
+            ticket: a.ticket,
+        },
+        observer,
+    );
+    bar.finish_and_clear();
+    let outcome = outcome?;
     write!(std::io::stdout().lock(), "{}", outcome.stdout)?;
     Ok(exit(outcome.expectations_met))
 }
@@ -270,7 +289,10 @@ fn cmd_check(a: CheckArgs) -> anyhow::Result<ExitCode> {
             .map(|s| gate::SeedRange::parse("--seeds", &s))
             .transpose()?,
     };
-    let report = gate::check(&opts)?;
+    let bar = RunsBar::new("check");
+    let report = gate::check_with_progress(&opts, &bar);
+    bar.0.finish_and_clear();
+    let report = report?;
     if let Some(path) = &a.junit {
         gate::write_atomically(path, &gate::junit_xml(&report))
             .map_err(|e| anyhow::anyhow!("--junit {}: {e}", display(path)))?;
@@ -295,7 +317,10 @@ fn cmd_diff(a: DiffArgs) -> anyhow::Result<ExitCode> {
             .transpose()?,
         tolerances: a.tolerances,
     };
-    let report = gate::diff(&opts)?;
+    let bar = RunsBar::new("diff");
+    let report = gate::diff_with_progress(&opts, &bar);
+    bar.0.finish_and_clear();
+    let report = report?;
     if a.json {
         print_json(&report)?;
     } else {
@@ -346,6 +371,50 @@ fn progress_bar(cases: u32) -> indicatif::ProgressBar {
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
     );
     bar
+}
+
+/// The `run` progress bar on stderr over virtual time `0..horizon`, moved now and then by the
+/// engine (see `run::run_with_progress`); a short run never draws it.
+fn virtual_time_bar() -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} run [{bar:30}] {msg} of virtual time, {elapsed}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The `check`/`diff` progress bar on stderr over every run (scenario × policy × seed), ticked
+/// by the worker threads as runs finish.
+struct RunsBar(indicatif::ProgressBar);
+
+impl RunsBar {
+    fn new(command: &'static str) -> Self {
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} {prefix} [{bar:30}] {pos}/{len} runs, {elapsed}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar.set_prefix(command);
+        RunsBar(bar)
+    }
+}
+
+impl gate::Progress for RunsBar {
+    fn start(&self, runs: u64) {
+        self.0.set_length(runs);
+    }
+    fn run_done(&self) {
+        self.0.inc(1);
+    }
 }
 
 /// `--epsilon`: a humantime duration of at most 60 s (a near-tie, not a reordering of minutes).

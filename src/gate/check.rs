@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::bounds::{check_bounds, invariant_of, BoundCheck, Rule};
 use super::error::GateError;
 use super::inputs::scenario_files;
+use super::progress::Progress;
 use super::seeds::SeedRange;
 use crate::check::INVARIANTS;
 use crate::run::{run, Invocation, RunReport};
@@ -109,15 +110,29 @@ impl Case {
 /// parallel, and checks. The result does not depend on the number of threads: runs are
 /// collected in input order.
 pub fn check(opts: &CheckOptions) -> Result<CheckReport, GateError> {
+    check_with_progress(opts, &())
+}
+
+/// [`check`], telling `progress` the number of runs and each finished run. The report is
+/// exactly [`check`]'s.
+pub fn check_with_progress(
+    opts: &CheckOptions,
+    progress: &dyn Progress,
+) -> Result<CheckReport, GateError> {
     let cases = load_cases(opts)?;
     let jobs: Vec<(usize, u64)> = cases
         .iter()
         .enumerate()
         .flat_map(|(i, c)| c.seeds.iter().map(move |&s| (i, s)))
         .collect();
+    progress.start(jobs.len() as u64);
     let reports: Vec<RunReport> = jobs
         .par_iter()
-        .map(|&(i, seed)| run(&cases[i].scenario, seed, &cases[i].invocation()).report)
+        .map(|&(i, seed)| {
+            let report = run(&cases[i].scenario, seed, &cases[i].invocation()).report;
+            progress.run_done();
+            report
+        })
         .collect();
     let mut next = 0;
     let cases: Vec<CaseReport> = cases

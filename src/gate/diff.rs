@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::error::GateError;
 use super::inputs::scenario_files;
+use super::progress::Progress;
 use super::seeds::SeedRange;
 use super::stats::{mean, paired, welch, Interval};
 use crate::run::{run, Invocation, RunReport};
@@ -136,6 +137,15 @@ struct Side {
 /// Loads both sides of every scenario (bad input is an error before anything runs), runs all
 /// seeds in parallel (collected in input order: thread count does not matter), compares.
 pub fn diff(opts: &DiffOptions) -> Result<DiffReport, GateError> {
+    diff_with_progress(opts, &())
+}
+
+/// [`diff`], telling `progress` the number of runs and each finished run. The report is
+/// exactly [`diff`]'s.
+pub fn diff_with_progress(
+    opts: &DiffOptions,
+    progress: &dyn Progress,
+) -> Result<DiffReport, GateError> {
     let tol = tolerances(&opts.tolerances)?;
     let cseeds = opts.candidate_seeds.unwrap_or(opts.seeds);
     // A 95 % interval needs a sample variance: at least two seeds on each side.
@@ -171,9 +181,14 @@ pub fn diff(opts: &DiffOptions) -> Result<DiffReport, GateError> {
         .enumerate()
         .flat_map(|(i, s)| s.seeds.iter().map(move |&seed| (i, seed)))
         .collect();
+    progress.start(jobs.len() as u64);
     let mut reports: Vec<RunReport> = jobs
         .par_iter()
-        .map(|&(i, seed)| run(&sides[i].scenario, seed, &sides[i].how).report)
+        .map(|&(i, seed)| {
+            let report = run(&sides[i].scenario, seed, &sides[i].how).report;
+            progress.run_done();
+            report
+        })
         .collect();
     let mut scenarios = Vec::new();
     for (k, path) in files.iter().enumerate() {

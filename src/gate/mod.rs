@@ -15,17 +15,23 @@ mod diff;
 mod error;
 mod inputs;
 mod junit;
+mod progress;
 mod seeds;
 mod stats;
 mod text;
 
 pub use atomic::write_atomically;
 pub use bounds::{check_bounds, fmt_num, invariant_of, BoundCheck, Rule};
-pub use check::{check, CaseReport, CheckOptions, CheckReport, InvariantCount, Violation};
-pub use diff::{diff, DiffOptions, DiffReport, MetricDiff, ScenarioDiff, DEFAULT_TOLERANCES};
+pub use check::{
+    check, check_with_progress, CaseReport, CheckOptions, CheckReport, InvariantCount, Violation,
+};
+pub use diff::{
+    diff, diff_with_progress, DiffOptions, DiffReport, MetricDiff, ScenarioDiff, DEFAULT_TOLERANCES,
+};
 pub use error::GateError;
 pub use inputs::scenario_files;
 pub use junit::junit_xml;
+pub use progress::Progress;
 pub use seeds::{SeedRange, MAX_SEEDS};
 pub use stats::{mean, paired, percentile, t975, welch, Interval};
 pub use text::{check_text, diff_text};

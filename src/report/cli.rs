@@ -3,7 +3,7 @@
 //! maps the outcome to an exit code.
 
 use std::path::PathBuf;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use super::{story, summary};
 use crate::error::CliError;
@@ -42,6 +42,30 @@ pub struct CliOutcome {
 
 /// Runs `refundsim run`: the trace, if asked for, is written before this returns.
 pub fn cli_run(opts: &CliOptions) -> Result<CliOutcome, CliError> {
+    cli_run_by(opts, engine_for)
+}
+
+/// [`cli_run`], telling `observer` the virtual time reached and the scenario's horizon every
+/// [`crate::run::PROGRESS_EVERY_EVENTS`] engine events, for a progress bar. The outcome is
+/// exactly [`cli_run`]'s.
+pub fn cli_run_with_progress(
+    opts: &CliOptions,
+    mut observer: impl FnMut(Duration, Duration) + 'static,
+) -> Result<CliOutcome, CliError> {
+    cli_run_by(opts, move |sc: &Scenario| {
+        let horizon = sc.horizon;
+        let engine = engine_for(sc);
+        engine.on_progress(crate::run::PROGRESS_EVERY_EVENTS, move |t| {
+            observer(Duration::from_nanos(t.as_nanos()), horizon)
+        });
+        engine
+    })
+}
+
+fn cli_run_by(
+    opts: &CliOptions,
+    engine: impl FnOnce(&Scenario) -> crate::sim::Sim,
+) -> Result<CliOutcome, CliError> {
     let sc = scenario::load(&opts.scenario, &opts.policies, &opts.sets)?;
     let origin = sc
         .clock_origin
@@ -60,8 +84,9 @@ pub fn cli_run(opts: &CliOptions) -> Result<CliOutcome, CliError> {
     // One run: the trace streams to its file as events happen, and only the asked ticket's
     // events are kept (for its story); metrics are computed online.
     let keep = opts.ticket.map_or(Keep::Nothing, Keep::Ticket);
+    let engine = engine(&sc);
     let out = match &opts.trace {
-        None => run_recorded(engine_for(&sc), &sc, seed, &how, keep, None).0,
+        None => run_recorded(engine, &sc, seed, &how, keep, None).0,
         Some(path) => {
             refuse_trace_over_input(opts, path)?;
             let fail = |e: String| CliError::Input(format!("--trace {}: {e}", path.display()));
@@ -69,7 +94,7 @@ pub fn cli_run(opts: &CliOptions) -> Result<CliOutcome, CliError> {
             let sink: Box<dyn std::io::Write> =
                 Box::new(std::io::BufWriter::with_capacity(1 << 16, handle));
             let stream = TraceStream::new(sink, origin);
-            let (out, stream) = run_recorded(engine_for(&sc), &sc, seed, &how, keep, Some(stream));
+            let (out, stream) = run_recorded(engine, &sc, seed, &how, keep, Some(stream));
             if let Some(stream) = stream {
                 stream
                     .finish()

@@ -206,6 +206,9 @@ impl Timers {
     }
 }
 
+/// What [`Sim::on_progress`] keeps: told the virtual time.
+type ProgressObserver = Box<dyn FnMut(SimTime)>;
+
 pub(super) struct Inner {
     now: Cell<SimTime>,
     next_seq: Cell<u64>,
@@ -217,6 +220,10 @@ pub(super) struct Inner {
     tie_break: RefCell<Option<Box<dyn TieBreak>>>,
     epsilon: Cell<SimTime>,
     decisions: Cell<u64>,
+    /// The progress observer ([`Sim::on_progress`]) and how many events apart it is told.
+    progress: RefCell<Option<(u64, ProgressObserver)>>,
+    /// The event count at which the observer is told next (`u64::MAX` without one).
+    next_progress: Cell<u64>,
 }
 
 /// A handle to one simulation: its virtual clock, timers and tasks. Cheap to clone; every clone
@@ -257,6 +264,8 @@ impl Sim {
                 tie_break: RefCell::new(None),
                 epsilon: Cell::new(SimTime::ZERO),
                 decisions: Cell::new(0),
+                progress: RefCell::new(None),
+                next_progress: Cell::new(u64::MAX),
             }),
         }
     }
@@ -509,6 +518,9 @@ impl Sim {
                     self.inner.now.set(due.max(self.now()));
                     self.count_event();
                     waker.wake();
+                    if self.inner.events_processed.get() >= self.inner.next_progress.get() {
+                        self.tell_progress();
+                    }
                 }
                 None => break,
             }
@@ -517,6 +529,26 @@ impl Sim {
             end: self.now(),
             events: self.inner.events_processed.get(),
             parked_tasks: self.inner.tasks.borrow().live,
+        }
+    }
+
+    /// Tells `observer` the virtual time every `every_events` events (at least 1) during
+    /// [`Sim::run`], for a progress display. The observer gets the clock only: it cannot touch
+    /// the simulation, so a run with one has the same history as a run without.
+    pub fn on_progress(&self, every_events: u64, observer: impl FnMut(SimTime) + 'static) {
+        let every = every_events.max(1);
+        *self.inner.progress.borrow_mut() = Some((every, Box::new(observer)));
+        self.inner
+            .next_progress
+            .set(self.inner.events_processed.get().saturating_add(every));
+    }
+
+    fn tell_progress(&self) {
+        if let Some((every, observer)) = self.inner.progress.borrow_mut().as_mut() {
+            observer(self.now());
+            self.inner
+                .next_progress
+                .set(self.inner.events_processed.get().saturating_add(*every));
         }
     }
 

@@ -1,6 +1,6 @@
 //! Determinism and common random numbers.
 
-mod common;
+use crate::common;
 use common::*;
 use refundsim::history::{EventKind, Keep};
 use refundsim::scenario::load;

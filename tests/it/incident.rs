@@ -1,6 +1,6 @@
 //! The main job on the real incident: the numbers of `fixtures/incident-facts.md`.
 
-mod common;
+use crate::common;
 use common::*;
 
 #[test]

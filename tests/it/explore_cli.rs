@@ -1,7 +1,7 @@
 //! `refundsim explore` as a user calls it: exit codes, a minimal scenario that `run` replays to
 //! the same violation, and the same minimal scenario for the same seed.
 
-mod common;
+use crate::common;
 use common::*;
 use predicates::prelude::*;
 

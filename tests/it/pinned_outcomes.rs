@@ -1,7 +1,7 @@
 //! The incident's model outcomes on seeds 1–100, pinned per seed, bare and under the fixed
 //! policy. A change to the model or the engine that moves any count or sum on any seed fails
 //! here, with the seeds and fields that moved; a change that means to move them re-pins with
-//! `REFUNDSIM_BLESS=1 cargo test --test pinned_outcomes` and says why in `CHANGELOG.md`.
+//! `REFUNDSIM_BLESS=1 cargo test --test it pinned_outcomes` and says why in `CHANGELOG.md`.
 //!
 //! Pinned: the report's counts and money (tickets, tool calls, timeouts, retries, escalations,
 //! refunds, duplicates, over-refund, lost refunds, false failures, manual refunds). Engine

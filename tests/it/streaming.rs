@@ -2,7 +2,7 @@
 //! metrics computed offline from the whole history; memory (open tickets, held state) stays
 //! flat in the horizon; a story from a filtered re-run equals the story from the whole history.
 
-mod common;
+use crate::common;
 use common::*;
 
 use std::cell::RefCell;

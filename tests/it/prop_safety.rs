@@ -3,7 +3,7 @@
 //! alone has a counterexample that proptest finds and shrinks to at most 3 tickets.
 //!
 //! Fixed proptest seeds and case budgets; a longer soak of the property:
-//! `PROPTEST_CASES=30000 cargo test --release --test prop_safety holds`.
+//! `PROPTEST_CASES=30000 cargo test --release --test it prop_safety::holds`.
 
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;

@@ -1,7 +1,7 @@
 //! `refundsim check`: exit codes, the table, violations with stories and replay commands,
 //! JUnit XML parsed back, determinism across thread counts, bad input.
 
-mod common;
+use crate::common;
 use common::*;
 use serde::Deserialize;
 

@@ -2,7 +2,7 @@
 //! (ticket, model attempt, SDK try) — not by arrival order — and leaves every other request's
 //! draw where it was.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -1,7 +1,7 @@
 //! The layered call path's recipes (`scenarios/recipes/`): each shows its duplicates, and its
 //! fix (`policies/recipes/NAME.fix.json`) removes them on the same seed.
 
-mod common;
+use crate::common;
 use common::*;
 
 const RECIPES: &[(&str, u64, u64)] = &[

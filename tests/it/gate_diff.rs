@@ -1,7 +1,7 @@
 //! `refundsim diff`: pairs whose answer is known, the paired interval against the unpaired one,
 //! tolerances, bad input.
 
-mod common;
+use crate::common;
 use common::*;
 
 fn diff_json(args: &[&str]) -> (i32, serde_json::Value) {

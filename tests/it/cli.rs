@@ -1,6 +1,6 @@
 //! The CLI as a user calls it: exit codes, error messages, no partial output files.
 
-mod common;
+use crate::common;
 use common::*;
 use predicates::prelude::*;
 

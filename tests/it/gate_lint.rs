@@ -1,7 +1,7 @@
 //! `refundsim lint`: each rule with a failing and a passing fixture (tests/fixtures/lint/), the
 //! incident and the fixed policy, input shapes, exit codes.
 
-mod common;
+use crate::common;
 use common::*;
 
 /// `refundsim lint FILE --json`: the exit code and the (id, path) of every finding.

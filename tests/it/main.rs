@@ -1,0 +1,22 @@
+//! The integration tests as one crate: one binary to compile and link instead of one per file
+//! (the first `cargo test` builds much faster). Each module is a former `tests/NAME.rs`; run one
+//! with `cargo test --test it NAME::`, e.g. `cargo test --test it prop_safety::holds`.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod cli;
+mod determinism;
+mod explore_cli;
+mod gate_check;
+mod gate_diff;
+mod gate_lint;
+mod incident;
+mod invariants;
+mod latency_script;
+mod pinned_outcomes;
+mod prop_exhaustive;
+mod prop_holes;
+mod prop_safety;
+mod recipes;
+mod streaming;
