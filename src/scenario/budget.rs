@@ -118,7 +118,7 @@ pub fn check_budget(s: &Scenario) -> Check {
         path,
         format!(
             "over the run budget: about {:.0} tickets and {:.0} background requests make about \
-             {:.1e} engine events (about {} of CPU, peak memory about {:.0} MB); the budget is \
+             {:.1e} engine events (about {} of CPU, peak memory at most about {:.0} MB); the budget is \
              {limit} events. Raise it with --max-events N if you mean it, or lower the rates or \
              the horizon",
             e.tickets,
