@@ -203,7 +203,12 @@ fn main() -> ExitCode {
 
 fn run() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
-    scenario::budget::set_max_events(cli.max_events);
+    // The budget guards runs; `lint`, `show` and `schema` simulate nothing.
+    let simulates = !matches!(
+        cli.command,
+        Command::Lint(_) | Command::Show(_) | Command::Schema
+    );
+    scenario::budget::set_max_events(if simulates { cli.max_events } else { u64::MAX });
     match cli.command {
         Command::Run(args) => cmd_run(args),
         Command::Check(args) => cmd_check(args),

@@ -16,11 +16,8 @@ pub fn write_whole(
 ) -> Result<(), String> {
     match fs::metadata(path) {
         Ok(m) if m.is_dir() => return Err("is a directory; expected a file path".into()),
-        Ok(m) if !m.is_file() => {
-            let mut f = fs::OpenOptions::new()
-                .write(true)
-                .open(path)
-                .map_err(|e| format!("cannot open: {e}"))?;
+        Ok(m) if !m.is_file() || is_stream_path(path) => {
+            let mut f = open_stream(path).map_err(|e| format!("cannot open: {e}"))?;
             return write(&mut f)
                 .and_then(|()| f.flush())
                 .map_err(|e| format!("cannot write: {e}"));
@@ -28,6 +25,7 @@ pub fn write_whole(
         _ => {}
     }
     let target = resolve_symlink(path)?;
+    refuse_read_only(&target)?;
     let dir = match target.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
@@ -69,11 +67,8 @@ impl WholeFile {
     pub fn create(path: &Path) -> Result<(WholeFile, fs::File), String> {
         match fs::metadata(path) {
             Ok(m) if m.is_dir() => return Err("is a directory; expected a file path".into()),
-            Ok(m) if !m.is_file() => {
-                let f = fs::OpenOptions::new()
-                    .write(true)
-                    .open(path)
-                    .map_err(|e| format!("cannot open: {e}"))?;
+            Ok(m) if !m.is_file() || is_stream_path(path) => {
+                let f = open_stream(path).map_err(|e| format!("cannot open: {e}"))?;
                 let whole = WholeFile {
                     target: path.to_path_buf(),
                     tmp: None,
@@ -83,6 +78,7 @@ impl WholeFile {
             _ => {}
         }
         let target = resolve_symlink(path)?;
+        refuse_read_only(&target)?;
         let dir = match target.parent() {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
             _ => PathBuf::from("."),
@@ -119,6 +115,49 @@ impl WholeFile {
         tmp.persist(&self.target)
             .map_err(|e| format!("cannot rename into place: {}", e.error))?;
         Ok(())
+    }
+}
+
+/// A path that names an open stream rather than a file to replace: anything under `/dev/` or
+/// `/proc/` (`/dev/stdout` is a symlink to `/proc/self/fd/1`, which may be a regular file the
+/// shell redirected to: replacing it would lose what the shell appends). Written in place.
+fn is_stream_path(path: &Path) -> bool {
+    path.starts_with("/dev/") || path.starts_with("/proc/")
+}
+
+/// Opens a device or stream path for writing. `/dev/stdout`, `/dev/stderr` and `/dev/fd/N`
+/// (and `/proc/self/fd/N`) are this process's own descriptors: they are duplicated, not
+/// reopened, so a shell's `>>` keeps appending and `>` keeps its offset.
+fn open_stream(path: &Path) -> io::Result<fs::File> {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsFd;
+        let fd = match path.to_str() {
+            Some("/dev/stdout") => Some(1),
+            Some("/dev/stderr") => Some(2),
+            Some(p) => p
+                .strip_prefix("/dev/fd/")
+                .or_else(|| p.strip_prefix("/proc/self/fd/"))
+                .and_then(|n| n.parse::<i32>().ok()),
+            None => None,
+        };
+        match fd {
+            Some(1) => return Ok(io::stdout().as_fd().try_clone_to_owned()?.into()),
+            Some(2) => return Ok(io::stderr().as_fd().try_clone_to_owned()?.into()),
+            _ => {}
+        }
+    }
+    fs::OpenOptions::new().write(true).open(path)
+}
+
+/// Refuses to replace an existing regular file the user may not write (the rename would
+/// succeed in a writable directory, unlike `>`).
+fn refuse_read_only(target: &Path) -> Result<(), String> {
+    match fs::metadata(target) {
+        Ok(m) if m.permissions().readonly() => {
+            Err("is read-only; expected a file you may write".into())
+        }
+        _ => Ok(()),
     }
 }
 

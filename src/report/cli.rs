@@ -87,6 +87,21 @@ fn cli_run_by(
     let engine = engine(&sc);
     let out = match &opts.trace {
         None => run_recorded(engine, &sc, seed, &how, keep, None).0,
+        Some(path) if path.as_os_str() == "-" => {
+            // `--trace -`: the trace on stdout, before the report.
+            let sink: Box<dyn std::io::Write> = Box::new(std::io::BufWriter::with_capacity(
+                1 << 16,
+                std::io::stdout(),
+            ));
+            let stream = TraceStream::new(sink, origin);
+            let (out, stream) = run_recorded(engine, &sc, seed, &how, keep, Some(stream));
+            if let Some(stream) = stream {
+                stream.finish().map_err(|e| {
+                    CliError::Input(format!("--trace -: cannot write to stdout: {e}"))
+                })?;
+            }
+            out
+        }
         Some(path) => {
             refuse_trace_over_input(opts, path)?;
             let fail = |e: String| CliError::Input(format!("--trace {}: {e}", path.display()));
@@ -100,11 +115,13 @@ fn cli_run_by(
                     .finish()
                     .map_err(|e| fail(format!("cannot write: {e}")))?;
             }
+            // An unknown `--ticket` is an input error: no trace is left behind for it.
+            ticket_story(opts, &sc, &out, origin)?;
             file.commit().map_err(fail)?;
             out
         }
     };
-    let story_lines = ticket_story(opts, &out, origin)?;
+    let story_lines = ticket_story(opts, &sc, &out, origin)?;
     let stdout = if opts.json {
         render_json(&out, story_lines.as_deref())?
     } else {
@@ -119,6 +136,7 @@ fn cli_run_by(
 /// `--ticket`: the ticket's story, or an error when the run never opened it.
 fn ticket_story(
     opts: &CliOptions,
+    sc: &Scenario,
     out: &RunOutput,
     origin: Option<SystemTime>,
 ) -> Result<Option<Vec<String>>, CliError> {
@@ -127,9 +145,25 @@ fn ticket_story(
     };
     let lines = story(&out.history, t, origin);
     if lines.is_empty() {
+        let n = out.report.metrics.tickets;
+        let range = if !sc.arrivals.tickets.is_empty() {
+            let ids = sc.arrivals.tickets.iter().map(|t| t.id);
+            let (lo, hi) = (ids.clone().min().unwrap_or(0), ids.max().unwrap_or(0));
+            format!(
+                "its {} recorded tickets have ids from {lo} to {hi}",
+                sc.arrivals.tickets.len()
+            )
+        } else if n == 0 {
+            "it opened no ticket".to_string()
+        } else {
+            let first = sc.arrivals.first_ticket_id;
+            format!(
+                "it opened {n} tickets, ids {first} to {}",
+                first.saturating_add(n - 1)
+            )
+        };
         return Err(CliError::Input(format!(
-            "--ticket {t}: no such ticket in this run (it opened {} tickets; duplicated ones are listed in the summary)",
-            out.report.metrics.tickets
+            "--ticket {t}: no such ticket in this run ({range}; duplicated ones are listed in the summary)"
         )));
     }
     Ok(Some(lines))

@@ -197,3 +197,97 @@ fn a_policy_given_as_a_scenario_gets_a_hint() {
                 .and(predicate::str::contains("--policy")),
         );
 }
+
+#[test]
+fn trace_to_stdout_keeps_what_the_shell_redirected_and_a_bad_ticket_leaves_no_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    // `--trace -` and `--trace /dev/stdout`: the trace, then the summary, on stdout.
+    for target in ["-", "/dev/stdout"] {
+        let out = refundsim()
+            .args(["run", INCIDENT, "--trace", target])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{target}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(text.starts_with(r#"{"t":"15:50:03.538""#), "{target}");
+        assert!(
+            text.trim_end().ends_with("--ticket 49417"),
+            "{target}: summary last"
+        );
+        assert_eq!(text.lines().filter(|l| l.starts_with('{')).count(), 35_863);
+    }
+    // `>> log`: what was in the file stays, the trace and the summary are appended.
+    let log = dir.path().join("log.txt");
+    std::fs::write(&log, "before\n").unwrap();
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "{} run {INCIDENT} --trace /dev/stdout >> {}",
+            env!("CARGO_BIN_EXE_refundsim"),
+            log.display()
+        ))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.starts_with("before\n{"), "{}", &text[..40]);
+    assert!(text.trim_end().ends_with("--ticket 49417"));
+    // An unknown ticket: exit 2, the valid range in the message, no trace file.
+    let trace = dir.path().join("t.jsonl");
+    let out = refundsim()
+        .args(["run", INCIDENT, "--ticket", "1", "--trace"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("ids 47500 to 50712"), "{err}");
+    assert!(!trace.exists());
+}
+
+#[cfg(unix)]
+#[test]
+fn a_read_only_trace_target_is_refused_not_replaced() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let ro = dir.path().join("ro.jsonl");
+    std::fs::write(&ro, "keep").unwrap();
+    std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let out = refundsim()
+        .args(["run", INCIDENT, "--trace"])
+        .arg(&ro)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is read-only"));
+    assert_eq!(std::fs::read_to_string(&ro).unwrap(), "keep");
+}
+
+#[test]
+fn the_run_budget_refuses_runs_with_its_estimate_and_lets_lint_and_show_through() {
+    let set = r#"arrivals.schedule=[{"duration":"30d","rate_per_s":1000}]"#;
+    let out = refundsim()
+        .args(["run", INCIDENT, "--set", r#"horizon="30d""#, "--set", set])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    for needle in [
+        "arrivals.schedule",
+        "over the run budget",
+        "2592000000 tickets",
+        "--max-events",
+    ] {
+        assert!(err.contains(needle), "{err:?} lacks {needle:?}");
+    }
+    // A budget below the incident's estimate refuses it; `show` simulates nothing.
+    refundsim()
+        .args(["run", INCIDENT, "--max-events", "1000"])
+        .assert()
+        .code(2);
+    refundsim()
+        .args(["show", INCIDENT, "--max-events", "1000"])
+        .assert()
+        .code(0);
+}
