@@ -222,3 +222,56 @@ fn zombie_work_keeps_its_ticket_open_until_it_ends() {
         }
     }
 }
+
+#[test]
+fn reconciliation_alerts_every_duplicate_once_at_the_first_run_after_it() {
+    // Independent of the job's code: from the whole history, a ticket's alert is due at the
+    // first run (every interval, up to the horizon) at or after its second money-moving refund.
+    let sc = load(
+        Path::new(INCIDENT),
+        &[PathBuf::from("policies/reconciliation.json")],
+        &["humans.enabled=true".into()],
+    )
+    .unwrap();
+    let interval = sc.reconciliation.interval.as_nanos() as u64;
+    let horizon = sc.horizon.as_nanos() as u64;
+    let mut checked = 0;
+    for seed in [sc.seed, 2, 5] {
+        let out = run_keeping(&sc, seed, &Default::default(), Keep::All);
+        let mut refunds: std::collections::BTreeMap<u64, Vec<u64>> = Default::default();
+        let mut alerts = std::collections::BTreeMap::new();
+        for e in &out.history.events {
+            match &e.kind {
+                EventKind::RefundCreated {
+                    moves_money: true, ..
+                } => refunds
+                    .entry(e.ticket.unwrap())
+                    .or_default()
+                    .push(e.t_ns.as_nanos()),
+                EventKind::ReconciliationAlert { tickets, .. } => {
+                    for t in tickets {
+                        assert!(
+                            alerts.insert(*t, e.t_ns.as_nanos()).is_none(),
+                            "{t} alerted twice"
+                        );
+                    }
+                }
+                _ => {}
+            }
+        }
+        let expected: std::collections::BTreeMap<u64, u64> = refunds
+            .iter()
+            .filter(|(_, ts)| ts.len() > 1)
+            .map(|(t, ts)| (*t, ts[1].div_ceil(interval).max(1) * interval))
+            .filter(|(_, at)| *at <= horizon)
+            .collect();
+        assert!(
+            expected.len() > 10,
+            "seed {seed}: {} duplicates alerted",
+            expected.len()
+        );
+        assert_eq!(alerts, expected, "seed {seed}");
+        checked += expected.len();
+    }
+    assert!(checked > 50);
+}
