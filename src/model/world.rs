@@ -186,11 +186,7 @@ impl World {
         T: 'static,
     {
         let lease = self.lease(id);
-        self.sim.spawn(async move {
-            let out = fut.await;
-            drop(lease);
-            out
-        })
+        self.sim.spawn_holding(lease, fut)
     }
 
     /// Evictions refused so far because the ticket's state was still in use: a closed ticket
