@@ -20,7 +20,7 @@ use crate::sim::SimTime;
 pub async fn escalate(w: &Rc<World>, t: &Ticket, ids: Ids, reason: String) {
     w.record(ids, EventKind::Escalation { reason });
     if w.cfg.humans.enabled {
-        w.spawn_for(t.id, human(w.clone(), t.clone()));
+        w.spawn_detached_for(t.id, human(w.clone(), t.clone()));
     }
 }
 

@@ -189,6 +189,15 @@ impl World {
         self.sim.spawn_holding(lease, fut)
     }
 
+    /// [`World::spawn_for`] for a task nobody awaits (no [`crate::sim::JoinHandle`] is made).
+    pub fn spawn_detached_for<F>(self: &Rc<Self>, id: u64, fut: F)
+    where
+        F: std::future::Future<Output = ()> + 'static,
+    {
+        let lease = self.lease(id);
+        self.sim.spawn_detached_holding(lease, fut);
+    }
+
     /// Evictions refused so far because the ticket's state was still in use: a closed ticket
     /// with work in flight, i.e. a task that worked on it without a lease (a model bug; the
     /// run's `conservation` invariant counts it).

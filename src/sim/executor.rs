@@ -387,6 +387,34 @@ impl Sim {
                 w.wake();
             }
         });
+        self.insert_task(future);
+        JoinHandle { slot }
+    }
+
+    /// Starts `fut` as a new task that nobody will await: [`Sim::spawn`] without the
+    /// [`JoinHandle`] (and without allocating the output slot behind one).
+    pub fn spawn_detached<F>(&self, fut: F)
+    where
+        F: Future<Output = ()> + 'static,
+    {
+        self.spawn_detached_holding((), fut);
+    }
+
+    /// [`Sim::spawn_detached`] with a `guard` the task owns and drops as soon as `fut`
+    /// completes (see [`Sim::spawn_holding`]).
+    pub fn spawn_detached_holding<G, F>(&self, guard: G, fut: F)
+    where
+        G: 'static,
+        F: Future<Output = ()> + 'static,
+    {
+        self.insert_task(Box::pin(async move {
+            fut.await;
+            drop(guard);
+        }));
+    }
+
+    /// Puts a new task in a free slot of the slab and queues it to be polled.
+    fn insert_task(&self, future: Task) {
         let id = {
             let mut tasks = self.inner.tasks.borrow_mut();
             let index = match tasks.free.pop() {
@@ -428,7 +456,6 @@ impl Sim {
             .lock()
             .expect("ready queue poisoned")
             .push_back(id);
-        JoinHandle { slot }
     }
 
     /// A future that completes at `now + d`.
