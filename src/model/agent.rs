@@ -250,6 +250,18 @@ async fn run_turn(
         } else {
             framework_retry::call_via(w.clone(), t.id, turn.attempt, turn.amount, via.clone()).await
         };
+        if reply.outcome == Outcome::Ok {
+            // The reply is not needed after its event: moved into it rather than cloned.
+            w.record(
+                ids,
+                EventKind::ToolResult {
+                    outcome: reply.outcome,
+                    shown: reply.shown,
+                    refund_id: reply.refund_id,
+                },
+            );
+            return TurnEnd::Done;
+        }
         w.record(
             ids,
             EventKind::ToolResult {
@@ -258,9 +270,6 @@ async fn run_turn(
                 refund_id: reply.refund_id.clone(),
             },
         );
-        if reply.outcome == Outcome::Ok {
-            return TurnEnd::Done;
-        }
         if let (Some(layer), Outcome::Fail, Some(class)) = (run, reply.outcome, reply.class) {
             if layer.retries_on(class) {
                 return TurnEnd::Raised { ids, reply, class };
