@@ -125,7 +125,7 @@ async fn manual_refund(w: &Rc<World>, t: &Ticket, ids: Ids, attempt: u32) -> u16
         params: RefundParams {
             charge: World::charge_id(t.id),
             amount_cents: t.amount_cents,
-            reason: "requested_by_customer".into(),
+            reason: "requested_by_customer",
             ticket: t.id,
         },
         origin: Origin {
