@@ -200,43 +200,55 @@ struct TicketFacts {
     fails: Vec<(u32, u64)>,
 }
 
-/// A map for the handful of entries a ticket has (attempts, service calls): a vector searched
-/// linearly, in insertion order — cheaper than a tree for a few keys, and allocation-free
-/// until the first entry.
+/// A map for the handful of entries a ticket has (attempts, service calls): the first entry
+/// inline, the others in a vector searched linearly, in insertion order — cheaper than a tree
+/// for a few keys, and allocation-free until the second entry (most tickets have one attempt
+/// and one service call).
 #[derive(Debug)]
-struct VecMap<K, V>(Vec<(K, V)>);
+struct VecMap<K, V> {
+    first: Option<(K, V)>,
+    rest: Vec<(K, V)>,
+}
 
 impl<K, V> Default for VecMap<K, V> {
     fn default() -> Self {
-        VecMap(Vec::new())
+        VecMap {
+            first: None,
+            rest: Vec::new(),
+        }
     }
 }
 
 impl<K: PartialEq + Copy, V: Default> VecMap<K, V> {
     fn entry(&mut self, k: K) -> &mut V {
-        let i = match self.0.iter().position(|(x, _)| *x == k) {
+        match &mut self.first {
+            None => return &mut self.first.insert((k, V::default())).1,
+            Some(first) if first.0 == k => return &mut self.first.as_mut().expect("just seen").1,
+            Some(_) => {}
+        }
+        let i = match self.rest.iter().position(|(x, _)| *x == k) {
             Some(i) => i,
             None => {
-                self.0.push((k, V::default()));
-                self.0.len() - 1
+                self.rest.push((k, V::default()));
+                self.rest.len() - 1
             }
         };
-        &mut self.0[i].1
+        &mut self.rest[i].1
     }
     fn get(&self, k: &K) -> Option<&V> {
-        self.0.iter().find(|(x, _)| x == k).map(|(_, v)| v)
+        self.iter().find(|(x, _)| *x == k).map(|(_, v)| v)
     }
     fn contains(&self, k: &K) -> bool {
         self.get(k).is_some()
     }
     fn len(&self) -> usize {
-        self.0.len()
+        usize::from(self.first.is_some()) + self.rest.len()
     }
     fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
-        self.0.iter().map(|(k, v)| (k, v))
+        self.first.iter().chain(&self.rest).map(|(k, v)| (k, v))
     }
     fn values(&self) -> impl Iterator<Item = &V> {
-        self.0.iter().map(|(_, v)| v)
+        self.iter().map(|(_, v)| v)
     }
 }
 

@@ -4,13 +4,13 @@
 use std::rc::Rc;
 
 use super::dist;
-use super::executor::ToolReply;
+use super::executor::{call_tool, ToolReply};
 use super::framework_retry;
 use super::humans::escalate;
 use super::layers::{self, Via};
 use super::world::{Ids, World};
 use crate::history::{Decision, EventKind, Outcome};
-use crate::scenario::{AppliesTo, Position, ReportTimeout, RetryLayer, RetryOn};
+use crate::scenario::{AppliesTo, Cancellation, Position, ReportTimeout, RetryLayer, RetryOn};
 use crate::sim::{tag, SimTime, StreamRng};
 
 /// A refund ticket.
@@ -235,9 +235,33 @@ async fn run_turn(
                 amount_cents: turn.amount,
             },
         );
-        let reply =
-            framework_retry::call_via(w.clone(), t.id, turn.attempt, turn.amount, via.clone())
-                .await;
+        // Without framework layers the call goes straight to the executor (what `call_via`
+        // does then too), without boxing a future per call.
+        let reply = if w.layers_at(Position::AroundTool).is_empty() {
+            call_tool(
+                w.clone(),
+                t.id,
+                turn.attempt,
+                turn.amount,
+                via.clone(),
+                Cancellation::None,
+            )
+            .await
+        } else {
+            framework_retry::call_via(w.clone(), t.id, turn.attempt, turn.amount, via.clone()).await
+        };
+        if reply.outcome == Outcome::Ok {
+            // The reply is not needed after its event: moved into it rather than cloned.
+            w.record(
+                ids,
+                EventKind::ToolResult {
+                    outcome: reply.outcome,
+                    shown: reply.shown,
+                    refund_id: reply.refund_id,
+                },
+            );
+            return TurnEnd::Done;
+        }
         w.record(
             ids,
             EventKind::ToolResult {
@@ -246,9 +270,6 @@ async fn run_turn(
                 refund_id: reply.refund_id.clone(),
             },
         );
-        if reply.outcome == Outcome::Ok {
-            return TurnEnd::Done;
-        }
         if let (Some(layer), Outcome::Fail, Some(class)) = (run, reply.outcome, reply.class) {
             if layer.retries_on(class) {
                 return TurnEnd::Raised { ids, reply, class };

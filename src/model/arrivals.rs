@@ -49,7 +49,7 @@ pub async fn generate(w: Rc<World>) {
                 }
                 w.sim.sleep_until(t).await;
                 let ticket = draw_ticket(&w, id, label.clone());
-                w.spawn_for(ticket.id, handle_ticket(w.clone(), ticket));
+                w.spawn_detached_for(ticket.id, handle_ticket(w.clone(), ticket));
                 id += 1;
             }
         }
@@ -76,6 +76,6 @@ async fn explicit(w: Rc<World>, horizon: SimTime) {
             charge_amount_cents: s.charge_amount_cents,
             phase: "recorded".into(),
         };
-        w.spawn_for(t.id, handle_ticket(w.clone(), t));
+        w.spawn_detached_for(t.id, handle_ticket(w.clone(), t));
     }
 }

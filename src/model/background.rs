@@ -24,7 +24,7 @@ pub async fn generate(w: Rc<World>) {
             return;
         }
         w.sim.sleep_until(next).await;
-        w.sim.spawn(one_request(w.clone(), n));
+        w.sim.spawn_detached(one_request(w.clone(), n));
         n += 1;
     }
 }

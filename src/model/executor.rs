@@ -12,7 +12,7 @@ use super::proxy;
 use super::refunds_service::{get_status, issue, ServiceRequest, ServiceResult};
 use super::world::{Ids, World};
 use crate::history::{EventKind, Outcome, TicketStatus};
-use crate::scenario::{Cancellation, ExecutorRetry, OnTimeout, RetryOn};
+use crate::scenario::{Cancellation, ExecutorRetry, OnTimeout, Position, RetryOn};
 use crate::sim::SimTime;
 
 /// The tool result shown to the model.
@@ -123,8 +123,16 @@ pub async fn call_tool(
             cancellation: cancel_above.max(cfg.cancellation),
         };
         let last_call = Rc::new(Cell::new(0));
-        let path = proxy::before_service(w.clone(), req, last_call.clone());
-        let reply = match w.sim.timeout(timeout, path).await {
+        // Without proxy layers the request goes straight to the service (what
+        // `before_service` does then too), without boxing a future per request.
+        let answer = if w.layers_at(Position::BeforeService).is_empty() {
+            let path = send(w.clone(), req, last_call.clone());
+            w.sim.timeout(timeout, path).await
+        } else {
+            let path = proxy::before_service(w.clone(), req, last_call.clone());
+            w.sim.timeout(timeout, path).await
+        };
+        let reply = match answer {
             Ok(ServiceResult::Refunded(id)) => return ToolReply::ok(id),
             Ok(ServiceResult::Error { status, text }) => ToolReply::fail(text, false, status),
             Ok(ServiceResult::Unknown(text)) => return ToolReply::unknown(text),

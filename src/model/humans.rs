@@ -20,7 +20,7 @@ use crate::sim::SimTime;
 pub async fn escalate(w: &Rc<World>, t: &Ticket, ids: Ids, reason: String) {
     w.record(ids, EventKind::Escalation { reason });
     if w.cfg.humans.enabled {
-        w.spawn_for(t.id, human(w.clone(), t.clone()));
+        w.spawn_detached_for(t.id, human(w.clone(), t.clone()));
     }
 }
 
@@ -125,7 +125,7 @@ async fn manual_refund(w: &Rc<World>, t: &Ticket, ids: Ids, attempt: u32) -> u16
         params: RefundParams {
             charge: World::charge_id(t.id),
             amount_cents: t.amount_cents,
-            reason: "requested_by_customer".into(),
+            reason: "requested_by_customer",
             ticket: t.id,
         },
         origin: Origin {

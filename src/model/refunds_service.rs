@@ -207,7 +207,7 @@ async fn handle(
     let params = RefundParams {
         charge: World::charge_id(req.ticket),
         amount_cents: req.amount_cents,
-        reason: "requested_by_customer".into(),
+        reason: "requested_by_customer",
         ticket: req.ticket,
     };
     let result = create_refund(

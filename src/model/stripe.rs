@@ -27,7 +27,7 @@ pub struct RefundParams {
     /// Amount in cents.
     pub amount_cents: u64,
     /// `requested_by_customer` etc.
-    pub reason: String,
+    pub reason: &'static str,
     /// `metadata[ticket]`.
     pub ticket: u64,
 }
@@ -721,7 +721,7 @@ mod tests {
             params: RefundParams {
                 charge: "ch_1".to_owned(),
                 amount_cents,
-                reason: "requested_by_customer".to_owned(),
+                reason: "requested_by_customer",
                 ticket: 7,
             },
             origin: Origin {

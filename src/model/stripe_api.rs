@@ -113,7 +113,7 @@ pub async fn serve(
                 w.record(
                     ids,
                     EventKind::RefundCreated {
-                        refund_id: r.id.clone(),
+                        refund_id: r.id,
                         amount_cents: r.amount_cents,
                         status: status_name(r.status).into(),
                         moves_money: r.status.moves_money(),

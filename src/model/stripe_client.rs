@@ -1,7 +1,10 @@
 //! The Stripe SDK inside the refunds service: one logical `refunds.create` call, with optional
 //! network retries that reuse one idempotency key (stripe-node / stripe-python rules).
 
+use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
+use std::task::{Context, Poll};
 
 use super::caller::CallerState;
 use super::dist;
@@ -12,7 +15,24 @@ use super::stripe_api::{serve, Caller};
 use super::world::{Ids, World};
 use crate::history::EventKind;
 use crate::scenario::{DroppedConnectionRetry, Position, RequestKey, SdkKey, StripeClient};
-use crate::sim::{race, Either, SimTime};
+use crate::sim::{race, Either, JoinHandle, SimTime};
+
+/// Stripe's answer on its way to the SDK: straight from Stripe's task, or through the proxies
+/// after `sdk` (a boxed future only then).
+enum Server {
+    Task(JoinHandle<Delivered>),
+    Egress(Pin<Box<dyn Future<Output = Delivered>>>),
+}
+
+impl Future for Server {
+    type Output = Delivered;
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Delivered> {
+        match self.get_mut() {
+            Server::Task(task) => Pin::new(task).poll(cx),
+            Server::Egress(path) => path.as_mut().poll(cx),
+        }
+    }
+}
 
 /// How a logical call ended, as the refunds service sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -140,27 +160,35 @@ pub async fn create_refund(
                 sdk_try: try_no,
             },
         );
-        let mut entity = vec![attempt, u64::from(exec_try), u64::from(try_no)];
-        entity.extend(via_ids(via));
+        // The draw key (attempt, executor try, SDK try, then the layers' tries), on the stack
+        // unless layers above retried.
+        let head = [attempt, u64::from(exec_try), u64::from(try_no)];
+        let tail = via_ids(via);
+        let joined;
+        let entity: &[u64] = if tail.is_empty() {
+            &head
+        } else {
+            joined = [&head[..], &tail[..]].concat();
+            &joined
+        };
         let script_key = RequestKey::service(ticket, ids.attempt.unwrap_or(0), try_no);
         let start = w.now();
         let server = if has_egress {
-            egress::to_provider(
+            Server::Egress(egress::to_provider(
                 w.clone(),
                 ToProvider {
                     req,
                     ids,
-                    entity: entity.clone(),
+                    entity: entity.to_vec(),
                     script_key,
                 },
-            )
+            ))
         } else {
-            let rng = w.ticket_stream("stripe", ticket, &entity);
-            let task = w.spawn_for(
+            let rng = w.ticket_stream("stripe", ticket, entity);
+            Server::Task(w.spawn_for(
                 ticket,
                 serve(w.clone(), req, ids, Caller::Service, rng, script_key),
-            );
-            Box::pin(task)
+            ))
         };
         let sdk_timeout = w.sim.timeout(SimTime::from_duration(cfg.timeout), server);
         // The caller may abort the call in flight (`abort_in_flight`): the connection closes and
@@ -203,7 +231,7 @@ pub async fn create_refund(
             dropped_retry_used |= dropped_retry;
             // Keyed by (ticket, attempt, executor try, SDK retry), not by a run-wide counter,
             // so a change elsewhere in the run never moves this draw.
-            let mut backoff_rng = w.ticket_stream("sdk_backoff", ticket, &entity);
+            let mut backoff_rng = w.ticket_stream("sdk_backoff", ticket, entity);
             try_no += 1;
             let u = dist::uniform(&mut backoff_rng, 0.0, 1.0);
             w.sim.sleep(backoff(try_no, u)).await;

@@ -186,11 +186,16 @@ impl World {
         T: 'static,
     {
         let lease = self.lease(id);
-        self.sim.spawn(async move {
-            let out = fut.await;
-            drop(lease);
-            out
-        })
+        self.sim.spawn_holding(lease, fut)
+    }
+
+    /// [`World::spawn_for`] for a task nobody awaits (no [`crate::sim::JoinHandle`] is made).
+    pub fn spawn_detached_for<F>(self: &Rc<Self>, id: u64, fut: F)
+    where
+        F: std::future::Future<Output = ()> + 'static,
+    {
+        let lease = self.lease(id);
+        self.sim.spawn_detached_holding(lease, fut);
     }
 
     /// Evictions refused so far because the ticket's state was still in use: a closed ticket

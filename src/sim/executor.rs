@@ -85,6 +85,9 @@ struct Tasks {
     slots: Vec<TaskSlot>,
     free: Vec<u32>,
     live: usize,
+    /// Wakers of finished tasks that nothing else referenced any more, kept for reuse: spawning
+    /// takes one (under its new id) instead of allocating.
+    spare_wakers: Vec<Arc<TaskWaker>>,
 }
 
 /// What a timer stands for, which decides the order of timers due at the same instant.
@@ -357,6 +360,19 @@ impl Sim {
         F: Future<Output = T> + 'static,
         T: 'static,
     {
+        self.spawn_holding((), fut)
+    }
+
+    /// [`Sim::spawn`] with a `guard` the task owns: it is dropped as soon as `fut` completes
+    /// (before the output is handed to the [`JoinHandle`]), or with the task if it never does.
+    /// The same as spawning `async move { let out = fut.await; drop(guard); out }`, with one
+    /// layer of future less to build and move.
+    pub fn spawn_holding<G, F, T>(&self, guard: G, fut: F) -> JoinHandle<T>
+    where
+        G: 'static,
+        F: Future<Output = T> + 'static,
+        T: 'static,
+    {
         let slot = Rc::new(RefCell::new(JoinSlot {
             value: None,
             waker: None,
@@ -364,12 +380,41 @@ impl Sim {
         let writer = slot.clone();
         let future: Task = Box::pin(async move {
             let value = fut.await;
+            drop(guard);
             let mut slot = writer.borrow_mut();
             slot.value = Some(value);
             if let Some(w) = slot.waker.take() {
                 w.wake();
             }
         });
+        self.insert_task(future);
+        JoinHandle { slot }
+    }
+
+    /// Starts `fut` as a new task that nobody will await: [`Sim::spawn`] without the
+    /// [`JoinHandle`] (and without allocating the output slot behind one).
+    pub fn spawn_detached<F>(&self, fut: F)
+    where
+        F: Future<Output = ()> + 'static,
+    {
+        self.spawn_detached_holding((), fut);
+    }
+
+    /// [`Sim::spawn_detached`] with a `guard` the task owns and drops as soon as `fut`
+    /// completes (see [`Sim::spawn_holding`]).
+    pub fn spawn_detached_holding<G, F>(&self, guard: G, fut: F)
+    where
+        G: 'static,
+        F: Future<Output = ()> + 'static,
+    {
+        self.insert_task(Box::pin(async move {
+            fut.await;
+            drop(guard);
+        }));
+    }
+
+    /// Puts a new task in a free slot of the slab and queues it to be polled.
+    fn insert_task(&self, future: Task) {
         let id = {
             let mut tasks = self.inner.tasks.borrow_mut();
             let index = match tasks.free.pop() {
@@ -383,14 +428,22 @@ impl Sim {
                     index
                 }
             };
-            let entry = &mut tasks.slots[index as usize];
-            let id = task_id(index, entry.generation);
-            let handle = Arc::new(TaskWaker {
-                id,
-                queued: AtomicBool::new(true),
-                ready: self.inner.ready.clone(),
-            });
-            entry.running = Some(Running {
+            let id = task_id(index, tasks.slots[index as usize].generation);
+            let handle = match tasks.spare_wakers.pop() {
+                Some(mut spare) => {
+                    // Unshared since it was put aside (see `run_ready`): no stale waker exists.
+                    let w = Arc::get_mut(&mut spare).expect("a spare waker is unshared");
+                    w.id = id;
+                    *w.queued.get_mut() = true;
+                    spare
+                }
+                None => Arc::new(TaskWaker {
+                    id,
+                    queued: AtomicBool::new(true),
+                    ready: self.inner.ready.clone(),
+                }),
+            };
+            tasks.slots[index as usize].running = Some(Running {
                 future,
                 waker: Waker::from(handle.clone()),
                 handle,
@@ -403,7 +456,6 @@ impl Sim {
             .lock()
             .expect("ready queue poisoned")
             .push_back(id);
-        JoinHandle { slot }
     }
 
     /// A future that completes at `now + d`.
@@ -597,7 +649,18 @@ impl Sim {
                     tasks.live -= 1;
                     drop(tasks);
                     // Dropped outside the borrow: the future's drop may touch the simulation.
-                    drop(task);
+                    let Running {
+                        future,
+                        waker,
+                        mut handle,
+                    } = task;
+                    drop(future);
+                    drop(waker);
+                    // Reusable only if no clone of the waker survives anywhere (a clone could
+                    // later wake whatever task the waker would then stand for).
+                    if Arc::get_mut(&mut handle).is_some() {
+                        self.inner.tasks.borrow_mut().spare_wakers.push(handle);
+                    }
                 }
             }
         }
