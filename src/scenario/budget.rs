@@ -117,15 +117,17 @@ pub fn check_budget(s: &Scenario) -> Check {
     fail(
         path,
         format!(
-            "over the run budget: about {:.0} tickets and {:.0} background requests make about \
-             {:.1e} engine events (about {} of CPU, peak memory at most about {:.0} MB); the budget is \
-             {limit} events. Raise it with --max-events N if you mean it, or lower the rates or \
-             the horizon",
-            e.tickets,
-            e.background_requests,
-            e.events,
+            "over the run budget: about {} tickets and {} background requests make about \
+             {} engine events (about {} of CPU, peak memory at most about {:.0} MB); the budget is \
+             {} engine event{}. Raise it with --max-events N if you mean it, or lower the rates \
+             or the horizon",
+            thousands(e.tickets),
+            thousands(e.background_requests),
+            thousands(e.events),
             human_secs(e.cpu_seconds),
             e.peak_mb,
+            thousands(limit as f64),
+            if limit == 1 { "" } else { "s" },
         ),
     )
 }
@@ -134,9 +136,32 @@ fn a_recorded(s: &Scenario) -> bool {
     !s.arrivals.tickets.is_empty()
 }
 
+/// `1,234,567`: an estimate rounded to an integer, with thousands separators (saturating at
+/// `u64::MAX`; a non-finite estimate reads as that).
+fn thousands(x: f64) -> String {
+    let n = if x.is_finite() && x > 0.0 {
+        x.round() as u64
+    } else if x > 0.0 {
+        u64::MAX
+    } else {
+        0
+    };
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// `42 s`, `12 min`, `3.5 h` — an estimate, so one unit and no false precision.
 fn human_secs(s: f64) -> String {
-    if s < 120.0 {
+    if s < 1.0 {
+        "under 1 s".to_string()
+    } else if s < 120.0 {
         format!("{s:.0} s")
     } else if s < 7200.0 {
         format!("{:.0} min", s / 60.0)

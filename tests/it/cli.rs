@@ -276,7 +276,7 @@ fn the_run_budget_refuses_runs_with_its_estimate_and_lets_lint_and_show_through(
     for needle in [
         "arrivals.schedule",
         "over the run budget",
-        "2592000000 tickets",
+        "2,592,000,000 tickets",
         "--max-events",
     ] {
         assert!(err.contains(needle), "{err:?} lacks {needle:?}");

@@ -62,8 +62,8 @@ fn rates_over_the_run_budget() {
         &[
             "arrivals.schedule",
             "over the run budget",
-            "360000000 tickets",
-            "budget is 300000000 events",
+            "360,000,000 tickets",
+            "budget is 300,000,000 engine events",
             "--max-events",
         ],
     );
