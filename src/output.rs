@@ -14,42 +14,13 @@ pub fn write_whole(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> Result<(), String> {
-    match fs::metadata(path) {
-        Ok(m) if m.is_dir() => return Err("is a directory; expected a file path".into()),
-        Ok(m) if !m.is_file() || is_stream_path(path) => {
-            let mut f = open_stream(path).map_err(|e| format!("cannot open: {e}"))?;
-            return write(&mut f)
-                .and_then(|()| f.flush())
-                .map_err(|e| format!("cannot write: {e}"));
-        }
-        _ => {}
-    }
-    let target = resolve_symlink(path)?;
-    refuse_read_only(&target)?;
-    let dir = match target.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    if !dir.is_dir() {
-        return Err(format!("directory {} does not exist", dir.display()));
-    }
-    let tmp = tempfile::NamedTempFile::new_in(&dir)
-        .map_err(|e| format!("cannot create a file in {}: {e}", dir.display()))?;
-    {
-        let mut w = io::BufWriter::new(tmp.as_file());
-        write(&mut w)
-            .and_then(|()| w.flush())
-            .map_err(|e| format!("cannot write: {e}"))?;
-    }
-    let perms = fs::metadata(&target)
-        .map(|m| m.permissions())
-        .unwrap_or_else(|_| default_permissions());
-    tmp.as_file()
-        .set_permissions(perms)
-        .map_err(|e| format!("cannot set permissions: {e}"))?;
-    tmp.persist(&target)
-        .map_err(|e| format!("cannot rename into place: {}", e.error))?;
-    Ok(())
+    let (file, handle) = WholeFile::create(path)?;
+    let mut w = io::BufWriter::new(handle);
+    write(&mut w)
+        .and_then(|()| w.flush())
+        .map_err(|e| format!("cannot write: {e}"))?;
+    drop(w);
+    file.commit()
 }
 
 /// An output file being written whole or not at all (see the module docs), for writers that

@@ -176,6 +176,7 @@ pub type TraceSink = TraceStream<Box<dyn Write>>;
 
 /// The run's one observer: the online metrics and invariants, the incident-shape scan, the
 /// streamed trace and the kept events.
+#[derive(Default)]
 struct Recorder {
     eval: Evaluator,
     shapes: IncidentShapes,
@@ -220,16 +221,7 @@ pub fn run_recorded(
         trace,
     }));
     let (gauges, stats) = simulate_observed(engine, scenario, seed, rec.clone());
-    let rec = std::mem::replace(
-        &mut *rec.borrow_mut(),
-        Recorder {
-            eval: Evaluator::default(),
-            shapes: IncidentShapes::default(),
-            keep: Keep::Nothing,
-            kept: History::default(),
-            trace: None,
-        },
-    );
+    let rec = std::mem::take(&mut *rec.borrow_mut());
     let metrics = rec.eval.finish(&gauges);
     let expectations = expectations(&metrics, &scenario.expect);
     let report = RunReport {

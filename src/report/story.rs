@@ -329,21 +329,23 @@ impl IncidentShapes {
         }
     }
 
+    fn judge(&mut self, id: u64, s: &Shape) {
+        if s.matches() {
+            self.found.insert(id);
+        }
+    }
+
     /// Ticket `id` closed: judge it and drop its state.
     pub fn ticket_closed(&mut self, id: u64) {
         if let Some(s) = self.open.remove(&id) {
-            if s.matches() {
-                self.found.insert(id);
-            }
+            self.judge(id, &s);
         }
     }
 
     /// The incident-shaped tickets, ascending, at most [`MAX_LISTED_IDS`].
     pub fn finish(mut self) -> Vec<u64> {
         for (id, s) in std::mem::take(&mut self.open) {
-            if s.matches() {
-                self.found.insert(id);
-            }
+            self.judge(id, &s);
         }
         self.found.into_vec()
     }
