@@ -1,42 +1,150 @@
 //! Background load: other requests that hold a connection of the same pool (not traced per
 //! request; they show in the pool gauges and in ticket requests' waits).
+//!
+//! Thousands of these arrive in a run, and each only waits in line, holds a connection and
+//! returns it, so they run as engine callbacks ([`TimerCallback`], [`PoolCallback`]) rather
+//! than as tasks: an arrival, a hand-off and a release are one engine event each. The draws and
+//! the order in the pool's line are those of a task per request.
 
-use std::rc::Rc;
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::rc::{Rc, Weak};
 
 use super::dist;
-use super::refunds_service::{acquire, release};
-use super::world::{Ids, World};
-use crate::sim::SimTime;
+use super::pool::PoolCallback;
+use super::world::World;
+use crate::sim::{CallTimer, SimTime, StreamRng, TimerCallback, TimerKind};
 
-/// Generates Poisson arrivals at `background_load.rate_per_s` until the horizon; each waits for
-/// a connection (FIFO with ticket requests) and holds it for a `hold` draw.
-pub async fn generate(w: Rc<World>) {
+/// Timer tokens: the low two bits say what is due, the rest is a place in the pool's line.
+const ARRIVAL: u64 = 0;
+const HOLD_END: u64 = 1;
+const ACQUIRE_TIMEOUT: u64 = 2;
+
+/// The background load of one run.
+struct Background {
+    /// Itself, to hand to the timers and the pool it registers with.
+    me: Weak<Background>,
+    /// Weak: the world's pool holds this generator while one of its requests waits in line.
+    w: Weak<World>,
+    arrivals: RefCell<StreamRng>,
+    rate: f64,
+    horizon: SimTime,
+    /// Requests so far (the next request's number).
+    n: Cell<u64>,
+    /// Requests waiting in the pool's line, in line order: (place in line, hold,
+    /// acquire-timeout timer).
+    waiting: RefCell<VecDeque<(u64, SimTime, Option<CallTimer>)>>,
+}
+
+/// Starts Poisson arrivals at `background_load.rate_per_s` until the horizon; each waits for
+/// a connection (FIFO with ticket requests, up to `refunds_service.acquire_timeout`) and holds
+/// it for a `hold` draw.
+pub fn start(w: &Rc<World>) {
     let rate = w.cfg.background_load.rate_per_s;
     if rate <= 0.0 {
         return;
     }
-    let horizon = SimTime::from_duration(w.cfg.horizon);
-    let mut rng = w.stream("background_arrivals", &[]);
-    let mut n = 0u64;
-    loop {
-        let next = w.now() + dist::interarrival(&mut rng, rate);
-        if next >= horizon {
-            return;
+    let bg = Rc::new_cyclic(|me| Background {
+        me: me.clone(),
+        w: Rc::downgrade(w),
+        arrivals: RefCell::new(w.stream("background_arrivals", &[])),
+        rate,
+        horizon: SimTime::from_duration(w.cfg.horizon),
+        n: Cell::new(0),
+        waiting: RefCell::default(),
+    });
+    bg.schedule_arrival(w);
+}
+
+impl Background {
+    fn rc(&self) -> Rc<Background> {
+        self.me
+            .upgrade()
+            .expect("a callback's owner is alive while it is called")
+    }
+
+    /// Draws the next interarrival gap and sets its timer, unless it falls past the horizon.
+    fn schedule_arrival(&self, w: &World) {
+        let next = w.now() + dist::interarrival(&mut self.arrivals.borrow_mut(), self.rate);
+        if next < self.horizon {
+            w.sim.call_at(next, TimerKind::Work, self.rc(), ARRIVAL);
         }
-        w.sim.sleep_until(next).await;
-        w.sim.spawn_detached(one_request(w.clone(), n));
-        n += 1;
+    }
+
+    /// Request `n` arrives: it draws its hold and takes a free connection or joins the line.
+    fn arrive(&self, w: &World) {
+        self.schedule_arrival(w);
+        let n = self.n.get();
+        self.n.set(n + 1);
+        let hold = dist::latency(
+            &mut w.stream("background_hold", &[n]),
+            &w.cfg.background_load.hold,
+        );
+        let g = &w.pool_gauges;
+        g.waiting.set(g.waiting.get() + 1);
+        g.max_waiting.set(g.max_waiting.get().max(g.waiting.get()));
+        match w.pool.wait_with_callback(self.rc()) {
+            Ok(()) => self.hold(w, hold),
+            Err(place) => {
+                let timeout = w.cfg.refunds_service.acquire_timeout.map(|limit| {
+                    let at = w.now().saturating_add(SimTime::from_duration(limit));
+                    let token = ACQUIRE_TIMEOUT | (place << 2);
+                    w.sim.call_at(at, TimerKind::Deadline, self.rc(), token)
+                });
+                self.waiting.borrow_mut().push_back((place, hold, timeout));
+            }
+        }
+    }
+
+    /// Holds a connection just taken for `hold`, then returns it.
+    fn hold(&self, w: &World, hold: SimTime) {
+        let g = &w.pool_gauges;
+        g.waiting.set(g.waiting.get() - 1);
+        g.acquired.set(g.acquired.get() + 1);
+        let end = w.now().saturating_add(hold);
+        w.sim.call_at(end, TimerKind::Work, self.rc(), HOLD_END);
+    }
+
+    /// Takes the request at `place` out of `waiting`.
+    fn take_waiting(&self, place: u64) -> Option<(SimTime, Option<CallTimer>)> {
+        let mut waiting = self.waiting.borrow_mut();
+        let i = waiting.iter().position(|e| e.0 == place)?;
+        waiting.remove(i).map(|(_, hold, timer)| (hold, timer))
     }
 }
 
-async fn one_request(w: Rc<World>, n: u64) {
-    let hold = dist::latency(
-        &mut w.stream("background_hold", &[n]),
-        &w.cfg.background_load.hold,
-    );
-    if let Some(permit) = acquire(&w, Ids::default()).await {
-        w.sim.sleep(hold).await;
-        drop(permit);
-        release(&w, Ids::default());
+impl TimerCallback for Background {
+    fn fire(&self, token: u64) {
+        let Some(w) = self.w.upgrade() else { return };
+        match token & 3 {
+            ARRIVAL => self.arrive(&w),
+            HOLD_END => {
+                let g = &w.pool_gauges;
+                g.released.set(g.released.get() + 1);
+                w.pool.release();
+            }
+            _ => {
+                // The acquire timeout of the request at `place` (cancelled when it is served,
+                // so it is still in line).
+                let place = token >> 2;
+                if self.take_waiting(place).is_some() && w.pool.leave(place) {
+                    let g = &w.pool_gauges;
+                    g.waiting.set(g.waiting.get() - 1);
+                }
+            }
+        }
+    }
+}
+
+impl PoolCallback for Background {
+    fn granted(&self, place: u64) {
+        let Some(w) = self.w.upgrade() else { return };
+        let Some((hold, timeout)) = self.take_waiting(place) else {
+            return;
+        };
+        if let Some(t) = timeout {
+            w.sim.cancel_call(t);
+        }
+        self.hold(&w, hold);
     }
 }

@@ -12,6 +12,7 @@ pub mod framework_retry;
 pub mod humans;
 pub mod layers;
 pub mod ledger;
+pub mod pool;
 pub mod proxy;
 pub mod reconciliation;
 pub mod refunds_service;
@@ -85,7 +86,7 @@ pub fn simulate_observed(
 ) -> (ModelGauges, RunStats) {
     let w = world::World::new(sim.clone(), Rc::new(scenario.clone()), seed, observer);
     sim.spawn(arrivals::generate(w.clone()));
-    sim.spawn(background::generate(w.clone()));
+    background::start(&w);
     sim.spawn(reconciliation::run(w.clone()));
     let stats = sim.run();
     w.finish();

@@ -6,6 +6,7 @@ use rand::Rng;
 
 use super::caller::CallerState;
 use super::layers::Via;
+use super::pool::Permit;
 use super::stripe::RefundParams;
 use super::stripe_client::{create_refund, CallResult};
 use super::world::{Ids, World};
@@ -162,7 +163,7 @@ async fn acquire_with_retries(
     req: &ServiceRequest,
     ids: Ids,
     caller: &CallerState,
-) -> Option<tokio::sync::OwnedSemaphorePermit> {
+) -> Option<Permit> {
     let cfg = &w.cfg.refunds_service;
     let mut permit = acquire(w, ids).await;
     let mut n = 0;
@@ -297,7 +298,7 @@ async fn claim_pending_row(w: &World, ticket: u64, call: u64) -> Option<String> 
 }
 
 /// Waits in FIFO order for a pool connection, up to the acquire timeout.
-pub async fn acquire(w: &World, ids: Ids) -> Option<tokio::sync::OwnedSemaphorePermit> {
+pub async fn acquire(w: &World, ids: Ids) -> Option<Permit> {
     let g = &w.pool_gauges;
     g.waiting.set(g.waiting.get() + 1);
     g.max_waiting.set(g.max_waiting.get().max(g.waiting.get()));
@@ -311,15 +312,10 @@ pub async fn acquire(w: &World, ids: Ids) -> Option<tokio::sync::OwnedSemaphoreP
         );
     }
     let start = w.now();
-    let fut = w.pool.clone().acquire_owned();
+    let fut = w.pool.acquire();
     let permit = match w.cfg.refunds_service.acquire_timeout {
-        Some(limit) => w
-            .sim
-            .timeout(SimTime::from_duration(limit), fut)
-            .await
-            .ok()
-            .and_then(Result::ok),
-        None => fut.await.ok(),
+        Some(limit) => w.sim.timeout(SimTime::from_duration(limit), fut).await.ok(),
+        None => Some(fut.await),
     };
     g.waiting.set(g.waiting.get() - 1);
     let waited_ns = (w.now() - start).as_nanos();

@@ -2,9 +2,6 @@
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
-use std::sync::Arc;
-
-use tokio::sync::Semaphore;
 
 use super::layers::LayerLoad;
 use crate::scenario::{layers_at, Position, RetryLayer};
@@ -17,6 +14,7 @@ const POSITIONS: [Position; 4] = [
     Position::BeforeProvider,
 ];
 use super::ledger::Ledger;
+use super::pool::Pool;
 use super::stripe::FakeStripe;
 use crate::history::{Event, EventKind, Observer};
 use crate::scenario::Scenario;
@@ -103,7 +101,7 @@ pub struct World {
     /// Evictions refused because the state was still in use (a broken eviction rule).
     premature: Cell<u64>,
     /// The refunds service's connection pool to Stripe (FIFO).
-    pub pool: Arc<Semaphore>,
+    pub pool: Rc<Pool>,
     /// Pool gauges.
     pub pool_gauges: PoolGauges,
     /// The refunds service's ledger.
@@ -128,7 +126,7 @@ impl World {
             SimTime::from_duration(cfg.stripe.idempotency_key_retention),
             cfg.stripe.rate_limit_per_s,
         );
-        let pool = Arc::new(Semaphore::new(cfg.refunds_service.pool_size as usize));
+        let pool = Rc::new(Pool::new(cfg.refunds_service.pool_size));
         let path = POSITIONS.map(|p| {
             layers_at(&cfg, p)
                 .into_iter()

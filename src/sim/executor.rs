@@ -114,12 +114,43 @@ pub(super) struct TimerHandle {
 /// The bit that puts a [`TimerKind::Deadline`] after every work timer at the same instant.
 const DEADLINE_BIT: u64 = 1 << 63;
 
-/// One slot of the timer slab. The slot is live while `waker` is `Some`; `key` tells a heap
+/// Something a timer calls when it fires, instead of waking a task: for model components that
+/// react to an instant without a task of their own (background load is thousands of short
+/// requests a run; as callbacks they cost one engine event each instead of a spawned task's
+/// polls). The call happens inside [`Sim::run`] with no engine state borrowed, so `fire` may
+/// register timers, spawn tasks and wake tasks.
+pub trait TimerCallback {
+    /// The timer registered with `token` (see [`Sim::call_at`]) is due: the clock reads its
+    /// deadline.
+    fn fire(&self, token: u64);
+}
+
+/// What a due timer does: wake the task that waits on it, or call a [`TimerCallback`].
+pub(super) enum TimerAction {
+    Wake(Waker),
+    Call(Rc<dyn TimerCallback>, u64),
+}
+
+impl TimerAction {
+    /// Carries the action out (outside every engine borrow).
+    fn fire(self) {
+        match self {
+            TimerAction::Wake(waker) => waker.wake(),
+            TimerAction::Call(callback, token) => callback.fire(token),
+        }
+    }
+}
+
+/// A timer registered by [`Sim::call_at`], to cancel it with [`Sim::cancel_call`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CallTimer(TimerHandle);
+
+/// One slot of the timer slab. The slot is live while `action` is `Some`; `key` tells a heap
 /// entry for this slot's current timer from a stale one (cancelled, fired, or an earlier timer
 /// that used the slot).
 struct TimerSlot {
     key: TimerKey,
-    waker: Option<Waker>,
+    action: Option<TimerAction>,
 }
 
 /// Pending timers: a min-heap of `(key, slot)` over a slab of wakers, with lazy cancellation.
@@ -139,15 +170,15 @@ const STALE_SLACK: usize = 1024;
 impl Timers {
     fn is_live(&self, key: TimerKey, slot: u32) -> bool {
         let s = &self.slots[slot as usize];
-        s.key == key && s.waker.is_some()
+        s.key == key && s.action.is_some()
     }
 
-    fn insert(&mut self, key: TimerKey, waker: Waker) -> TimerHandle {
+    fn insert(&mut self, key: TimerKey, action: TimerAction) -> TimerHandle {
         let slot = match self.free.pop() {
             Some(slot) => {
                 self.slots[slot as usize] = TimerSlot {
                     key,
-                    waker: Some(waker),
+                    action: Some(action),
                 };
                 slot
             }
@@ -155,7 +186,7 @@ impl Timers {
                 let slot = u32::try_from(self.slots.len()).expect("fewer than 2^32 timers");
                 self.slots.push(TimerSlot {
                     key,
-                    waker: Some(waker),
+                    action: Some(action),
                 });
                 slot
             }
@@ -165,16 +196,16 @@ impl Timers {
         TimerHandle { key, slot }
     }
 
-    /// Frees a live timer's slot and returns its waker; `None` if it is no longer live.
-    fn remove(&mut self, h: TimerHandle) -> Option<Waker> {
+    /// Frees a live timer's slot and returns its action; `None` if it is no longer live.
+    fn remove(&mut self, h: TimerHandle) -> Option<TimerAction> {
         let s = self.slots.get_mut(h.slot as usize)?;
         if s.key != h.key {
             return None;
         }
-        let waker = s.waker.take()?;
+        let action = s.action.take()?;
         self.free.push(h.slot);
         self.live -= 1;
-        Some(waker)
+        Some(action)
     }
 
     /// Drops stale entries from the top; afterwards the top (if any) is the earliest live timer.
@@ -203,7 +234,7 @@ impl Timers {
             let slots = &self.slots;
             self.heap.retain(|&Reverse((key, slot))| {
                 let s = &slots[slot as usize];
-                s.key == key && s.waker.is_some()
+                s.key == key && s.action.is_some()
             });
         }
     }
@@ -309,7 +340,7 @@ impl Sim {
     /// Removes the next timer to fire: the earliest, or in exploration mode the tie-break's pick
     /// among those due within `epsilon` of the earliest (at most [`MAX_CANDIDATES`] of them, in
     /// key order); the others stay pending.
-    fn pop_next_timer(&self) -> Option<(TimerKey, Waker)> {
+    fn pop_next_timer(&self) -> Option<(TimerKey, TimerAction)> {
         let mut timers = self.inner.timers.borrow_mut();
         let first = timers.pop_live()?;
         let mut tb = self.inner.tie_break.borrow_mut();
@@ -343,8 +374,8 @@ impl Sim {
                 candidates[pick]
             }
         };
-        let waker = timers.remove(chosen).expect("a popped timer is live");
-        Some((chosen.key, waker))
+        let action = timers.remove(chosen).expect("a popped timer is live");
+        Some((chosen.key, action))
     }
 
     /// The current virtual time.
@@ -487,6 +518,29 @@ impl Sim {
         kind: TimerKind,
         waker: Waker,
     ) -> TimerHandle {
+        self.insert_timer(deadline, kind, TimerAction::Wake(waker))
+    }
+
+    /// Calls `callback.fire(token)` at virtual instant `deadline` (at the current instant if it
+    /// has passed), ordered among other timers like a [`Sim::sleep_until`] of the same `kind`
+    /// registered now. One engine event when it fires; no task.
+    pub fn call_at(
+        &self,
+        deadline: SimTime,
+        kind: TimerKind,
+        callback: Rc<dyn TimerCallback>,
+        token: u64,
+    ) -> CallTimer {
+        let deadline = deadline.max(self.now());
+        CallTimer(self.insert_timer(deadline, kind, TimerAction::Call(callback, token)))
+    }
+
+    /// Cancels a timer of [`Sim::call_at`]; no effect if it has fired or was cancelled.
+    pub fn cancel_call(&self, timer: CallTimer) {
+        self.cancel_timer(timer.0);
+    }
+
+    fn insert_timer(&self, deadline: SimTime, kind: TimerKind, action: TimerAction) -> TimerHandle {
         let seq = self.inner.next_seq.get();
         self.inner.next_seq.set(seq + 1);
         let order = match kind {
@@ -496,7 +550,7 @@ impl Sim {
         self.inner
             .timers
             .borrow_mut()
-            .insert((deadline, order), waker)
+            .insert((deadline, order), action)
     }
 
     pub(super) fn update_timer(&self, h: TimerHandle, waker: &Waker) {
@@ -507,7 +561,7 @@ impl Sim {
         if s.key != h.key {
             return;
         }
-        if let Some(w) = s.waker.as_mut() {
+        if let Some(TimerAction::Wake(w)) = s.action.as_mut() {
             if !w.will_wake(waker) {
                 *w = waker.clone();
             }
@@ -523,7 +577,7 @@ impl Sim {
             }
             removed
         };
-        // Dropped outside the borrow: a waker's drop may run arbitrary code.
+        // Dropped outside the borrow: a waker's or callback's drop may run arbitrary code.
         drop(removed);
     }
 
@@ -549,9 +603,9 @@ impl Sim {
                 }
             };
             match next {
-                Some((due, waker)) => {
+                Some((due, action)) => {
                     self.inner.now.set(due);
-                    waker.wake();
+                    action.fire();
                 }
                 None => break,
             }
@@ -566,10 +620,10 @@ impl Sim {
             self.run_ready();
             let next = self.pop_next_timer();
             match next {
-                Some(((due, _), waker)) => {
+                Some(((due, _), action)) => {
                     self.inner.now.set(due.max(self.now()));
                     self.count_event();
-                    waker.wake();
+                    action.fire();
                     if self.inner.events_processed.get() >= self.inner.next_progress.get() {
                         self.tell_progress();
                     }

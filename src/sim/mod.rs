@@ -24,7 +24,7 @@ mod tiebreak;
 mod time;
 mod timer;
 
-pub use executor::{JoinHandle, RunStats, Sim, TimerKind};
+pub use executor::{CallTimer, JoinHandle, RunStats, Sim, TimerCallback, TimerKind};
 pub use race::{race, Either, Race};
 pub use rng::{tag, StreamRng, Streams};
 pub use tiebreak::{Script, Seeded, TieBreak, MAX_CANDIDATES};
