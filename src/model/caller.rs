@@ -1,9 +1,10 @@
 //! The caller's side of one refunds-service request, shared with the service's task: whether
 //! the caller gave up, and what it cancelled when it did (DESIGN §1b, cancellation per layer).
 
-use std::cell::Cell;
-
-use tokio::sync::Notify;
+use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
 
 use crate::scenario::Cancellation;
 
@@ -12,7 +13,8 @@ use crate::scenario::Cancellation;
 pub struct CallerState {
     gone: Cell<bool>,
     cancel: Cell<Cancellation>,
-    abort: Notify,
+    /// Tasks waiting in [`CallerState::abort_signal`], woken when the caller aborts.
+    abort_waiters: RefCell<Vec<Waker>>,
 }
 
 impl CallerState {
@@ -22,7 +24,10 @@ impl CallerState {
         self.gone.set(true);
         self.cancel.set(self.cancel.get().max(mode));
         if mode == Cancellation::AbortInFlight {
-            self.abort.notify_waiters();
+            let waiters = std::mem::take(&mut *self.abort_waiters.borrow_mut());
+            for w in waiters {
+                w.wake();
+            }
         }
     }
 
@@ -41,9 +46,29 @@ impl CallerState {
         self.gone.get() && self.cancel.get() == Cancellation::AbortInFlight
     }
 
-    /// Completes when the caller aborts in-flight work (never, otherwise). Check
-    /// [`CallerState::aborted`] first: an abort before this is created is not seen.
-    pub fn abort_signal(&self) -> tokio::sync::futures::Notified<'_> {
-        self.abort.notified()
+    /// Completes when the caller aborts in-flight work (at once if it already has; never,
+    /// otherwise).
+    pub fn abort_signal(&self) -> AbortSignal<'_> {
+        AbortSignal { caller: self }
+    }
+}
+
+/// The future of [`CallerState::abort_signal`].
+#[derive(Debug)]
+pub struct AbortSignal<'a> {
+    caller: &'a CallerState,
+}
+
+impl Future for AbortSignal<'_> {
+    type Output = ();
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.caller.aborted() {
+            return Poll::Ready(());
+        }
+        let mut waiters = self.caller.abort_waiters.borrow_mut();
+        if !waiters.iter().any(|w| w.will_wake(cx.waker())) {
+            waiters.push(cx.waker().clone());
+        }
+        Poll::Pending
     }
 }
