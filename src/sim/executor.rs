@@ -165,7 +165,7 @@ struct Timers {
 }
 
 /// Stale heap entries tolerated beyond the live count before the heap is compacted.
-const STALE_SLACK: usize = 1024;
+const STALE_SLACK: usize = 64;
 
 impl Timers {
     fn is_live(&self, key: TimerKey, slot: u32) -> bool {
