@@ -14,8 +14,8 @@ use super::rules::{fail, Check};
 /// with the incident's background load, about 10^8 events).
 pub const DEFAULT_MAX_EVENTS: u64 = 300_000_000;
 
-/// Engine events per ticket used by the estimate: the incident runs 15 per ticket with an idle
-/// pool and about 45 under its burst, with timeouts, retries and zombie calls.
+/// Engine events per ticket used by the estimate, with a margin: the incident runs about 15 per
+/// ticket, with its timeouts, retries and zombie calls.
 pub const EVENTS_PER_TICKET: f64 = 20.0;
 /// Engine events per background request: its arrival and the end of its hold (it runs as
 /// engine callbacks, not as a task; a hand-off from the pool's line happens inside another
@@ -23,7 +23,7 @@ pub const EVENTS_PER_TICKET: f64 = 20.0;
 pub const EVENTS_PER_BACKGROUND_REQUEST: f64 = 2.0;
 /// Engine events per CPU second assumed by the time estimate: what the incident runs at on one
 /// core of the 2-core machine `docs/performance.md` was measured on.
-pub const EVENTS_PER_CPU_SECOND: f64 = 4.0e6;
+pub const EVENTS_PER_CPU_SECOND: f64 = 3.2e6;
 /// Memory per open ticket (its facts, ledger row, charge, tasks), bytes; and the fixed part.
 const BYTES_PER_OPEN_TICKET: f64 = 4096.0;
 const BASE_BYTES: f64 = 12.0 * 1024.0 * 1024.0;
