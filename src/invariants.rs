@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::history::{Decision, Event, EventKind, History, HumanAction, Outcome};
+use crate::history::{Decision, Event, EventKind, History, HumanAction, Outcome, TicketStatus};
 use crate::model::ModelGauges;
 use crate::scenario::Bound;
 use crate::sim::SimTime;
@@ -137,6 +137,11 @@ pub struct Metrics {
     pub false_failures: u64,
     /// Manual refunds by humans.
     pub manual_refunds: u64,
+    /// Status probes the executor sent (`get_status` after a timeout or an unknown outcome).
+    pub status_probes: u64,
+    /// Probe answers `none` contradicted by a refund from a request sent before the probe
+    /// (invariant `truthful_probes`).
+    pub untruthful_probes: u64,
     /// Stripe responses replayed from an idempotency key.
     pub stripe_replays: u64,
     /// Stripe 409 `idempotency_key_in_use`.
@@ -194,10 +199,61 @@ struct TicketFacts {
     tool_results: VecMap<u32, u32>,
     final_ok: bool,
     escalated: bool,
-    /// Per service call: (requests, responses).
-    calls: VecMap<u64, (u32, u32)>,
+    /// Per service call: requests and responses seen, and what `truthful_probes` and
+    /// `unknown_not_shown_as_failure` need.
+    calls: VecMap<u64, CallFacts>,
     /// (attempt, event ordinal) of every tool result reported as a failure.
     fails: Vec<(u32, u64)>,
+    /// (when, event ordinal) of every probe answer `none`.
+    none_probes: Vec<(SimTime, u64)>,
+    /// Service calls whose Stripe requests created a money-moving refund.
+    refunding_calls: Vec<u64>,
+    /// The last tool result: (attempt, outcome).
+    last_result: Option<(u32, Outcome)>,
+}
+
+/// One service call of a ticket.
+#[derive(Default)]
+struct CallFacts {
+    requests: u32,
+    responses: u32,
+    /// The model attempt it belongs to.
+    attempt: u32,
+    /// When its `service_request` was seen.
+    sent: SimTime,
+    /// Whether it sent a request to Stripe, and Stripe's last answer (0: none came).
+    stripe_status: Option<u16>,
+    /// Whether the service's answer reported a refund.
+    ok: bool,
+}
+
+impl CallFacts {
+    /// Whether its outcome is unknown now: still being worked on, or it reached Stripe and got
+    /// no definite answer (no response, a 409 `idempotency_key_in_use`, or a 5xx) and the
+    /// service reported no refund.
+    fn outcome_unknown(&self) -> bool {
+        self.responses == 0
+            || (!self.ok && matches!(self.stripe_status, Some(s) if s == 0 || s == 409 || s >= 500))
+    }
+}
+
+/// What some invariants need to know about the scenario (the rest read only the history).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EvalRules {
+    /// `executor.on_timeout` is `probe_status`: `unknown_not_shown_as_failure` applies.
+    pub probe_status: bool,
+    /// `agent.retry.compliance` is 1: `no_retry_after_do_not_retry` applies.
+    pub compliant_model: bool,
+}
+
+impl EvalRules {
+    /// The rules `scenario` implies.
+    pub fn of(scenario: &crate::scenario::Scenario) -> Self {
+        EvalRules {
+            probe_status: scenario.executor.on_timeout == crate::scenario::OnTimeout::ProbeStatus,
+            compliant_model: scenario.agent.retry.compliance >= 1.0,
+        }
+    }
 }
 
 /// A map for the handful of entries a ticket has (attempts, service calls): the first entry
@@ -237,6 +293,13 @@ impl<K: PartialEq + Copy, V: Default> VecMap<K, V> {
     }
     fn get(&self, k: &K) -> Option<&V> {
         self.iter().find(|(x, _)| *x == k).map(|(_, v)| v)
+    }
+    fn get_mut(&mut self, k: &K) -> Option<&mut V> {
+        self.first
+            .iter_mut()
+            .chain(&mut self.rest)
+            .find(|(x, _)| x == k)
+            .map(|(_, v)| v)
     }
     fn contains(&self, k: &K) -> bool {
         self.get(k).is_some()
@@ -284,6 +347,7 @@ impl CappedIds {
 /// after it closed.
 #[derive(Default)]
 pub struct Evaluator {
+    rules: EvalRules,
     m: Metrics,
     inv: Invariants,
     tickets: BTreeMap<u64, TicketFacts>,
@@ -304,9 +368,16 @@ pub struct Evaluator {
 }
 
 /// Computes every metric and invariant from `history` and the model gauges (offline: the same
-/// [`Evaluator`] a run uses online, fed the whole history and closing no ticket early).
+/// [`Evaluator`] a run uses online, fed the whole history and closing no ticket early), with
+/// default [`EvalRules`] (the scenario-dependent invariants do not apply; see
+/// [`evaluate_under`]).
 pub fn evaluate(history: &History, gauges: &ModelGauges) -> Metrics {
-    let mut ev = Evaluator::default();
+    evaluate_under(history, gauges, EvalRules::default())
+}
+
+/// [`evaluate`] under the scenario's `rules` (what a run of it uses online).
+pub fn evaluate_under(history: &History, gauges: &ModelGauges, rules: EvalRules) -> Metrics {
+    let mut ev = Evaluator::new(rules);
     for e in &history.events {
         ev.record(e);
     }
@@ -314,6 +385,14 @@ pub fn evaluate(history: &History, gauges: &ModelGauges) -> Metrics {
 }
 
 impl Evaluator {
+    /// An evaluator under `rules` (from [`EvalRules::of`] the scenario being run).
+    pub fn new(rules: EvalRules) -> Self {
+        Evaluator {
+            rules,
+            ..Evaluator::default()
+        }
+    }
+
     /// Ticket `id` is closed: fold its facts into the totals and drop them.
     pub fn ticket_closed(&mut self, id: u64) {
         if let Some(f) = self.tickets.remove(&id) {
@@ -402,8 +481,20 @@ impl Evaluator {
         self.unanswered += f
             .calls
             .values()
-            .filter(|(req, resp)| *req != 1 || *resp != 1)
+            .filter(|c| c.requests != 1 || c.responses != 1)
             .count() as u64;
+        // A probe's `none` is untruthful when a request sent before it created a refund.
+        for &(at, seq) in &f.none_probes {
+            let contradicted = f.refunding_calls.iter().any(|c| {
+                f.calls
+                    .get(c)
+                    .is_some_and(|call| call.requests > 0 && call.sent < at)
+            });
+            if contradicted {
+                m.untruthful_probes += 1;
+                inv.hit("truthful_probes", id, seq);
+            }
+        }
         if !f.opened {
             self.after_close += 1;
         }
@@ -452,25 +543,51 @@ impl Evaluator {
                 if let (Some(f), Some(a)) = (facts, attempt) {
                     *f.tool_results.entry(*a) += 1;
                     f.final_ok = *outcome == Outcome::Ok;
+                    f.last_result = Some((*a, *outcome));
                     if *outcome == Outcome::Fail {
                         f.fails.push((*a, seq));
+                        // Under `probe_status` a failure is shown only when it is one: no call
+                        // of this attempt may still be in flight or without a definite answer.
+                        let unknown = f
+                            .calls
+                            .values()
+                            .any(|c| c.attempt == *a && c.requests > 0 && c.outcome_unknown());
+                        if self.rules.probe_status && unknown {
+                            self.inv
+                                .hit("unknown_not_shown_as_failure", ticket.unwrap_or(0), seq);
+                        }
                     }
                 }
             }
             EventKind::ServiceRequest { .. } => {
                 let id = call.unwrap_or(0);
                 match facts {
-                    Some(f) => f.calls.entry(id).0 += 1,
+                    Some(f) => {
+                        let c = f.calls.entry(id);
+                        c.requests += 1;
+                        c.attempt = attempt.unwrap_or(0);
+                        c.sent = *t_ns;
+                    }
                     None => self.orphan_calls.entry(id).or_default().0 += 1,
                 }
             }
-            EventKind::ServiceResponse { latency_ns, .. } => {
+            EventKind::ServiceResponse { latency_ns, ok, .. } => {
                 let id = call.unwrap_or(0);
                 match facts {
-                    Some(f) => f.calls.entry(id).1 += 1,
+                    Some(f) => {
+                        let c = f.calls.entry(id);
+                        c.responses += 1;
+                        c.ok |= *ok;
+                    }
                     None => self.orphan_calls.entry(id).or_default().1 += 1,
                 }
                 self.tool_lat.record(*latency_ns);
+            }
+            EventKind::Probe { status, error } => {
+                m.status_probes += 1;
+                if let (Some(f), TicketStatus::None, None) = (facts, status, error) {
+                    f.none_probes.push((*t_ns, seq));
+                }
             }
             EventKind::PoolAcquire { waited_ns } => {
                 self.acquires += 1;
@@ -485,9 +602,14 @@ impl Evaluator {
                 refund_id,
             } => {
                 self.stripe_lat.record(*latency_ns);
-                // A 200 with a refund (new or replayed) means this attempt's refund exists.
-                if let (Some(f), Some(a), 200, Some(_)) = (facts, attempt, *status, refund_id) {
-                    *f.refunded_attempts.entry(*a) = ();
+                if let Some(f) = facts {
+                    if let Some(cf) = call.and_then(|c| f.calls.get_mut(&c)) {
+                        cf.stripe_status = Some(*status);
+                    }
+                    // A 200 with a refund (new or replayed) means this attempt's refund exists.
+                    if let (Some(a), 200, Some(_)) = (attempt, *status, refund_id) {
+                        *f.refunded_attempts.entry(*a) = ();
+                    }
                 }
                 count_stripe_status(m, *status, outcome);
             }
@@ -507,6 +629,9 @@ impl Evaluator {
                         if let Some(a) = attempt {
                             *f.refunded_attempts.entry(*a) = ();
                         }
+                        if let Some(c) = call {
+                            f.refunding_calls.push(*c);
+                        }
                     }
                 }
             }
@@ -514,7 +639,16 @@ impl Evaluator {
             EventKind::ModelDecision {
                 decision: Decision::Retry,
                 ..
-            } => m.retries += 1,
+            } => {
+                m.retries += 1;
+                // A compliant model never retries after "outcome unknown; do not retry".
+                let after_info =
+                    facts.is_some_and(|f| matches!(f.last_result, Some((_, Outcome::Info))));
+                if self.rules.compliant_model && after_info {
+                    self.inv
+                        .hit("no_retry_after_do_not_retry", ticket.unwrap_or(0), seq);
+                }
+            }
             EventKind::Escalation { .. } => {
                 m.escalations += 1;
                 if let Some(f) = facts {
@@ -605,6 +739,9 @@ pub const INVARIANTS: &[&str] = &[
     "no_lost_refund",
     "truthful_tool_results",
     "conservation",
+    "truthful_probes",
+    "unknown_not_shown_as_failure",
+    "no_retry_after_do_not_retry",
 ];
 
 /// One `expect` bound's verdict.

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::rc::Rc;
 
 use crate::history::{Event, History, Keep, Observer, TraceStream};
-use crate::invariants::{expectations, Evaluator, ExpectationResult, Metrics};
+use crate::invariants::{expectations, EvalRules, Evaluator, ExpectationResult, Metrics};
 use crate::model::simulate_observed;
 use crate::report::IncidentShapes;
 use crate::scenario::Scenario;
@@ -214,7 +214,7 @@ pub fn run_recorded(
     trace: Option<TraceSink>,
 ) -> (RunOutput, Option<TraceSink>) {
     let rec = Rc::new(RefCell::new(Recorder {
-        eval: Evaluator::default(),
+        eval: Evaluator::new(EvalRules::of(scenario)),
         shapes: IncidentShapes::default(),
         keep,
         kept: History::default(),

@@ -53,6 +53,10 @@ pub enum TicketStatus {
         /// Its id.
         refund_id: String,
     },
+    /// The outcome is not known: a call ended without a definite answer and the service
+    /// recorded it so (`sdk_timeout_recorded_as: unknown`), or the probe itself failed or timed
+    /// out.
+    Unknown,
 }
 
 /// What the model decided after reading a tool result.
@@ -208,10 +212,14 @@ pub enum EventKind {
         /// What the executor does next: `report_error` or `probe_status`.
         action: String,
     },
-    /// The executor probed `get_status(ticket)`.
+    /// The executor's status probe (`get_status(ticket)`) answered, failed or timed out.
     Probe {
-        /// The answer.
+        /// The answer (`unknown` when the probe failed or timed out).
         status: TicketStatus,
+        /// Why the probe itself gave no answer (`timeout after 2000ms`, `get_status answered
+        /// 503`); absent when the service answered.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
     },
     /// The tool result shown to the model.
     ToolResult {

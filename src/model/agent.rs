@@ -282,12 +282,22 @@ async fn run_turn(
         w.sim.sleep(think).await;
         let used = turn.attempt - first;
         let allowed = used < cfg.retry.max_retries && retry_eligible(w);
-        let retry =
-            reply.outcome == Outcome::Fail && used < cfg.retry.max_retries && (allowed == complies);
+        // A failure is retried when the rule allows it and the model complies, or when the rule
+        // forbids it and the model does not; "outcome unknown, do not retry" only by a model
+        // that does not comply.
+        let retry = used < cfg.retry.max_retries
+            && match reply.outcome {
+                Outcome::Fail => allowed == complies,
+                Outcome::Info => !complies,
+                Outcome::Ok => false,
+            };
         if !retry {
             return TurnEnd::GaveUp { ids, reply };
         }
-        let text = if reply.timed_out {
+        let text = if reply.outcome == Outcome::Info {
+            "The refund's outcome is unknown and the tool said not to retry. Retrying anyway."
+                .to_string()
+        } else if reply.timed_out {
             "The refund call timed out. Retrying once per policy.".to_string()
         } else {
             format!(

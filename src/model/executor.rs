@@ -9,7 +9,9 @@ use super::caller::CallerState;
 use super::dist;
 use super::layers::{status_class, Via};
 use super::proxy;
-use super::refunds_service::{get_status, issue, ServiceRequest, ServiceResult};
+use super::refunds_service::{
+    get_status, is_unknown_outcome, issue, ServiceRequest, ServiceResult,
+};
 use super::world::{Ids, World};
 use crate::history::{EventKind, Outcome, TicketStatus};
 use crate::scenario::{Cancellation, ExecutorRetry, OnTimeout, Position, RetryOn};
@@ -134,6 +136,19 @@ pub async fn call_tool(
         };
         let reply = match answer {
             Ok(ServiceResult::Refunded(id)) => return ToolReply::ok(id),
+            // Under `probe_status` an answer that leaves the outcome unknown (502, 409) is
+            // probed like a timeout, so it is never shown to the model as a failure. A probe
+            // answering `none` makes it a definite failure, which the executor's retry layer
+            // may retry; any other answer goes to the model.
+            Ok(e @ ServiceResult::Error { .. })
+                if cfg.on_timeout == OnTimeout::ProbeStatus && is_unknown_outcome(&e) =>
+            {
+                let reply = probe(&w, Ids::call(ticket, attempt, last_call.get())).await;
+                if reply.outcome != Outcome::Fail {
+                    return reply;
+                }
+                reply
+            }
             Ok(ServiceResult::Error { status, text }) => ToolReply::fail(text, false, status),
             Ok(ServiceResult::Unknown(text)) => return ToolReply::unknown(text),
             Err(_) => {
@@ -240,19 +255,23 @@ impl Drop for GiveUpOnDrop {
     }
 }
 
-/// After a timeout: polls `get_status(ticket)` every `probe_interval` for up to `probe_max_wait`.
-/// `refunded` → ok with the refund id; `none` → fail ("no refund was made", a true failure);
-/// still `pending` at the end → info ("outcome unknown, do not retry").
+/// After a timeout (or an unknown outcome): probes `get_status(ticket)` every `probe_interval`
+/// for up to `probe_max_wait`. `refunded` → ok with the refund id; `none` → fail ("no refund
+/// was made", a failure as true as the service's `status_source`); `pending` or `unknown` (the
+/// service does not know, or the probe failed or timed out) until the end → info ("outcome
+/// unknown; do not retry").
 async fn probe(w: &World, ids: Ids) -> ToolReply {
     let cfg = &w.cfg.executor;
-    let ticket = ids.ticket.unwrap_or(0);
     let start = w.now();
+    let mut n = 0u64;
     loop {
-        let status = get_status(w, ticket);
+        let (status, error) = probe_once(w, ids, n).await;
+        n += 1;
         w.record(
             ids,
             EventKind::Probe {
                 status: status.clone(),
+                error,
             },
         );
         match status {
@@ -264,12 +283,16 @@ async fn probe(w: &World, ids: Ids) -> ToolReply {
                     0,
                 )
             }
-            TicketStatus::Pending => {
+            TicketStatus::Pending | TicketStatus::Unknown => {
                 if w.now() - start >= SimTime::from_duration(cfg.probe_max_wait) {
+                    let shown = if status == TicketStatus::Pending {
+                        "{ status: \"pending\", note: \"outcome unknown; do not retry\" }"
+                    } else {
+                        "{ status: \"unknown\", note: \"outcome unknown; do not retry\" }"
+                    };
                     return ToolReply {
                         outcome: Outcome::Info,
-                        shown: "{ status: \"pending\", note: \"outcome unknown; do not retry\" }"
-                            .into(),
+                        shown: shown.into(),
                         refund_id: None,
                         timed_out: true,
                         class: None,
@@ -281,6 +304,40 @@ async fn probe(w: &World, ids: Ids) -> ToolReply {
             }
         }
     }
+}
+
+/// One `get_status` request: its latency, then the service reads its status source; or the
+/// probe fails (`error_probability`) or times out (`executor.probe.timeout`), and the answer is
+/// `unknown` with the reason. Draws from the stream `("probe", ticket, attempt, call, n)`: a
+/// latency (two numbers) and one for the failure, whatever happens.
+async fn probe_once(w: &World, ids: Ids, n: u64) -> (TicketStatus, Option<String>) {
+    let p = &w.cfg.executor.probe;
+    let ticket = ids.ticket.unwrap_or(0);
+    let mut rng = w.ticket_stream(
+        "probe",
+        ticket,
+        &[
+            u64::from(ids.attempt.unwrap_or(0)),
+            ids.call.unwrap_or(0),
+            n,
+        ],
+    );
+    let latency = dist::latency(&mut rng, &p.latency);
+    let fails = dist::chance(&mut rng, p.error_probability);
+    let limit = SimTime::from_duration(p.timeout);
+    if latency > limit {
+        w.sim.sleep(limit).await;
+        let text = format!("timeout after {}ms", limit.as_nanos() / 1_000_000);
+        return (TicketStatus::Unknown, Some(text));
+    }
+    w.sim.sleep(latency).await;
+    if fails {
+        return (
+            TicketStatus::Unknown,
+            Some("get_status answered 503".into()),
+        );
+    }
+    (get_status(w, ticket), None)
 }
 
 #[cfg(test)]

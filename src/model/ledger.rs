@@ -17,6 +17,9 @@ pub struct TicketRow {
     pub owner: Option<u64>,
     /// How many nonces this ticket has had (more than one only with `new_nonce_after_error`).
     pub nonce_generation: u64,
+    /// A call for this ticket ended without a definite answer and was recorded as unknown
+    /// (`sdk_timeout_recorded_as: unknown`).
+    pub unknown_outcome: bool,
 }
 
 /// Rows by ticket id.
@@ -52,17 +55,23 @@ impl Ledger {
         self.rows.is_empty()
     }
 
-    /// `get_status(ticket)`: refunded if a refund is recorded, pending if a request is in
-    /// flight, else none.
-    pub fn status(&self, ticket: u64) -> TicketStatus {
-        match self.rows.get(&ticket) {
-            Some(TicketRow {
+    /// `get_status(ticket)` from the ledger alone: `refunded` if a refund is recorded; with
+    /// `completed_only` nothing else (so `none`); otherwise `pending` while a request is in
+    /// flight, then `unknown` if an outcome was recorded as unknown, else `none`.
+    pub fn status(&self, ticket: u64, completed_only: bool) -> TicketStatus {
+        let Some(r) = self.rows.get(&ticket) else {
+            return TicketStatus::None;
+        };
+        match r {
+            TicketRow {
                 refund_id: Some(id),
                 ..
-            }) => TicketStatus::Refunded {
+            } => TicketStatus::Refunded {
                 refund_id: id.clone(),
             },
-            Some(r) if r.in_flight > 0 => TicketStatus::Pending,
+            _ if completed_only => TicketStatus::None,
+            r if r.in_flight > 0 => TicketStatus::Pending,
+            r if r.unknown_outcome => TicketStatus::Unknown,
             _ => TicketStatus::None,
         }
     }

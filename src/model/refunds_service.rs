@@ -11,7 +11,10 @@ use super::stripe::RefundParams;
 use super::stripe_client::{create_refund, CallResult};
 use super::world::{Ids, World};
 use crate::history::{EventKind, TicketStatus};
-use crate::scenario::{KeyMode, KeyRotation, OnKeyConflict, OnUnknownOutcome, RefundsService};
+use crate::scenario::{
+    KeyMode, KeyRotation, OnKeyConflict, OnUnknownOutcome, RefundsService, StatusSource,
+    UnknownOutcomeRecord,
+};
 use crate::sim::SimTime;
 
 /// How often a request waiting on another request's pending row (local dedup) re-reads it.
@@ -63,9 +66,22 @@ impl ServiceResult {
     }
 }
 
-/// `get_status(ticket)`: `refunded`, `pending` or `none` from the ledger.
+/// `get_status(ticket)` as the service answers it now, from its `status_source`: the ledger
+/// (`refunded`, `pending`, `unknown`, `none`; only `refunded` or `none` with `completed_only`),
+/// after a lookup of the charge's committed refunds at Stripe with `provider`.
 pub fn get_status(w: &World, ticket: u64) -> TicketStatus {
-    w.ledger.borrow().status(ticket)
+    let source = w.cfg.refunds_service.status_source;
+    if source == StatusSource::Provider {
+        let stripe = w.stripe.borrow();
+        if let Some(r) = stripe.first_money_moving_refund(&World::charge_id(ticket)) {
+            return TicketStatus::Refunded {
+                refund_id: r.id.clone(),
+            };
+        }
+    }
+    w.ledger
+        .borrow()
+        .status(ticket, source == StatusSource::CompletedOnly)
 }
 
 fn idempotency_key(w: &World, req: &ServiceRequest) -> Option<String> {
@@ -108,6 +124,11 @@ pub async fn issue(w: Rc<World>, req: ServiceRequest, caller: Rc<CallerState>) -
                 if rotates_key(&w.cfg.refunds_service, failed) && row.nonce.take().is_some() {
                     row.nonce_generation += 1;
                 }
+                if w.cfg.refunds_service.sdk_timeout_recorded_as == UnknownOutcomeRecord::Unknown
+                    && is_unknown_outcome(failed)
+                {
+                    row.unknown_outcome = true;
+                }
             }
         }
     }
@@ -130,6 +151,19 @@ pub async fn issue(w: Rc<World>, req: ServiceRequest, caller: Rc<CallerState>) -
     result
 }
 
+/// Whether the service's answer leaves the refund's outcome unknown: a 502 (Stripe failed, went
+/// silent, the SDK timed out or the call was aborted, after the SDK's own retries) or a 409 (a
+/// request with the key is still executing). Every other error says nothing was done.
+pub fn is_unknown_outcome(answer: &ServiceResult) -> bool {
+    matches!(
+        answer,
+        ServiceResult::Error {
+            status: 502 | 409,
+            ..
+        }
+    )
+}
+
 /// Whether a failed answer makes the service write a new nonce for the ticket
 /// (`rotate_key`, or the older `new_nonce_after_error`, which means `after_error`). A 502
 /// (Stripe failed or went silent: the refund may exist) and a 409 (a request with the key is
@@ -143,8 +177,8 @@ fn rotates_key(cfg: &RefundsService, answer: &ServiceResult) -> bool {
     match (rotation, answer) {
         (_, ServiceResult::Refunded(_)) | (KeyRotation::Never, _) => false,
         (KeyRotation::AfterError, _) => true,
-        (KeyRotation::AfterDefiniteFailure, ServiceResult::Error { status, .. }) => {
-            !matches!(status, 502 | 409)
+        (KeyRotation::AfterDefiniteFailure, e @ ServiceResult::Error { .. }) => {
+            !is_unknown_outcome(e)
         }
         (KeyRotation::AfterDefiniteFailure, ServiceResult::Unknown(_)) => false,
     }

@@ -102,11 +102,17 @@ fn line(
             )
         }
         EventKind::ExecutorTimeout { after_ns, action } => executor_timeout(*after_ns, action),
-        EventKind::Probe { status } => format!(
-            "tool_executor: get_status(ticket={}) → {}",
-            e.ticket.unwrap_or(0),
-            probe_status(status)
-        ),
+        EventKind::Probe { status, error } => match error {
+            Some(err) => format!(
+                "tool_executor: get_status(ticket={}) → unknown ({err})",
+                e.ticket.unwrap_or(0)
+            ),
+            None => format!(
+                "tool_executor: get_status(ticket={}) → {}",
+                e.ticket.unwrap_or(0),
+                probe_status(status)
+            ),
+        },
         EventKind::ToolResult { outcome, shown, .. } => {
             let tag = match outcome {
                 Outcome::Ok => "",
@@ -207,6 +213,7 @@ fn probe_status(status: &TicketStatus) -> String {
         TicketStatus::None => "none".to_string(),
         TicketStatus::Pending => "pending".to_string(),
         TicketStatus::Refunded { refund_id } => format!("refunded {refund_id}"),
+        TicketStatus::Unknown => "unknown".to_string(),
     }
 }
 

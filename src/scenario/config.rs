@@ -509,6 +509,10 @@ pub struct Executor {
     #[serde(default = "default_probe_max", with = "humantime_serde")]
     #[schemars(with = "String")]
     pub probe_max_wait: Duration,
+    /// With `probe_status`: the probe itself, a `get_status` request to the refunds service
+    /// that takes time and can fail or time out. Default: see [`StatusProbe`].
+    #[serde(default)]
+    pub probe: StatusProbe,
     /// An executor-level retry layer under the model (e.g. LangChain ToolRetryMiddleware).
     /// Default: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -521,6 +525,46 @@ pub struct Executor {
 
 fn default_timeout() -> Duration {
     Duration::from_secs(8)
+}
+
+/// The executor's status probe: one `get_status(ticket)` request to the refunds service. It
+/// answers `none`, `pending`, `refunded` or — when it fails or times out, or when the service
+/// itself does not know — `unknown`. What the answer is based on is the service's
+/// `refunds_service.status_source`, read when the request reaches the service.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct StatusProbe {
+    /// Time from sending the probe to the service reading its status source (the answer
+    /// returns at once after that). Default: p50 30 ms, p99 200 ms (a small read).
+    #[serde(default = "default_probe_latency")]
+    pub latency: LatencyDist,
+    /// The executor gives up on one probe after this long and counts it `unknown`; > 0.
+    /// Default: 2 s.
+    #[serde(default = "default_probe_timeout", with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub timeout: Duration,
+    /// Probability that one probe fails (the service answers 5xx): counted `unknown`.
+    /// Default: 0.
+    #[serde(default)]
+    pub error_probability: f64,
+}
+
+fn default_probe_latency() -> LatencyDist {
+    LatencyDist::new(d_ms(30), d_ms(200))
+}
+fn default_probe_timeout() -> Duration {
+    Duration::from_secs(2)
+}
+
+impl Default for StatusProbe {
+    fn default() -> Self {
+        StatusProbe {
+            latency: default_probe_latency(),
+            timeout: default_probe_timeout(),
+            error_probability: 0.0,
+        }
+    }
 }
 fn report_error() -> OnTimeout {
     OnTimeout::ReportError
@@ -539,6 +583,7 @@ impl Default for Executor {
             on_timeout: OnTimeout::ReportError,
             probe_interval: default_probe_interval(),
             probe_max_wait: default_probe_max(),
+            probe: StatusProbe::default(),
             retry: None,
             cancellation: Cancellation::None,
         }
@@ -672,6 +717,18 @@ pub struct RefundsService {
     /// Default: `fail`.
     #[serde(default = "unknown_fail")]
     pub on_unknown_outcome: OnUnknownOutcome,
+    /// What the service's `get_status(ticket)` (the executor's probe, a human's look at the
+    /// admin page) is based on: `completed_only`, `ledger` or `provider`. Default: `ledger`.
+    #[serde(default = "status_ledger")]
+    pub status_source: StatusSource,
+    /// How the service's ledger records a Stripe call that ended without a definite answer —
+    /// an SDK timeout, a lost connection, an abort, a 5xx (after the SDK's own retries):
+    /// `failed` (the row is left as if nothing happened, so `get_status` reads `none` while
+    /// Stripe may still commit) or `unknown` (the row is marked, and `get_status` answers
+    /// `unknown` until a refund is recorded). Default: `failed` (what the incident's service
+    /// did).
+    #[serde(default = "recorded_failed")]
+    pub sdk_timeout_recorded_as: UnknownOutcomeRecord,
     /// Retries of a pool acquire that timed out (`acquire_timeout`), each after
     /// `acquire_retry_backoff`; the request waits at the back of the queue again. At most 100.
     /// Default: 0.
@@ -695,6 +752,40 @@ fn default_pool() -> u32 {
 }
 fn rotate_never() -> KeyRotation {
     KeyRotation::Never
+}
+fn status_ledger() -> StatusSource {
+    StatusSource::Ledger
+}
+fn recorded_failed() -> UnknownOutcomeRecord {
+    UnknownOutcomeRecord::Failed
+}
+
+/// What the refunds service's `get_status(ticket)` knows (see `RefundsService::status_source`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StatusSource {
+    /// Only refunds the ledger recorded as completed: `refunded` or `none`. The naive version
+    /// many teams ship first: a request in flight reads `none`.
+    CompletedOnly,
+    /// The ledger: `refunded` if a refund is recorded, else `pending` while a request for the
+    /// ticket is being worked on, else `unknown` if a call's outcome was recorded as unknown
+    /// (`sdk_timeout_recorded_as: unknown`), else `none`.
+    Ledger,
+    /// The ledger, and first a lookup of the charge's refunds at the provider (as `GET
+    /// /v1/refunds?charge=…` would): `refunded` if the provider lists a money-moving refund
+    /// for the ticket's charge. A refund the provider has not committed yet is not listed.
+    Provider,
+}
+
+/// How the ledger records a Stripe call without a definite answer (see
+/// `RefundsService::sdk_timeout_recorded_as`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum UnknownOutcomeRecord {
+    /// As a failure: nothing is recorded.
+    Failed,
+    /// As an unknown outcome: `get_status` answers `unknown` until a refund is recorded.
+    Unknown,
 }
 fn unknown_fail() -> OnUnknownOutcome {
     OnUnknownOutcome::Fail
@@ -767,6 +858,8 @@ impl Default for RefundsService {
             new_nonce_after_error: false,
             rotate_key: KeyRotation::Never,
             on_unknown_outcome: OnUnknownOutcome::Fail,
+            status_source: StatusSource::Ledger,
+            sdk_timeout_recorded_as: UnknownOutcomeRecord::Failed,
             acquire_retries: 0,
             acquire_retry_backoff: default_acquire_backoff(),
             overhead: default_service_overhead(),

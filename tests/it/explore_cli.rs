@@ -103,7 +103,7 @@ fn exhaustive_counts_schedules_and_rejects_big_worlds() {
         .assert()
         .code(0)
         .stdout(
-            predicate::str::contains("schedules checked: 25 (all)")
+            predicate::str::contains("schedules checked: 16 (all)")
                 .and(predicate::str::contains("no violation")),
         );
     refundsim()

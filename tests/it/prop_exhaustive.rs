@@ -24,7 +24,7 @@ fn full_fix_holds_on_every_schedule_of_the_tiny_world() {
     assert!(r.complete, "not every schedule was visited");
     assert_eq!(r.first_violation, None);
     assert_eq!(
-        r.schedules, 26,
+        r.schedules, 20,
         "distinct schedules of the tiny world under the full fix"
     );
 }

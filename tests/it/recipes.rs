@@ -62,7 +62,7 @@ fn abort_in_flight_closes_the_connection_but_stripe_still_commits() {
     let text = String::from_utf8(out.stdout).unwrap();
     let order = [
         "00:00:02.024  stripe: POST /v1/refunds for call #1 → no response, aborted_by_caller",
-        "00:00:03.024  tool_executor: get_status(ticket=1) → none",
+        "00:00:02.086  tool_executor: get_status(ticket=1) → none",
         "00:00:03.044  stripe: refund re_00000001 created, $42.00 succeeded (for the FIRST call)",
     ];
     let at: Vec<usize> = order

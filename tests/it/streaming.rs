@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use refundsim::history::{Event, EventKind, Keep, Observer};
-use refundsim::invariants::evaluate;
+use refundsim::invariants::{evaluate_under, EvalRules};
 use refundsim::model::{simulate, simulate_observed};
 use refundsim::report::{incident_shaped, story};
 use refundsim::run::{run, run_keeping, story_of};
@@ -46,7 +46,7 @@ fn online_metrics_with_eviction_equal_offline_metrics_of_the_whole_history() {
         for seed in [sc.seed, 1, 2] {
             let online = run(&sc, seed, &Default::default());
             let sim = simulate(&sc, seed);
-            let offline = evaluate(&sim.history, &sim.gauges);
+            let offline = evaluate_under(&sim.history, &sim.gauges, EvalRules::of(&sc));
             assert_eq!(
                 online.report.metrics,
                 offline,
@@ -216,7 +216,7 @@ fn zombie_work_keeps_its_ticket_open_until_it_ends() {
             let sim = simulate(&sc, seed);
             assert_eq!(
                 run(&sc, seed, &Default::default()).report.metrics,
-                evaluate(&sim.history, &sim.gauges),
+                evaluate_under(&sim.history, &sim.gauges, EvalRules::of(&sc)),
                 "variant {i} seed {seed}"
             );
         }

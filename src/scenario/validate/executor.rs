@@ -2,13 +2,20 @@
 
 use super::MAX_DURATION;
 use crate::scenario::config::Executor;
-use crate::scenario::rules::{at_most, fail, positive, Check};
+use crate::scenario::rules::{at_most, fail, latency, positive, probability, Check};
 
 /// Timeout and probe durations, then the retry's delays, backoff factor and jitter.
 pub(super) fn validate(ex: &Executor) -> Check {
     positive("executor.timeout", ex.timeout)?;
     positive("executor.probe_interval", ex.probe_interval)?;
     at_most("executor.probe_max_wait", ex.probe_max_wait, MAX_DURATION)?;
+    latency("executor.probe.latency", &ex.probe.latency)?;
+    positive("executor.probe.timeout", ex.probe.timeout)?;
+    at_most("executor.probe.timeout", ex.probe.timeout, MAX_DURATION)?;
+    probability(
+        "executor.probe.error_probability",
+        ex.probe.error_probability,
+    )?;
     let Some(r) = &ex.retry else {
         return Ok(());
     };

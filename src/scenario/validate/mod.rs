@@ -43,6 +43,8 @@ pub const METRICS: &[&str] = &[
     "stripe_500",
     "stripe_no_response",
     "manual_refunds",
+    "status_probes",
+    "untruthful_probes",
     "conservation_violations",
     "max_pool_queue_depth",
     "reconciliation_alerts",
