@@ -18,6 +18,21 @@ use crate::sim::Sim;
 pub use cli::{cli_run, CliError, CliOptions, CliOutcome};
 pub use strategy::Case;
 
+/// The invariants the headline claim covers ([`policy::keys_and_probe`]): [`SAFETY`], plus
+/// that the probe tells the truth (`truthful_probes`), that an unknown outcome is never shown
+/// to the model as a failure (`unknown_not_shown_as_failure`), and that a compliant model never
+/// retries after "do not retry" (`no_retry_after_do_not_retry`). A broken probe or a broken
+/// key fails one of them even when no money moves twice.
+pub const CLAIM: &[&str] = &[
+    "at_most_one_refund_per_ticket",
+    "no_over_refund",
+    "no_lost_refund",
+    "conservation",
+    "truthful_probes",
+    "unknown_not_shown_as_failure",
+    "no_retry_after_do_not_retry",
+];
+
 /// The invariants the safety property covers: DESIGN §3 minus truthfulness (which the fix
 /// improves but a fault can still break without harm to money).
 pub const SAFETY: &[&str] = &[
@@ -52,13 +67,18 @@ impl fmt::Display for Violation {
 
 /// The first broken safety invariant of a finished run, in [`INVARIANTS`] order.
 pub fn first_violation(sc: &Scenario, out: &RunOutput) -> Option<Violation> {
+    first_violation_of(SAFETY, sc, out)
+}
+
+/// [`first_violation`] among the invariants `names` (e.g. [`CLAIM`]).
+pub fn first_violation_of(names: &[&str], sc: &Scenario, out: &RunOutput) -> Option<Violation> {
     let origin = sc
         .clock_origin
         .as_deref()
         .and_then(|s| humantime::parse_rfc3339(s).ok());
     INVARIANTS
         .iter()
-        .filter(|name| SAFETY.contains(name))
+        .filter(|name| names.contains(name))
         .filter_map(|name| {
             out.report
                 .metrics
@@ -95,6 +115,19 @@ pub fn check_case(case: &Case) -> Result<(), Violation> {
 pub fn check_scenario(sc: &Scenario) -> Result<(), Violation> {
     let out = run(sc, sc.seed, &Default::default());
     first_violation(sc, &out).map_or(Ok(()), Err)
+}
+
+/// Runs the case and checks the headline claim's invariants ([`CLAIM`]).
+pub fn check_case_claim(case: &Case) -> Result<(), Violation> {
+    let sc = &case.scenario;
+    let out = run(sc, sc.seed, &Default::default());
+    first_violation_of(CLAIM, sc, &out).map_or(Ok(()), Err)
+}
+
+/// Runs `sc` on a given engine and checks the claim's invariants ([`CLAIM`]).
+pub fn check_on_claim(engine: Sim, sc: &Scenario) -> Result<(), Violation> {
+    let out = run_on(engine, sc, sc.seed, &Default::default());
+    first_violation_of(CLAIM, sc, &out).map_or(Ok(()), Err)
 }
 
 /// Runs `sc` on a given engine and checks the safety property.

@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use crate::scenario::{
-    AppliesTo, Cancellation, KeyMode, KeyRotation, LatencyDist, OnTimeout, Scenario,
+    AppliesTo, Cancellation, KeyMode, KeyRotation, LatencyDist, OnTimeout, ProbeAfter,
+    ReportTimeout, Scenario, StatusSource, UnknownOutcomeRecord,
 };
 
 /// The incident: no key, timeout reported as an error, retry once on any tool, compliant model,
@@ -86,6 +87,56 @@ pub fn full_fix(s: &mut Scenario) {
     s.humans.check_service_status = true;
     median_at_least(&mut s.humans.pickup_delay, Duration::from_secs(600));
 }
+
+/// The headline claim's premise, as `policies/keys-and-probe.json` states it: a per-ticket key
+/// never rotated, the status probe after a timeout or an unknown outcome over the service's
+/// ledger, which records a call without a definite answer as unknown, probing before any
+/// failure is shown (`probe_after: any_failure`); every added layer reports a timed-out last
+/// try as an unknown outcome (`on_timeout: unknown`), not a failure; and humans who check the
+/// provider and the service's status before a manual refund (picking up no sooner than 10
+/// minutes). **Retries stay allowed**: the model's rule applies to any tool, and everything
+/// the world drew about retries is kept — the model's compliance (below 1, the model may
+/// ignore "do not retry"), executor, framework, proxy and SDK retries, faults, and every
+/// layer's cancellation, `abort_in_flight` included (an aborted call is an unknown outcome,
+/// recorded as such).
+pub fn keys_and_probe(s: &mut Scenario) {
+    s.refunds_service.idempotency_key = KeyMode::PerTicket;
+    s.refunds_service.rotate_key = KeyRotation::Never;
+    s.refunds_service.new_nonce_after_error = false;
+    s.refunds_service.status_source = StatusSource::Ledger;
+    s.refunds_service.sdk_timeout_recorded_as = UnknownOutcomeRecord::Unknown;
+    s.executor.on_timeout = OnTimeout::ProbeStatus;
+    s.executor.probe_after = ProbeAfter::AnyFailure;
+    s.agent.retry.applies_to = AppliesTo::AnyTool;
+    for l in s.layers.values_mut() {
+        l.on_timeout = ReportTimeout::Unknown;
+    }
+    s.humans.enabled = true;
+    s.humans.check_probability = 1.0;
+    s.humans.check_service_status = true;
+    median_at_least(&mut s.humans.pickup_delay, Duration::from_secs(600));
+}
+
+/// The claim's twins: [`keys_and_probe`] with one thing changed, each of which breaks it.
+pub const CLAIM_TWINS: &[(&str, Policy)] = &[
+    ("key removed (probe alone)", |s| {
+        keys_and_probe(s);
+        s.refunds_service.idempotency_key = KeyMode::None;
+    }),
+    ("key per attempt", |s| {
+        keys_and_probe(s);
+        s.refunds_service.idempotency_key = KeyMode::PerAttempt;
+    }),
+    ("key rotated after an error", |s| {
+        keys_and_probe(s);
+        s.refunds_service.rotate_key = KeyRotation::AfterError;
+    }),
+    ("naive status source, no key", |s| {
+        keys_and_probe(s);
+        s.refunds_service.idempotency_key = KeyMode::None;
+        s.refunds_service.status_source = StatusSource::CompletedOnly;
+    }),
+];
 
 /// Replaces every `abort_in_flight` cancellation (executor and added layers) by `queued_only`.
 fn no_abort_in_flight(s: &mut Scenario) {

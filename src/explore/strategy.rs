@@ -90,6 +90,7 @@ struct Swarm {
     deadline_propagation: bool,
     human_check: f64,
     pickup_min: u64,
+    compliance: f64,
     tie_seed: u64,
     epsilon_ms: u64,
 }
@@ -116,7 +117,11 @@ fn swarm() -> impl Strategy<Value = Swarm> {
             prop_oneof![Just(0.0), Just(0.5), Just(1.0)],
             10u64..=120,
         ),
-        (any::<u64>(), prop_oneof![Just(0u64), Just(1), 0u64..50]),
+        (
+            any::<u64>(),
+            prop_oneof![Just(0u64), Just(1), 0u64..50],
+            prop_oneof![2 => Just(1.0), 1 => Just(0.5), 1 => Just(0.0)],
+        ),
     )
         .prop_map(|(a, b, c, d, e)| Swarm {
             pool: a.0,
@@ -136,6 +141,7 @@ fn swarm() -> impl Strategy<Value = Swarm> {
             pickup_min: d.3,
             tie_seed: e.0,
             epsilon_ms: e.1,
+            compliance: e.2,
         })
 }
 
@@ -271,7 +277,8 @@ fn build(
         "horizon": "2m",
         "arrivals": {"tickets": tickets},
         "agent": {"think_time": {"p50": ms(s.think_ms), "p99": ms(s.think_ms * 3)},
-                  "retry": {"applies_to": if s.idempotent_only {"idempotent_tools"} else {"any_tool"}}},
+                  "retry": {"applies_to": if s.idempotent_only {"idempotent_tools"} else {"any_tool"},
+                            "compliance": s.compliance}},
         "executor": {"timeout": ms(timeout_ms),
                      "on_timeout": if s.probe {"probe_status"} else {"report_error"},
                      "probe_interval": "500ms", "probe_max_wait": "60s",

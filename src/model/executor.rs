@@ -14,7 +14,7 @@ use super::refunds_service::{
 };
 use super::world::{Ids, World};
 use crate::history::{EventKind, Outcome, TicketStatus};
-use crate::scenario::{Cancellation, ExecutorRetry, OnTimeout, Position, RetryOn};
+use crate::scenario::{Cancellation, ExecutorRetry, OnTimeout, Position, ProbeAfter, RetryOn};
 use crate::sim::SimTime;
 
 /// The tool result shown to the model.
@@ -136,13 +136,11 @@ pub async fn call_tool(
         };
         let reply = match answer {
             Ok(ServiceResult::Refunded(id)) => return ToolReply::ok(id),
-            // Under `probe_status` an answer that leaves the outcome unknown (502, 409) is
-            // probed like a timeout, so it is never shown to the model as a failure. A probe
+            // Under `probe_status` with `probe_after` beyond `timeout`, an error answer (one
+            // that leaves the outcome unknown, or any) is probed like a timeout. A probe
             // answering `none` makes it a definite failure, which the executor's retry layer
             // may retry; any other answer goes to the model.
-            Ok(e @ ServiceResult::Error { .. })
-                if cfg.on_timeout == OnTimeout::ProbeStatus && is_unknown_outcome(&e) =>
-            {
+            Ok(e @ ServiceResult::Error { .. }) if probes_error(cfg, &e) => {
                 let reply = probe(&w, Ids::call(ticket, attempt, last_call.get())).await;
                 if reply.outcome != Outcome::Fail {
                     return reply;
@@ -183,6 +181,16 @@ pub async fn call_tool(
             _ => return reply,
         }
     }
+}
+
+/// Whether the executor probes after the error answer `e` (see `Executor::probe_after`).
+fn probes_error(cfg: &crate::scenario::Executor, e: &ServiceResult) -> bool {
+    cfg.on_timeout == OnTimeout::ProbeStatus
+        && match cfg.probe_after {
+            ProbeAfter::Timeout => false,
+            ProbeAfter::UnknownOutcome => is_unknown_outcome(e),
+            ProbeAfter::AnyFailure => true,
+        }
 }
 
 /// A request on its way from the executor to the refunds service, before it gets a call id.

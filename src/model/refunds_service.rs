@@ -245,7 +245,7 @@ async fn handle(
         reason: "requested_by_customer",
         ticket: req.ticket,
     };
-    let result = create_refund(
+    let (result, uncertain) = create_refund(
         w.clone(),
         key,
         params,
@@ -257,6 +257,14 @@ async fn handle(
     .await;
     drop(permit);
     release(w, ids);
+    if uncertain
+        && cfg.sdk_timeout_recorded_as == UnknownOutcomeRecord::Unknown
+        && !matches!(result, CallResult::Refunded(_))
+    {
+        // A try ended without a definite answer: whatever the last try said, a refund may
+        // exist. Recorded now; a refund recorded later clears nothing it needs.
+        w.ledger.borrow_mut().row(req.ticket).unknown_outcome = true;
+    }
     match result {
         CallResult::Refunded(id) => ServiceResult::Refunded(id),
         CallResult::Failed(status, e)

@@ -124,6 +124,10 @@ fn sdk_key(
 /// service's idempotency key; with network retries on and no key, the SDK generates one per
 /// logical call. Stripe draws and backoff draws are keyed by `(ticket, attempt, exec_try, sdk_try)`
 /// (ticket by [`World::ticket_key`]).
+///
+/// Returns the call's result and whether any of its tries ended without a definite answer (no
+/// response, an SDK timeout, an abort, a 5xx or a 409): then a refund may exist even when the
+/// last try's answer was a definite refusal (a 429 after a 500 that committed).
 pub async fn create_refund(
     w: Rc<World>,
     key: Option<String>,
@@ -132,8 +136,9 @@ pub async fn create_refund(
     exec_try: u32,
     via: &Via,
     caller: Option<&CallerState>,
-) -> CallResult {
+) -> (CallResult, bool) {
     let cfg = &w.cfg.refunds_service.stripe_client;
+    let mut uncertain = false;
     let ticket = params.ticket;
     let call = ids.call.unwrap_or(0);
     let attempt = u64::from(ids.attempt.unwrap_or(0));
@@ -217,10 +222,12 @@ pub async fn create_refund(
             },
         );
         if let (200, Some(id)) = (status, refund_id) {
-            return CallResult::Refunded(id);
+            return (CallResult::Refunded(id), uncertain);
         }
+        uncertain |= status == 0 || status == 409 || status >= 500;
         if aborted {
-            return CallResult::Failed(0, "connection aborted by the caller".into());
+            let failed = CallResult::Failed(0, "connection aborted by the caller".into());
+            return (failed, uncertain);
         }
         let dropped = matches!(got, Some(Delivered::ConnectionLost));
         let dropped_retry = dropped
@@ -238,10 +245,11 @@ pub async fn create_refund(
             continue;
         }
         let text = format!("stripe {outcome} (HTTP {status})");
-        return match outcome {
+        let result = match outcome {
             "idempotency_key_in_use" | "idempotency_error" => CallResult::KeyConflict(status, text),
             _ => CallResult::Failed(status, text),
         };
+        return (result, uncertain);
     }
 }
 

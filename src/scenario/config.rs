@@ -34,6 +34,11 @@ pub struct Scenario {
     /// Free text: what the scenario demonstrates. Default: empty.
     #[serde(default)]
     pub description: String,
+    /// Free text for the reader of the file, ignored by refundsim (JSON Schema's `$comment`
+    /// convention). A policy uses it to state its scope in the file itself. Not kept when a
+    /// policy is merged over a scenario that has one: the policy's replaces it. Default: none.
+    #[serde(rename = "$comment", default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
     /// Root seed used when `--seed` is not given. Default: 1.
     #[serde(default = "default_seed")]
     pub seed: u64,
@@ -509,6 +514,14 @@ pub struct Executor {
     #[serde(default = "default_probe_max", with = "humantime_serde")]
     #[schemars(with = "String")]
     pub probe_max_wait: Duration,
+    /// With `probe_status`: what makes the executor probe before answering the model —
+    /// `timeout` (its own timeout, the fix as first shipped), `unknown_outcome` (also a 502 or
+    /// 409 answer: the refund may exist) or `any_failure` (before reporting any failure, so a
+    /// failure is shown only when the status says no refund was made). A probe answering
+    /// `none` after an error answer is a failure the executor's retry layer may retry.
+    /// Default: `timeout`.
+    #[serde(default = "probe_after_timeout")]
+    pub probe_after: ProbeAfter,
     /// With `probe_status`: the probe itself, a `get_status` request to the refunds service
     /// that takes time and can fail or time out. Default: see [`StatusProbe`].
     #[serde(default)]
@@ -525,6 +538,23 @@ pub struct Executor {
 
 fn default_timeout() -> Duration {
     Duration::from_secs(8)
+}
+fn probe_after_timeout() -> ProbeAfter {
+    ProbeAfter::Timeout
+}
+
+/// When the executor probes with `probe_status` (see `Executor::probe_after`).
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum ProbeAfter {
+    /// After its own timeout only.
+    Timeout,
+    /// After a timeout, or an answer that leaves the outcome unknown (502, 409).
+    UnknownOutcome,
+    /// After a timeout or any error answer.
+    AnyFailure,
 }
 
 /// The executor's status probe: one `get_status(ticket)` request to the refunds service. It
@@ -583,6 +613,7 @@ impl Default for Executor {
             on_timeout: OnTimeout::ReportError,
             probe_interval: default_probe_interval(),
             probe_max_wait: default_probe_max(),
+            probe_after: ProbeAfter::Timeout,
             probe: StatusProbe::default(),
             retry: None,
             cancellation: Cancellation::None,

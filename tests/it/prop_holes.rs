@@ -129,3 +129,74 @@ fn zombie_queued_behind_a_saturated_pool_fools_a_checking_human_and_service_stat
         (0, 0, 0)
     );
 }
+
+/// The naive status source (completed refunds only) answers `none` while the first request is
+/// still at Stripe; the model's retry refunds again. A source that knows pending requests, or a
+/// per-ticket key, closes it.
+#[test]
+fn naive_status_probe_lies_while_the_request_is_in_flight_and_a_ledger_source_closes_it() {
+    let m = metrics("naive-status-probe", &[]);
+    assert_eq!(
+        (m.duplicate_refund_tickets, m.untruthful_probes, m.retries),
+        (1, 2, 1)
+    );
+    let inv = |m: &Metrics, name: &str| {
+        m.invariants
+            .iter()
+            .find(|i| i.name == name)
+            .map(|i| i.holds)
+            .unwrap()
+    };
+    assert!(!inv(&m, "truthful_probes") && !inv(&m, "unknown_not_shown_as_failure"));
+    let ledger = metrics(
+        "naive-status-probe",
+        &["refunds_service.status_source=ledger"],
+    );
+    assert_eq!(
+        (ledger.duplicate_refund_tickets, ledger.untruthful_probes),
+        (0, 0)
+    );
+    let keyed = metrics(
+        "naive-status-probe",
+        &["refunds_service.idempotency_key=per_ticket"],
+    );
+    assert_eq!(keyed.duplicate_refund_tickets, 0);
+    assert!(
+        keyed.untruthful_probes > 0,
+        "the key protects the money, not the probe's answer"
+    );
+}
+
+/// The SDK times out before Stripe commits; recorded as failed, the ledger reads `none` and the
+/// probe lies. Recorded as unknown, the probe answers `unknown` and the model is told not to
+/// retry.
+#[test]
+fn probe_races_an_sdk_timeout_and_recording_it_as_unknown_closes_it() {
+    let m = metrics("probe-races-sdk-timeout", &[]);
+    assert_eq!(
+        (
+            m.duplicate_refund_tickets,
+            m.untruthful_probes,
+            m.stripe_no_response
+        ),
+        (1, 2, 2)
+    );
+    let out = run_finding(
+        "probe-races-sdk-timeout",
+        &["refunds_service.sdk_timeout_recorded_as=unknown"],
+    );
+    let fixed = &out.report.metrics;
+    assert_eq!(
+        (
+            fixed.duplicate_refund_tickets,
+            fixed.untruthful_probes,
+            fixed.retries
+        ),
+        (0, 0, 0)
+    );
+    assert_eq!(
+        attempt_outcomes(&out),
+        vec![(0, Outcome::Info)],
+        "told 'outcome unknown; do not retry'"
+    );
+}
