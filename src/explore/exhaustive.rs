@@ -1,5 +1,15 @@
-//! Exhaustive mode for tiny worlds: enumerate every choice sequence (the order of same-instant and
-//! near-tie events, and each Stripe latency from `stripe.latency_choices`) depth-first.
+//! Exhaustive mode for tiny worlds: enumerate every choice sequence depth-first. The choices are
+//! the order of same-instant and near-tie events, each Stripe request's latency from
+//! `stripe.latency_choices`, and each Stripe request's fault: "no fault" or any of
+//! `stripe.faults.lock_timeout`, `error_500_after_commit` and `response_lost_after_commit` whose
+//! probability is above 0 (one decision per request; none when every one of them is 0, so a world
+//! without those faults has as many schedules as before they were enumerated). The other draws
+//! (latency spikes, `pending`/`failed` refunds, the agent's and humans' draws) still come from
+//! the scenario's seed.
+//!
+//! A fault's probability only decides whether it is a choice: a schedule may give every request
+//! the fault, however unlikely. With `lock_timeout` above 0 that starves a ticket (every try
+//! answered 429, nothing executed), so `no_lost_refund` fails under any policy.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -33,7 +43,9 @@ pub struct Exhaustive {
 
 /// Enumerates every schedule of `sc` depth-first, up to `max_schedules`, stopping at the first
 /// violation. Near-ties use the scenario's `tie_break.epsilon` (0 when absent). Meant for worlds
-/// of at most 3 tickets with a small `stripe.latency_choices` set.
+/// of at most 3 tickets with a small `stripe.latency_choices` set; each enabled fault multiplies
+/// the schedules (the tiny world's 26 under the full fix become 104 with its lost responses, 234
+/// with 500s as well).
 pub fn exhaustive(sc: &Scenario, max_schedules: u64) -> Exhaustive {
     let eps = SimTime::from_duration(sc.tie_break.as_ref().map(|t| t.epsilon).unwrap_or_default());
     let mut prefix = Some(Vec::new());

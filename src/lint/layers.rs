@@ -22,7 +22,7 @@ fn s_(d: Duration) -> String {
 
 /// The key every layer above the service carries unchanged across its retries: a per-ticket key
 /// that is not rotated after an error.
-fn stable_service_key(s: &Scenario) -> bool {
+pub(super) fn stable_service_key(s: &Scenario) -> bool {
     s.refunds_service.idempotency_key == KeyMode::PerTicket && !rotates_on_any_error(s)
 }
 

@@ -7,8 +7,11 @@
 //! `timeout-below-burst-p99` (see [`burst`] for the estimate), `sdk-retries-without-stable-key`,
 //! `key-retention-too-short`; on the layers of the call path ([`layers`])
 //! `layer-retry-without-stable-key`, `layer-timeout-below-p99`, `key-rotated-on-unknown-outcome`,
-//! `proxy-retry-without-budget`; and on tools alone `tool-annotations-missing`. A tool list alone
-//! only gets tool rules; a policy alone is linted over the defaults ([`DEFAULTS_BASE`]).
+//! `proxy-retry-without-budget`; on what the path does with an unknown outcome
+//! (`src/lint/outcomes.rs`) `abort-in-flight`, `acquire-retries-past-timeout`,
+//! `unknown-outcome-as-failure`, `sdk-timeout-probe-race`; and on tools alone
+//! `tool-annotations-missing`. A tool list alone only gets tool rules; a policy alone is linted
+//! over the defaults ([`DEFAULTS_BASE`]).
 
 pub mod burst;
 mod error;

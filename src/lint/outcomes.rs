@@ -1,9 +1,15 @@
 //! Rules on what the call path does with a call whose outcome is unknown: aborting it, queueing
-//! it past its caller's timeout, or reporting it as a failure to a layer that retries.
+//! it past its caller's timeout, reporting it as a failure to a layer that retries, or letting
+//! the SDK's timeout turn it into `none` under the executor's status probe.
+
+use std::time::Duration;
 
 use super::finding::{Finding, Severity};
+use super::layers::stable_service_key;
 use super::tools::ToolFacts;
-use crate::scenario::{Cancellation, KeyMode, OnUnknownOutcome, Scenario};
+use crate::scenario::{
+    Cancellation, KeyMode, LatencyDist, OnTimeout, OnUnknownOutcome, Scenario, UnknownOutcomeRecord,
+};
 
 fn s_(d: std::time::Duration) -> String {
     humantime::format_duration(d).to_string()
@@ -99,5 +105,82 @@ pub fn unknown_outcome_as_failure(
             tool.name
         ),
         "set refunds_service.on_unknown_outcome to \"lookup\" (look the charge's refunds up before answering), or send a per-ticket idempotency key",
+    )]
+}
+
+/// The provider's latency p99 and where it comes from: `stripe.latency_choices` when set (each
+/// request takes one of them, so their nearest-rank p99), else `stripe.latency`'s
+/// [`LatencyDist::p99`].
+fn provider_p99(s: &Scenario) -> (Duration, &'static str) {
+    let choices = &s.stripe.latency_choices;
+    if choices.is_empty() {
+        (s.stripe.latency.p99(), "stripe.latency")
+    } else {
+        (
+            LatencyDist::empirical(choices.clone()).p99(),
+            "stripe.latency_choices",
+        )
+    }
+}
+
+/// `sdk-timeout-probe-race`: the executor probes the ticket's status after a timeout
+/// (`executor.on_timeout: probe_status`) while the SDK gives up on Stripe sooner than Stripe's
+/// p99 (`refunds_service.stripe_client.timeout` below it). When the SDK times out, the service
+/// closes the request and records a failure, so its ledger reads `none` while Stripe may still
+/// be making the refund; the probe then tells the model "no refund was made", and a retry
+/// without the ticket's key refunds twice. An error without a stable per-ticket key (none, per
+/// attempt, or rotated after an error), a warning with one (the retry is replayed, but the
+/// model, and a human who trusts the status, are still told that a refund which may exist was
+/// not made). The SDK's own network retries are not counted: under a reused key they may pick
+/// up the refund as a replay, so the rule errs on the side of the finding.
+///
+/// Mitigations, in the finding's hint: a per-ticket idempotency key, an SDK timeout above the
+/// provider's p99, or recording an SDK timeout as an unknown outcome
+/// (`refunds_service.sdk_timeout_recorded_as: "unknown"`, so the probe reads `unknown` and the
+/// model is told not to retry), which clears the finding.
+pub fn sdk_timeout_probe_race(s: &Scenario, tool: &ToolFacts) -> Vec<Finding> {
+    if s.executor.on_timeout != OnTimeout::ProbeStatus
+        || s.refunds_service.sdk_timeout_recorded_as == UnknownOutcomeRecord::Unknown
+    {
+        return Vec::new();
+    }
+    let sdk = s.refunds_service.stripe_client.timeout;
+    let (p99, source) = provider_p99(s);
+    if sdk >= p99 {
+        return Vec::new();
+    }
+    let (severity, outcome, key_fix) = if stable_service_key(s) {
+        (
+            Severity::Warning,
+            "the service's per-ticket key replays a retry, but the model, and a human who trusts the status, are told that a refund which may exist was not made",
+            "",
+        )
+    } else if s.refunds_service.idempotency_key == KeyMode::PerTicket {
+        (
+            Severity::Error,
+            "the service writes the ticket a new key after the error, so a retry goes out under a new key and refunds twice",
+            "keep the ticket's key after an unknown outcome (refunds_service.rotate_key \"after_definite_failure\", new_nonce_after_error false), ",
+        )
+    } else {
+        (
+            Severity::Error,
+            "a retry without the ticket's key refunds twice",
+            "send a per-ticket idempotency key (refunds_service.idempotency_key \"per_ticket\", so a retry is replayed), ",
+        )
+    };
+    vec![Finding::new(
+        "sdk-timeout-probe-race",
+        severity,
+        "refunds_service.stripe_client.timeout",
+        format!(
+            "executor.on_timeout is \"probe_status\" but the SDK's timeout refunds_service.stripe_client.timeout {} is below the provider's p99 ({source} p99 {}): when the SDK gives up on Stripe during a call of `{}`, the service closes the request and its ledger reads `none` while Stripe is still working, so the status probe tells the model \"no refund was made\"; {outcome}",
+            s_(sdk),
+            s_(p99),
+            tool.name
+        ),
+        format!(
+            "{key_fix}raise refunds_service.stripe_client.timeout to the provider's p99 ({}) or above, or record an SDK timeout as an unknown outcome (refunds_service.sdk_timeout_recorded_as: \"unknown\") so the probe reads `unknown`",
+            s_(p99)
+        ),
     )]
 }

@@ -9,7 +9,10 @@ use super::layers::{
     key_rotated_on_unknown_outcome, layer_retry_without_stable_key, layer_timeout_below_p99,
     proxy_retry_without_budget,
 };
-use super::outcomes::{abort_in_flight, acquire_retries_past_timeout, unknown_outcome_as_failure};
+use super::outcomes::{
+    abort_in_flight, acquire_retries_past_timeout, sdk_timeout_probe_race,
+    unknown_outcome_as_failure,
+};
 use super::tools::{tool_rules, ToolFacts};
 use crate::scenario::{AppliesTo, KeyMode, OnTimeout, Scenario};
 
@@ -37,6 +40,7 @@ pub fn scenario_rules(s: &Scenario) -> Vec<Finding> {
         out.extend(key_rotated_on_unknown_outcome(s, tool));
         out.extend(proxy_retry_without_budget(s));
         out.extend(abort_in_flight(s, tool));
+        out.extend(sdk_timeout_probe_race(s, tool));
         out.extend(acquire_retries_past_timeout(s, tool));
         let retried_above = model_retries(s, tool) || executor_retries(s) || !s.layers.is_empty();
         out.extend(unknown_outcome_as_failure(s, tool, retried_above));

@@ -9,7 +9,7 @@ use super::dist;
 use super::stripe::{Begin, CommitFault, Delivered, RefundStatus, StripeRequest};
 use super::world::{Ids, World};
 use crate::history::EventKind;
-use crate::scenario::RequestKey;
+use crate::scenario::{Faults, RequestKey};
 use crate::sim::{SimTime, StreamRng};
 
 /// Round trip of a request Stripe answers without executing (429, 409, 400, replay): 30 ms.
@@ -35,11 +35,68 @@ impl Caller {
 
 /// The draws for one Stripe request, taken in a fixed order from its own stream so that the
 /// same (ticket, attempt, try) sees the same latency and faults under every policy.
+///
+/// When the engine drives discrete draws ([`crate::sim::Sim::pick`] answers: exhaustive
+/// exploration), two of them become choices instead, each a decision of the schedule: the
+/// latency among `stripe.latency_choices` (when non-empty), then the request's fault among the
+/// outcomes its fault draws can produce ([`fault_options`]). The stream's uniforms are drawn all
+/// the same, so every later draw of the stream stays where it was; in a normal run nothing
+/// changes.
 struct Draws {
     latency: SimTime,
     lock_timeout: bool,
     fault: CommitFault,
     status: RefundStatus,
+}
+
+/// What a request's fault draws decide, as one outcome: a 429 `lock_timeout` comes before
+/// anything runs (so it leaves no commit fault to apply), and a 500 after commit wins over a
+/// lost response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fault {
+    None,
+    LockTimeout,
+    Error500,
+    ResponseLost,
+}
+
+/// The fault outcomes a request's draws can produce, "no fault" first, then
+/// `faults.lock_timeout`, `faults.error_500_after_commit` and `faults.response_lost_after_commit`
+/// in the order they are drawn: the alternatives of exhaustive mode's fault decision. A fault of
+/// probability 0 is never an alternative (with every fault at 0 there is one outcome and no
+/// decision, so a world without faults has the schedules it had before faults were
+/// enumerated); a fault of probability 1 leaves out the outcomes it rules out ("no fault", and
+/// the faults drawn after it).
+fn fault_options(f: &Faults) -> FaultOptions {
+    let mut all = [Fault::None; 4];
+    let mut end = 1;
+    let mut reachable = true;
+    for (p, fault) in [
+        (f.lock_timeout, Fault::LockTimeout),
+        (f.error_500_after_commit, Fault::Error500),
+        (f.response_lost_after_commit, Fault::ResponseLost),
+    ] {
+        if reachable && p > 0.0 {
+            all[end] = fault;
+            end += 1;
+        }
+        reachable &= p < 1.0;
+    }
+    let start = if reachable { 0 } else { 1 };
+    FaultOptions { all, start, end }
+}
+
+/// Up to four [`Fault`]s without allocating (this runs for every Stripe request).
+struct FaultOptions {
+    all: [Fault; 4],
+    start: usize,
+    end: usize,
+}
+
+impl FaultOptions {
+    fn as_slice(&self) -> &[Fault] {
+        &self.all[self.start..self.end]
+    }
 }
 
 fn draw(w: &World, rng: &mut StreamRng, key: &RequestKey) -> Draws {
@@ -62,12 +119,23 @@ fn draw(w: &World, rng: &mut StreamRng, key: &RequestKey) -> Draws {
     } else {
         base
     };
-    let fault = if e500 {
-        CommitFault::Error500
+    let drawn = if lock_timeout {
+        Fault::LockTimeout
+    } else if e500 {
+        Fault::Error500
     } else if lost {
-        CommitFault::ResponseLost
+        Fault::ResponseLost
     } else {
-        CommitFault::None
+        Fault::None
+    };
+    let options = fault_options(f);
+    let options = options.as_slice();
+    let chosen = w.sim.pick(options.len()).map_or(drawn, |k| options[k]);
+    let (lock_timeout, fault) = match chosen {
+        Fault::None => (false, CommitFault::None),
+        Fault::LockTimeout => (true, CommitFault::None),
+        Fault::Error500 => (false, CommitFault::Error500),
+        Fault::ResponseLost => (false, CommitFault::ResponseLost),
     };
     let status = if failed {
         RefundStatus::Failed
@@ -134,5 +202,44 @@ pub fn status_name(s: RefundStatus) -> &'static str {
         RefundStatus::Succeeded => "succeeded",
         RefundStatus::Failed => "failed",
         RefundStatus::Canceled => "canceled",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn faults(lock: f64, e500: f64, lost: f64) -> Faults {
+        Faults {
+            lock_timeout: lock,
+            error_500_after_commit: e500,
+            response_lost_after_commit: lost,
+            ..Faults::default()
+        }
+    }
+
+    fn fault_options_of(f: &Faults) -> Vec<Fault> {
+        fault_options(f).as_slice().to_vec()
+    }
+
+    #[test]
+    fn fault_options_are_the_outcomes_the_draws_can_produce() {
+        use Fault::*;
+        assert_eq!(fault_options_of(&faults(0.0, 0.0, 0.0)), [None]);
+        assert_eq!(
+            fault_options_of(&faults(0.0, 0.0, 0.3)),
+            [None, ResponseLost]
+        );
+        assert_eq!(
+            fault_options_of(&faults(0.1, 0.2, 0.3)),
+            [None, LockTimeout, Error500, ResponseLost]
+        );
+        assert_eq!(fault_options_of(&faults(0.0, 0.0, 1.0)), [ResponseLost]);
+        assert_eq!(fault_options_of(&faults(0.0, 1.0, 0.5)), [Error500]);
+        assert_eq!(
+            fault_options_of(&faults(0.2, 1.0, 0.5)),
+            [LockTimeout, Error500]
+        );
+        assert_eq!(fault_options_of(&faults(1.0, 1.0, 1.0)), [LockTimeout]);
     }
 }

@@ -1029,6 +1029,11 @@ impl Default for Stripe {
 }
 
 /// Fault probabilities per Stripe request, each in `[0, 1]`. Default: all 0.
+///
+/// `refundsim explore --exhaustive` makes `lock_timeout`, `error_500_after_commit` and
+/// `response_lost_after_commit` a choice per request instead of a draw: each request is run with
+/// no fault and with each of them whose probability is above 0 (a probability of 1 rules out
+/// the outcomes it excludes). The other faults are drawn from the seed as in any run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]

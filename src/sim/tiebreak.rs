@@ -16,8 +16,9 @@ pub const MAX_CANDIDATES: usize = 8;
 pub trait TieBreak {
     /// An index in `0..n`.
     fn choose(&mut self, n: usize) -> usize;
-    /// Whether discrete draws (e.g. `stripe.latency_choices`) also go through [`TieBreak::choose`]
-    /// instead of the seeded streams. True only for exhaustive enumeration.
+    /// Whether discrete draws (a Stripe request's latency from `stripe.latency_choices`, and
+    /// whether it meets one of the faults enabled in `stripe.faults`) also go through
+    /// [`TieBreak::choose`] instead of the seeded streams. True only for exhaustive enumeration.
     fn drives_draws(&self) -> bool {
         false
     }

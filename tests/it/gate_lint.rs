@@ -68,6 +68,11 @@ fn each_rule_fires_on_its_failing_fixture_and_not_on_its_passing_one() {
             "key-retention-too-short",
             "stripe.idempotency_key_retention",
         ),
+        (
+            "sdk-timeout-probe",
+            "sdk-timeout-probe-race",
+            "refunds_service.stripe_client.timeout",
+        ),
     ];
     for (stem, id, path) in cases {
         let fail = fixture(&format!("{stem}.fail.json"));
@@ -255,6 +260,81 @@ fn every_recipe_is_flagged_and_its_fix_clears_the_finding() {
             );
         }
     }
+}
+
+/// The `sdk-timeout-probe-race` finding of `file` under `sets`, linted through the library.
+fn probe_race(file: &str, sets: &[&str]) -> Option<refundsim::lint::Finding> {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    let s = refundsim::scenario::load(std::path::Path::new(file), &[], &sets).unwrap();
+    refundsim::lint::scenario_rules(&s)
+        .into_iter()
+        .find(|f| f.id == "sdk-timeout-probe-race")
+}
+
+#[test]
+fn sdk_timeout_probe_race_names_both_values_and_the_mitigations() {
+    let fail = fixture("sdk-timeout-probe.fail.json");
+    let out = refundsim().args(["lint", &fail]).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    for part in [
+        "error[sdk-timeout-probe-race] refunds_service.stripe_client.timeout: executor.on_timeout is \"probe_status\"",
+        "refunds_service.stripe_client.timeout 2s is below the provider's p99 (stripe.latency p99 3s)",
+        "the status probe tells the model \"no refund was made\"",
+        "fix: send a per-ticket idempotency key (refunds_service.idempotency_key \"per_ticket\"",
+        "raise refunds_service.stripe_client.timeout to the provider's p99 (3s) or above",
+        "refunds_service.sdk_timeout_recorded_as: \"unknown\"",
+    ] {
+        assert!(text.contains(part), "{part:?} not in\n{text}");
+    }
+    // A stable per-ticket key replays the retry: a warning (the probe still says "none").
+    let keyed = probe_race(&fail, &["refunds_service.idempotency_key=per_ticket"]).unwrap();
+    assert_eq!(keyed.severity, refundsim::lint::Severity::Warning);
+    // A per-ticket key rotated after the error does not: an error, whose fix keeps the key.
+    let rotated = probe_race(
+        &fail,
+        &[
+            "refunds_service.idempotency_key=per_ticket",
+            "refunds_service.new_nonce_after_error=true",
+        ],
+    )
+    .unwrap();
+    assert_eq!(rotated.severity, refundsim::lint::Severity::Error);
+    assert!(
+        rotated.hint.starts_with("keep the ticket's key"),
+        "{rotated:?}"
+    );
+    // No probe, no race (the timeout is `timeout-reports-error`'s business).
+    assert_eq!(
+        probe_race(&fail, &["executor.on_timeout=report_error"]),
+        None
+    );
+    // An SDK timeout exactly at the p99 passes.
+    assert_eq!(
+        probe_race(&fail, &["refunds_service.stripe_client.timeout=3s"]),
+        None
+    );
+    // `stripe.latency_choices` replaces the latency draw, so its p99 (here the longest) counts.
+    let choices = probe_race(
+        &fixture("sdk-timeout-probe.pass.json"),
+        &[r#"stripe.latency_choices=["1s","6s"]"#],
+    )
+    .unwrap();
+    assert!(
+        choices
+            .message
+            .contains("5s is below the provider's p99 (stripe.latency_choices p99 6s)"),
+        "{choices:?}"
+    );
+}
+
+/// The race the rule names happens: the failing fixture double-refunds (the probe reads `none`
+/// after the SDK's 2 s timeout, the model retries without a key), the passing one does not.
+#[test]
+fn sdk_timeout_probe_race_double_refunds_in_a_run() {
+    let fail = fixture("sdk-timeout-probe.fail.json");
+    assert_eq!(run_json(&[&fail])["duplicate_refund_tickets"], 1);
+    let pass = fixture("sdk-timeout-probe.pass.json");
+    assert_eq!(run_json(&[&pass])["duplicate_refund_tickets"], 0);
 }
 
 #[test]
