@@ -14,7 +14,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use super::{check_on, Violation};
+use super::{check_on_invariants, Violation};
 use crate::scenario::Scenario;
 use crate::sim::{Script, Sim, SimTime, TieBreak};
 
@@ -44,9 +44,14 @@ pub struct Exhaustive {
 /// Enumerates every schedule of `sc` depth-first, up to `max_schedules`, stopping at the first
 /// violation. Near-ties use the scenario's `tie_break.epsilon` (0 when absent). Meant for worlds
 /// of at most 3 tickets with a small `stripe.latency_choices` set; each enabled fault multiplies
-/// the schedules (the tiny world's 26 under the full fix become 104 with its lost responses, 234
-/// with 500s as well).
+/// the schedules (the tiny world's 20 under the full fix become 80 with its lost responses, 180
+/// with 500s as well). Checks the safety property ([`super::SAFETY`]).
 pub fn exhaustive(sc: &Scenario, max_schedules: u64) -> Exhaustive {
+    exhaustive_of(super::SAFETY, sc, max_schedules)
+}
+
+/// [`exhaustive`] checking the invariants `names` on every schedule (e.g. [`super::CLAIM`]).
+pub fn exhaustive_of(names: &[&str], sc: &Scenario, max_schedules: u64) -> Exhaustive {
     let eps = SimTime::from_duration(sc.tie_break.as_ref().map(|t| t.epsilon).unwrap_or_default());
     let mut prefix = Some(Vec::new());
     let mut schedules = 0;
@@ -60,7 +65,7 @@ pub fn exhaustive(sc: &Scenario, max_schedules: u64) -> Exhaustive {
         }
         let script = Rc::new(RefCell::new(Script::new(p)));
         let engine = Sim::exploring(Box::new(Shared(script.clone())), eps);
-        let result = check_on(engine, sc);
+        let result = check_on_invariants(names, engine, sc);
         schedules += 1;
         let taken = script.borrow().taken.clone();
         if let Err(v) = result {

@@ -126,8 +126,13 @@ pub fn check_case_claim(case: &Case) -> Result<(), Violation> {
 
 /// Runs `sc` on a given engine and checks the claim's invariants ([`CLAIM`]).
 pub fn check_on_claim(engine: Sim, sc: &Scenario) -> Result<(), Violation> {
+    check_on_invariants(CLAIM, engine, sc)
+}
+
+/// Runs `sc` on a given engine and checks the invariants `names`.
+pub fn check_on_invariants(names: &[&str], engine: Sim, sc: &Scenario) -> Result<(), Violation> {
     let out = run_on(engine, sc, sc.seed, &Default::default());
-    first_violation_of(CLAIM, sc, &out).map_or(Ok(()), Err)
+    first_violation_of(names, sc, &out).map_or(Ok(()), Err)
 }
 
 /// Runs `sc` on a given engine and checks the safety property.

@@ -8,8 +8,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use refundsim::explore::exhaustive::{exhaustive, Exhaustive};
+use refundsim::explore::exhaustive::{exhaustive, exhaustive_of, Exhaustive};
 use refundsim::explore::policy;
+use refundsim::explore::CLAIM;
 use refundsim::scenario::{load, Scenario};
 
 fn tiny() -> Scenario {
@@ -155,4 +156,38 @@ fn an_adversary_locking_every_request_starves_a_ticket() {
     let story = v.story.join("\n");
     assert!(story.contains("429 lock_timeout"), "{story}");
     assert!(!story.contains("refund re_"), "{story}");
+}
+
+/// The headline claim on every schedule of the tiny world, faults included: under
+/// `policy::keys_and_probe` (retries allowed, the probe a real call) no schedule breaks a claim
+/// invariant — so a probe that lies, or a model that retries after "do not retry", fails here
+/// even when the key keeps the money safe. Its own count, apart from safety.
+#[test]
+fn keys_and_probe_holds_on_every_schedule_of_the_tiny_world_claim_invariants_included() {
+    for (name, world) in [
+        ("no fault", without_faults as Change),
+        ("responses lost (as written)", as_written),
+        ("500s and responses lost", with_500),
+    ] {
+        let mut sc = tiny();
+        world(&mut sc);
+        policy::keys_and_probe(&mut sc);
+        let r = exhaustive_of(CLAIM, &sc, 100_000);
+        assert_eq!(r.first_violation, None, "{name}");
+        assert!(r.complete, "{name}: not every schedule was visited");
+    }
+}
+
+#[test]
+fn schedule_counts_of_the_tiny_world_under_keys_and_probe() {
+    let count = |world: Change| {
+        let mut sc = tiny();
+        world(&mut sc);
+        policy::keys_and_probe(&mut sc);
+        exhaustive_of(CLAIM, &sc, 100_000).schedules
+    };
+    assert_eq!(
+        (count(without_faults), count(as_written), count(with_500)),
+        (20, 80, 180)
+    );
 }
