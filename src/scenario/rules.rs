@@ -54,6 +54,22 @@ pub(super) fn at_most(path: &str, d: Duration, max: Duration) -> Check {
     Ok(())
 }
 
+/// `d` is at least `min`, a physical minimum named by `why` (e.g. a probe more often than every
+/// millisecond), and at most [`MAX_DURATION`].
+pub(super) fn at_least(path: &str, d: Duration, min: Duration, why: &str) -> Check {
+    if d < min {
+        return fail(
+            path,
+            format!(
+                "invalid value: expected a duration of at least {} ({why}), got {}",
+                fmt_d(min),
+                fmt_d(d)
+            ),
+        );
+    }
+    at_most(path, d, MAX_DURATION)
+}
+
 pub(super) fn positive(path: &str, d: Duration) -> Check {
     if d.is_zero() {
         return fail(

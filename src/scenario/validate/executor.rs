@@ -1,17 +1,28 @@
 //! `executor`: the tool executor's timeout, probe and retry.
 
+use std::time::Duration;
+
 use super::MAX_DURATION;
 use crate::scenario::config::Executor;
-use crate::scenario::rules::{at_most, fail, latency, positive, probability, Check};
+use crate::scenario::rules::{at_least, at_most, fail, latency, positive, probability, Check};
 
 /// Timeout and probe durations, then the retry's delays, backoff factor and jitter.
 pub(super) fn validate(ex: &Executor) -> Check {
     positive("executor.timeout", ex.timeout)?;
-    positive("executor.probe_interval", ex.probe_interval)?;
+    at_least(
+        "executor.probe_interval",
+        ex.probe_interval,
+        Duration::from_millis(1),
+        "a status probe is a request: at most one per millisecond",
+    )?;
     at_most("executor.probe_max_wait", ex.probe_max_wait, MAX_DURATION)?;
     latency("executor.probe.latency", &ex.probe.latency)?;
-    positive("executor.probe.timeout", ex.probe.timeout)?;
-    at_most("executor.probe.timeout", ex.probe.timeout, MAX_DURATION)?;
+    at_least(
+        "executor.probe.timeout",
+        ex.probe.timeout,
+        Duration::from_millis(1),
+        "a request cannot be given up on sooner than a millisecond",
+    )?;
     probability(
         "executor.probe.error_probability",
         ex.probe.error_probability,

@@ -236,3 +236,30 @@ mod limits {
         );
     }
 }
+
+/// A probe is a request: no faster than one per millisecond, given up on no sooner than 1 ms (a
+/// 1 ns interval and timeout would loop 10^13 times over a day's `probe_max_wait`).
+#[test]
+fn probe_interval_and_timeout_have_a_physical_minimum() {
+    let base = r#"{"name":"t","horizon":"1h","arrivals":{"schedule":[{"duration":"1m","rate_per_s":1}]},"executor":"#;
+    rejects(
+        &format!(r#"{base}{{"probe_interval":"999us"}}}}"#),
+        &[
+            "executor.probe_interval",
+            "at least 1ms",
+            "at most one per millisecond",
+            "got 999us",
+        ],
+    );
+    rejects(
+        &format!(r#"{base}{{"probe":{{"timeout":"1ns"}}}}}}"#),
+        &["executor.probe.timeout", "at least 1ms", "got 1ns"],
+    );
+    for ok in [
+        r#"{"probe_interval":"1ms","probe":{"timeout":"1ms"}}"#,
+        r#"{"probe":{"error_probability":1}}"#,
+    ] {
+        let s = load_str(&format!("{base}{ok}}}"), "x.json").unwrap();
+        assert_eq!(validate(&s), Ok(()), "{ok}");
+    }
+}
