@@ -15,6 +15,7 @@ mod incident;
 mod invariants;
 mod latency_script;
 mod pinned_outcomes;
+mod probe;
 mod prop_exhaustive;
 mod prop_holes;
 mod prop_safety;
