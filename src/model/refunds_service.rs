@@ -386,3 +386,30 @@ pub fn release(w: &World, ids: Ids) {
         w.record(ids, EventKind::PoolRelease);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `rotate_key: after_definite_failure`, `sdk_timeout_recorded_as: unknown` and
+    /// `probe_after: unknown_outcome` read as "the refund may exist": a 502 (Stripe failed or
+    /// went silent) and a 409 (a request with the key is still executing). The service's own
+    /// 503/504 and Stripe's 4xx say nothing was done.
+    #[test]
+    fn only_502_and_409_leave_the_outcome_unknown() {
+        for status in [502, 409] {
+            assert!(
+                is_unknown_outcome(&ServiceResult::error(status, "x")),
+                "{status}"
+            );
+        }
+        for status in [400, 402, 404, 429, 503, 504] {
+            assert!(
+                !is_unknown_outcome(&ServiceResult::error(status, "x")),
+                "{status}"
+            );
+        }
+        assert!(!is_unknown_outcome(&ServiceResult::Refunded("re_1".into())));
+        assert!(!is_unknown_outcome(&ServiceResult::Unknown("x".into())));
+    }
+}
