@@ -281,10 +281,10 @@ async fn run_turn(
         let drifts = dist::chance(rng, cfg.retry.amount_drift_probability);
         w.sim.sleep(think).await;
         let used = turn.attempt - first;
-        let allowed = used < cfg.retry.max_retries && retry_eligible(w);
-        // A failure is retried when the rule allows it and the model complies, or when the rule
-        // forbids it and the model does not; "outcome unknown, do not retry" only by a model
-        // that does not comply.
+        // Within `max_retries`: a failure is retried when the rule allows it and the model
+        // complies, or when the rule forbids it and the model does not; "outcome unknown, do
+        // not retry" only by a model that does not comply.
+        let allowed = retry_eligible(w);
         let retry = used < cfg.retry.max_retries
             && match reply.outcome {
                 Outcome::Fail => allowed == complies,
