@@ -521,7 +521,7 @@ mod tests {
         );
         rejects(
             &with(r#"{"executor":{"probe_interval":"0s"}}"#),
-            &["executor.probe_interval", "duration > 0"],
+            &["executor.probe_interval", "at least 1ms", "got 0s"],
         );
         rejects(
             &with(r#"{"reconciliation":{"interval":"0s"}}"#),
