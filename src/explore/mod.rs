@@ -113,15 +113,18 @@ pub fn check_case(case: &Case) -> Result<(), Violation> {
 
 /// Runs `sc` with its own seed and tie-break and checks the safety property.
 pub fn check_scenario(sc: &Scenario) -> Result<(), Violation> {
-    let out = run(sc, sc.seed, &Default::default());
-    first_violation(sc, &out).map_or(Ok(()), Err)
+    check_scenario_of(SAFETY, sc)
 }
 
 /// Runs the case and checks the headline claim's invariants ([`CLAIM`]).
 pub fn check_case_claim(case: &Case) -> Result<(), Violation> {
-    let sc = &case.scenario;
+    check_scenario_of(CLAIM, &case.scenario)
+}
+
+/// Runs `sc` with its own seed and tie-break and checks the invariants `names`.
+fn check_scenario_of(names: &[&str], sc: &Scenario) -> Result<(), Violation> {
     let out = run(sc, sc.seed, &Default::default());
-    first_violation_of(CLAIM, sc, &out).map_or(Ok(()), Err)
+    first_violation_of(names, sc, &out).map_or(Ok(()), Err)
 }
 
 /// Runs `sc` on a given engine and checks the claim's invariants ([`CLAIM`]).
@@ -137,6 +140,5 @@ pub fn check_on_invariants(names: &[&str], engine: Sim, sc: &Scenario) -> Result
 
 /// Runs `sc` on a given engine and checks the safety property.
 pub fn check_on(engine: Sim, sc: &Scenario) -> Result<(), Violation> {
-    let out = run_on(engine, sc, sc.seed, &Default::default());
-    first_violation(sc, &out).map_or(Ok(()), Err)
+    check_on_invariants(SAFETY, engine, sc)
 }

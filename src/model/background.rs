@@ -12,7 +12,8 @@ use std::rc::{Rc, Weak};
 
 use super::dist;
 use super::pool::PoolCallback;
-use super::world::World;
+use super::refunds_service::release;
+use super::world::{Ids, World};
 use crate::sim::{CallTimer, SimTime, StreamRng, TimerCallback, TimerKind};
 
 /// Timer tokens: the low two bits say what is due, the rest is a place in the pool's line.
@@ -80,9 +81,7 @@ impl Background {
             &mut w.stream("background_hold", &[n]),
             &w.cfg.background_load.hold,
         );
-        let g = &w.pool_gauges;
-        g.waiting.set(g.waiting.get() + 1);
-        g.max_waiting.set(g.max_waiting.get().max(g.waiting.get()));
+        w.pool_gauges.wait_begins();
         match w.pool.wait_with_callback(self.rc()) {
             Ok(()) => self.hold(w, hold),
             Err(place) => {
@@ -98,9 +97,7 @@ impl Background {
 
     /// Holds a connection just taken for `hold`, then returns it.
     fn hold(&self, w: &World, hold: SimTime) {
-        let g = &w.pool_gauges;
-        g.waiting.set(g.waiting.get() - 1);
-        g.acquired.set(g.acquired.get() + 1);
+        w.pool_gauges.wait_ends(true);
         let end = w.now().saturating_add(hold);
         w.sim.call_at(end, TimerKind::Work, self.rc(), HOLD_END);
     }
@@ -119,8 +116,7 @@ impl TimerCallback for Background {
         match token & 3 {
             ARRIVAL => self.arrive(&w),
             HOLD_END => {
-                let g = &w.pool_gauges;
-                g.released.set(g.released.get() + 1);
+                release(&w, Ids::default());
                 w.pool.release();
             }
             _ => {
@@ -128,8 +124,7 @@ impl TimerCallback for Background {
                 // so it is still in line).
                 let place = token >> 2;
                 if self.take_waiting(place).is_some() && w.pool.leave(place) {
-                    let g = &w.pool_gauges;
-                    g.waiting.set(g.waiting.get() - 1);
+                    w.pool_gauges.wait_ends(false);
                 }
             }
         }

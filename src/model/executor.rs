@@ -141,11 +141,10 @@ pub async fn call_tool(
             // answering `none` makes it a definite failure, which the executor's retry layer
             // may retry; any other answer goes to the model.
             Ok(e @ ServiceResult::Error { .. }) if probes_error(cfg, &e) => {
-                let reply = probe(&w, Ids::call(ticket, attempt, last_call.get())).await;
-                if reply.outcome != Outcome::Fail {
-                    return reply;
+                match probe(&w, Ids::call(ticket, attempt, last_call.get())).await {
+                    failed if failed.outcome == Outcome::Fail => failed,
+                    answered => return answered,
                 }
-                reply
             }
             Ok(ServiceResult::Error { status, text }) => ToolReply::fail(text, false, status),
             Ok(ServiceResult::Unknown(text)) => return ToolReply::unknown(text),

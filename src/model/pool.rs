@@ -92,6 +92,12 @@ impl Pool {
     /// line)`: the place `callback` is told when a connection is handed to it, and the one to
     /// give [`Pool::leave`].
     pub fn wait_with_callback(&self, callback: Rc<dyn PoolCallback>) -> Result<(), u64> {
+        self.take_or_join(|| Waiter::Call(callback))
+    }
+
+    /// Takes a free connection if nobody waits (`Ok`), else puts `waiter()` at the back of the
+    /// line and returns its place (`Err`). The waiter is made only when it joins the line.
+    fn take_or_join(&self, waiter: impl FnOnce() -> Waiter) -> Result<(), u64> {
         let mut s = self.state.borrow_mut();
         if s.free > 0 && s.waiting.is_empty() {
             s.free -= 1;
@@ -100,22 +106,21 @@ impl Pool {
         }
         let ticket = s.next_ticket;
         s.next_ticket += 1;
-        s.waiting.push_back((ticket, Waiter::Call(callback)));
+        s.waiting.push_back((ticket, waiter()));
         Err(ticket)
     }
 
     /// Leaves the line (e.g. after an acquire timeout): `true` if `ticket` was still waiting.
     pub fn leave(&self, ticket: u64) -> bool {
         let mut s = self.state.borrow_mut();
-        match s.waiting.iter().position(|(t, _)| *t == ticket) {
-            Some(i) => {
-                let removed = s.waiting.remove(i);
-                drop(s);
-                drop(removed);
-                true
-            }
-            None => false,
-        }
+        let Some(i) = s.waiting.iter().position(|(t, _)| *t == ticket) else {
+            return false;
+        };
+        let removed = s.waiting.remove(i);
+        drop(s);
+        // Dropped outside the borrow: a waker's or callback's drop may run arbitrary code.
+        drop(removed);
+        true
     }
 
     /// Returns a held connection: to the first waiter if there is one, else to the free set.
@@ -156,45 +161,39 @@ impl Future for Acquire {
     type Output = Permit;
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Permit> {
         let this = &mut *self;
+        let Some(ticket) = this.ticket else {
+            return match this
+                .pool
+                .take_or_join(|| Waiter::Task(Some(cx.waker().clone())))
+            {
+                Ok(()) => {
+                    this.done = true;
+                    Poll::Ready(Permit {
+                        pool: this.pool.clone(),
+                    })
+                }
+                Err(ticket) => {
+                    this.ticket = Some(ticket);
+                    Poll::Pending
+                }
+            };
+        };
         let mut s = this.pool.state.borrow_mut();
-        match this.ticket {
-            None => {
-                if s.free > 0 && s.waiting.is_empty() {
-                    s.free -= 1;
-                    drop(s);
-                    this.pool.in_use.set(this.pool.in_use.get() + 1);
-                    this.done = true;
-                    return Poll::Ready(Permit {
-                        pool: this.pool.clone(),
-                    });
-                }
-                let ticket = s.next_ticket;
-                s.next_ticket += 1;
-                s.waiting
-                    .push_back((ticket, Waiter::Task(Some(cx.waker().clone()))));
-                this.ticket = Some(ticket);
-                Poll::Pending
-            }
-            Some(ticket) => {
-                if let Some(i) = s.granted.iter().position(|&t| t == ticket) {
-                    s.granted.swap_remove(i);
-                    drop(s);
-                    this.done = true;
-                    return Poll::Ready(Permit {
-                        pool: this.pool.clone(),
-                    });
-                }
-                if let Some((_, Waiter::Task(slot))) =
-                    s.waiting.iter_mut().find(|(t, _)| *t == ticket)
-                {
-                    match slot {
-                        Some(w) if w.will_wake(cx.waker()) => {}
-                        _ => *slot = Some(cx.waker().clone()),
-                    }
-                }
-                Poll::Pending
+        if let Some(i) = s.granted.iter().position(|&t| t == ticket) {
+            s.granted.swap_remove(i);
+            drop(s);
+            this.done = true;
+            return Poll::Ready(Permit {
+                pool: this.pool.clone(),
+            });
+        }
+        if let Some((_, Waiter::Task(slot))) = s.waiting.iter_mut().find(|(t, _)| *t == ticket) {
+            match slot {
+                Some(w) if w.will_wake(cx.waker()) => {}
+                _ => *slot = Some(cx.waker().clone()),
             }
         }
+        Poll::Pending
     }
 }
 
@@ -210,10 +209,9 @@ impl Drop for Acquire {
             s.granted.swap_remove(i);
             drop(s);
             self.pool.release();
-        } else if let Some(i) = s.waiting.iter().position(|(t, _)| *t == ticket) {
-            let removed = s.waiting.remove(i);
+        } else {
             drop(s);
-            drop(removed);
+            self.pool.leave(ticket);
         }
     }
 }

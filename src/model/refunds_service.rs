@@ -342,8 +342,7 @@ async fn claim_pending_row(w: &World, ticket: u64, call: u64) -> Option<String> 
 /// Waits in FIFO order for a pool connection, up to the acquire timeout.
 pub async fn acquire(w: &World, ids: Ids) -> Option<Permit> {
     let g = &w.pool_gauges;
-    g.waiting.set(g.waiting.get() + 1);
-    g.max_waiting.set(g.max_waiting.get().max(g.waiting.get()));
+    g.wait_begins();
     let traced = ids.ticket.is_some();
     if traced {
         w.record(
@@ -359,11 +358,10 @@ pub async fn acquire(w: &World, ids: Ids) -> Option<Permit> {
         Some(limit) => w.sim.timeout(SimTime::from_duration(limit), fut).await.ok(),
         None => Some(fut.await),
     };
-    g.waiting.set(g.waiting.get() - 1);
+    g.wait_ends(permit.is_some());
     let waited_ns = (w.now() - start).as_nanos();
     match permit {
         Some(p) => {
-            g.acquired.set(g.acquired.get() + 1);
             if traced {
                 w.record(ids, EventKind::PoolAcquire { waited_ns });
             }

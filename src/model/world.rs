@@ -70,6 +70,23 @@ pub struct PoolGauges {
     pub released: Cell<u64>,
 }
 
+impl PoolGauges {
+    /// A request joins the wait for a connection.
+    pub fn wait_begins(&self) {
+        self.waiting.set(self.waiting.get() + 1);
+        self.max_waiting
+            .set(self.max_waiting.get().max(self.waiting.get()));
+    }
+
+    /// A request stops waiting: with a connection (`acquired`) or without (a timeout).
+    pub fn wait_ends(&self, acquired: bool) {
+        self.waiting.set(self.waiting.get() - 1);
+        if acquired {
+            self.acquired.set(self.acquired.get() + 1);
+        }
+    }
+}
+
 /// Everything a component needs: the simulation handle, the scenario, the seeded streams, the
 /// observer the events go to, and the shared service state.
 ///
