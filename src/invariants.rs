@@ -142,9 +142,13 @@ pub struct Metrics {
     /// Probe answers `none` contradicted by a refund from a request sent before the probe
     /// (invariant `truthful_probes`).
     pub untruthful_probes: u64,
+    /// Refunds created `pending` that settled `failed` or `canceled` (`provider.settle`):
+    /// answered 200, no money moved.
+    pub refunds_failed_after_200: u64,
     /// Stripe responses replayed from an idempotency key.
     pub stripe_replays: u64,
-    /// Stripe 409 `idempotency_key_in_use`.
+    /// Stripe 409 `idempotency_key_in_use`, or another provider's answer to a duplicate still in
+    /// progress (409 or 422, `provider.in_flight_duplicate_status`).
     pub stripe_409: u64,
     /// Stripe 400s (idempotency errors, charge already refunded, invalid amount).
     pub stripe_400: u64,
@@ -635,6 +639,26 @@ impl Evaluator {
                     }
                 }
             }
+            EventKind::RefundSettled {
+                amount_cents,
+                created_ns,
+                moves_money: false,
+                ..
+            } => {
+                // A pending refund that failed or was canceled moved no money after all: it no
+                // longer counts for its ticket (which may now have none: a lost refund).
+                if let Some(f) = facts {
+                    let created = SimTime::from_nanos(*created_ns);
+                    if let Some(i) = f
+                        .refunds
+                        .iter()
+                        .position(|&(a, c)| a == *amount_cents && c == created)
+                    {
+                        f.refunds.remove(i);
+                    }
+                }
+                m.refunds_failed_after_200 += 1;
+            }
             EventKind::ExecutorTimeout { .. } => m.executor_timeouts += 1,
             EventKind::ModelDecision {
                 decision: Decision::Retry,
@@ -672,7 +696,7 @@ impl Evaluator {
 fn count_stripe_status(m: &mut Metrics, status: u16, outcome: &str) {
     match (status, outcome) {
         (200, "replayed") => m.stripe_replays += 1,
-        (409, _) => m.stripe_409 += 1,
+        (409, _) | (422, "duplicate_in_progress") => m.stripe_409 += 1,
         (400, _) => m.stripe_400 += 1,
         (429, _) => m.stripe_429 += 1,
         (s, _) if s >= 500 => m.stripe_500 += 1,

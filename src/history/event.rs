@@ -161,10 +161,23 @@ pub enum EventKind {
     StripeRequest {
         /// `Idempotency-Key`, when sent.
         idempotency_key: Option<String>,
+        /// The body's business id (`refunds_service.business_id`), when sent; absent from the
+        /// trace when not.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        business_id: Option<String>,
         /// Amount, cents.
         amount_cents: u64,
         /// SDK network try (0 = first).
         sdk_try: u32,
+    },
+    /// The model's LLM call reading a successful tool result failed
+    /// (`agent.llm_error_after_tool`).
+    LlmError,
+    /// The refunds service failed after Stripe's 200 and before its ledger write
+    /// (`refunds_service.crash_after_provider_ok`): the refund exists, the ledger does not know.
+    ServiceCrash {
+        /// The refund Stripe returned.
+        refund_id: String,
     },
     /// Stripe's answer (or its absence) as the client saw it.
     StripeResponse {
@@ -191,6 +204,19 @@ pub enum EventKind {
         moves_money: bool,
         /// `service` or `human`.
         by: String,
+    },
+    /// A `pending` refund reached its final status (`provider.settle`).
+    RefundSettled {
+        /// `re_…`.
+        refund_id: String,
+        /// Cents.
+        amount_cents: u64,
+        /// When it was created (virtual ns).
+        created_ns: u64,
+        /// The final status: `succeeded`, `failed` or `canceled`.
+        status: String,
+        /// Whether money moves now (`succeeded`).
+        moves_money: bool,
     },
     /// The refunds service answered a request.
     ServiceResponse {

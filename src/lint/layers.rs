@@ -68,6 +68,9 @@ fn unknown_classes(l: &RetryLayer) -> String {
     if l.retries_on(RetryOn::Timeout) {
         out.push("timeout");
     }
+    if l.kind == LayerKind::RunRetry && l.retries_on(RetryOn::LlmError) {
+        out.push("llm-error");
+    }
     out.join(", ")
 }
 
@@ -117,7 +120,11 @@ pub fn layer_retry_without_stable_key(s: &Scenario, tool: &ToolFacts) -> Vec<Fin
                 if position == Position::AroundTool && l.applies_to == AppliesTo::IdempotentTools {
                     continue;
                 }
-                if !retries_unknown_outcomes(l) {
+                // Above the model, a retry on `llm-error` replays a tool call that succeeded.
+                let replays_done = position == Position::AboveModel
+                    && l.retries() > 0
+                    && l.retries_on(RetryOn::LlmError);
+                if !retries_unknown_outcomes(l) && !replays_done {
                     continue;
                 }
                 let n = l.retries();

@@ -19,6 +19,7 @@ mod finding;
 mod input;
 pub mod layers;
 mod outcomes;
+mod providers;
 mod rules;
 mod tools;
 

@@ -13,8 +13,9 @@ use super::outcomes::{
     abort_in_flight, acquire_retries_past_timeout, sdk_timeout_probe_race,
     unknown_outcome_as_failure,
 };
+use super::providers::provider_rules;
 use super::tools::{tool_rules, ToolFacts};
-use crate::scenario::{AppliesTo, KeyMode, OnTimeout, Scenario};
+use crate::scenario::{AppliesTo, KeyMode, OnTimeout, ProviderKind, Scenario};
 
 /// Every rule over `s`, in a fixed order: tool rules for each tool, then the rules on the
 /// agent's tool path.
@@ -44,6 +45,7 @@ pub fn scenario_rules(s: &Scenario) -> Vec<Finding> {
         out.extend(acquire_retries_past_timeout(s, tool));
         let retried_above = model_retries(s, tool) || executor_retries(s) || !s.layers.is_empty();
         out.extend(unknown_outcome_as_failure(s, tool, retried_above));
+        out.extend(provider_rules(s, tool, retried_above));
     }
     out.extend(timeout_below_burst(s));
     out.extend(layer_timeout_below_p99(s));
@@ -115,6 +117,9 @@ fn idempotent_claim_unbacked(s: &Scenario, tool: &ToolFacts) -> Option<Finding> 
 }
 
 fn key_mode(s: &Scenario, tool: &ToolFacts) -> Option<Finding> {
+    if s.provider.kind != ProviderKind::Stripe {
+        return None; // the provider takes no keys: `provider_rules` says what protects instead
+    }
     let (id, what) = match s.refunds_service.idempotency_key {
         KeyMode::PerTicket => return None,
         KeyMode::None => ("idempotency-key-missing", "sends no idempotency key"),

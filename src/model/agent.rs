@@ -92,7 +92,10 @@ pub async fn handle_ticket(w: Rc<World>, t: Ticket) {
         let class = match &end {
             TurnEnd::Raised { class, .. } => Some(*class),
             TurnEnd::TimedOut => Some(RetryOn::Timeout),
-            TurnEnd::Done | TurnEnd::GaveUp { .. } | TurnEnd::RunTimedOut { .. } => None,
+            TurnEnd::Done
+            | TurnEnd::GaveUp { .. }
+            | TurnEnd::RunTimedOut { .. }
+            | TurnEnd::LlmFailed { .. } => None,
         };
         let ids = Ids::attempt(t.id, turn.attempt);
         if matches!(end, TurnEnd::TimedOut) {
@@ -156,6 +159,9 @@ enum TurnEnd {
     },
     /// A run-level retry layer's per-try timeout ended the turn.
     TimedOut,
+    /// The model's LLM call failed after the tool succeeded, and no run-level retry replays
+    /// the turn: the run fails and is escalated, refund done.
+    LlmFailed { ids: Ids },
     /// The run layer's last try timed out: escalated as a failure, or as an unknown outcome with
     /// `on_timeout: unknown`.
     RunTimedOut {
@@ -170,6 +176,12 @@ enum TurnEnd {
 async fn finish(w: &Rc<World>, t: &Ticket, end: TurnEnd) {
     let (ids, outcome, shown) = match end {
         TurnEnd::Done => return,
+        TurnEnd::LlmFailed { ids } => {
+            // The model never read the result: the framework escalates the failed run.
+            let reason =
+                "{ error: \"agent run failed: the LLM call after the tool result errored\" }";
+            return escalate(w, t, ids, reason.to_string()).await;
+        }
         TurnEnd::GaveUp { ids, reply } | TurnEnd::Raised { ids, reply, .. } => {
             (ids, reply.outcome, reply.shown)
         }
@@ -207,6 +219,18 @@ async fn finish(w: &Rc<World>, t: &Ticket, end: TurnEnd) {
         },
     );
     escalate(w, t, ids, shown).await;
+}
+
+/// Whether the model's LLM call reading turn `attempt`'s successful tool result fails
+/// (`agent.llm_error_after_tool`), from the attempt's own stream; no draw at probability 0, so
+/// no other draw moves.
+fn llm_fails_after_tool(w: &World, ticket: u64, attempt: u32) -> bool {
+    let p = w.cfg.agent.llm_error_after_tool;
+    if p <= 0.0 {
+        return false;
+    }
+    let mut rng = w.ticket_stream("llm_error", ticket, &[u64::from(attempt)]);
+    dist::chance(&mut rng, p)
 }
 
 /// One agent turn: think, call the tool (through the layers below), read the result, apply the
@@ -251,6 +275,13 @@ async fn run_turn(
             framework_retry::call_via(w.clone(), t.id, turn.attempt, turn.amount, via.clone()).await
         };
         if reply.outcome == Outcome::Ok {
+            let llm_error = llm_fails_after_tool(w, t.id, turn.attempt);
+            let raised = llm_error
+                .then(|| {
+                    run.filter(|l| l.retries_on(RetryOn::LlmError))
+                        .map(|_| reply.clone())
+                })
+                .flatten();
             // The reply is not needed after its event: moved into it rather than cloned.
             w.record(
                 ids,
@@ -260,7 +291,18 @@ async fn run_turn(
                     refund_id: reply.refund_id,
                 },
             );
-            return TurnEnd::Done;
+            if !llm_error {
+                return TurnEnd::Done;
+            }
+            w.record(ids, EventKind::LlmError);
+            return match raised {
+                Some(reply) => TurnEnd::Raised {
+                    ids,
+                    reply,
+                    class: RetryOn::LlmError,
+                },
+                None => TurnEnd::LlmFailed { ids },
+            };
         }
         w.record(
             ids,

@@ -128,6 +128,7 @@ async fn manual_refund(w: &Rc<World>, t: &Ticket, ids: Ids, attempt: u32) -> u16
             reason: "requested_by_customer",
             ticket: t.id,
         },
+        business_id: None,
         origin: Origin {
             ticket: t.id,
             request: None,
@@ -137,6 +138,7 @@ async fn manual_refund(w: &Rc<World>, t: &Ticket, ids: Ids, attempt: u32) -> u16
         ids,
         EventKind::StripeRequest {
             idempotency_key: None,
+            business_id: None,
             amount_cents: t.amount_cents,
             sdk_try: attempt,
         },

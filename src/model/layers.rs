@@ -214,6 +214,7 @@ pub fn retry_on_name(c: RetryOn) -> &'static str {
         RetryOn::TooManyRequests => "429",
         RetryOn::Timeout => "timeout",
         RetryOn::PoolExhausted => "pool-exhausted",
+        RetryOn::LlmError => "llm-error",
     }
 }
 

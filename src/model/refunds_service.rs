@@ -5,15 +5,16 @@ use std::rc::Rc;
 use rand::Rng;
 
 use super::caller::CallerState;
-use super::layers::Via;
+use super::dist;
+use super::layers::{via_ids, Via};
 use super::pool::Permit;
 use super::stripe::RefundParams;
 use super::stripe_client::{create_refund, CallResult};
 use super::world::{Ids, World};
 use crate::history::{EventKind, TicketStatus};
 use crate::scenario::{
-    KeyMode, KeyRotation, OnKeyConflict, OnUnknownOutcome, RefundsService, StatusSource,
-    UnknownOutcomeRecord,
+    KeyMode, KeyRotation, OnKeyConflict, OnPendingRow, OnUnknownOutcome, RefundsService,
+    StatusSource, UnknownOutcomeRecord,
 };
 use crate::sim::SimTime;
 
@@ -220,8 +221,15 @@ async fn handle(
     let cfg = &w.cfg.refunds_service;
     w.sim.sleep(SimTime::from_duration(cfg.overhead)).await;
     if cfg.local_dedup {
-        if let Some(id) = claim_pending_row(w, req.ticket, req.call).await {
-            return ServiceResult::Refunded(id);
+        match claim_pending_row(w, req.ticket, req.call, cfg.on_pending_row).await {
+            Claim::Refunded(id) => return ServiceResult::Refunded(id),
+            Claim::Conflict => {
+                return ServiceResult::error(
+                    409,
+                    "a refund for this ticket is already in progress (unique constraint, 409)",
+                )
+            }
+            Claim::Claimed => {}
         }
     }
     let key = idempotency_key(w, req);
@@ -266,6 +274,13 @@ async fn handle(
         w.ledger.borrow_mut().row(req.ticket).unknown_outcome = true;
     }
     match result {
+        CallResult::Refunded(id) if crashes_before_ledger_write(w, req) => {
+            w.record(ids, EventKind::ServiceCrash { refund_id: id });
+            ServiceResult::error(
+                502,
+                "connection reset: the refunds service failed after Stripe's 200, before its ledger write",
+            )
+        }
         CallResult::Refunded(id) => ServiceResult::Refunded(id),
         CallResult::Failed(status, e)
             if upstream_status(status) == 502
@@ -284,6 +299,20 @@ async fn handle(
                 .map_or(ServiceResult::error(status, e), ServiceResult::Refunded),
         },
     }
+}
+
+/// Whether the service fails between Stripe's 200 and its ledger write
+/// (`refunds_service.crash_after_provider_ok`), drawn from the request's own stream, keyed like
+/// its Stripe draws, so no other draw moves; no draw at all at probability 0.
+fn crashes_before_ledger_write(w: &World, req: &ServiceRequest) -> bool {
+    let p = w.cfg.refunds_service.crash_after_provider_ok;
+    if p <= 0.0 {
+        return false;
+    }
+    let mut entity = vec![u64::from(req.attempt), u64::from(req.exec_try)];
+    entity.extend(via_ids(&req.via));
+    let mut rng = w.ticket_stream("service_crash", req.ticket, &entity);
+    dist::chance(&mut rng, p)
 }
 
 /// The service's status for a Stripe failure: 502 for a 5xx or no answer (0), else Stripe's
@@ -319,20 +348,34 @@ async fn lookup(w: &World, ticket: u64) -> Option<String> {
     None
 }
 
+/// What a request finds at the ticket's ledger row under local dedup.
+enum Claim {
+    /// The ticket's refund is recorded: answer with it.
+    Refunded(String),
+    /// The row is this request's now: go on to Stripe.
+    Claimed,
+    /// Another request holds the row and `on_pending_row` is `conflict`: answer 409.
+    Conflict,
+}
+
 /// Local dedup: a pending row per ticket. Returns the ticket's recorded refund if there is one;
-/// otherwise waits while an earlier request holds the row, then takes it (first come, first
-/// served, so two requests never wait on each other).
-async fn claim_pending_row(w: &World, ticket: u64, call: u64) -> Option<String> {
+/// otherwise, while an earlier request holds the row, waits for it (`on_pending_row: wait`: then
+/// takes it, first come, first served, so two requests never wait on each other) or answers a
+/// conflict at once (`conflict`, a unique constraint on the row).
+async fn claim_pending_row(w: &World, ticket: u64, call: u64, on_pending: OnPendingRow) -> Claim {
     loop {
         {
             let mut ledger = w.ledger.borrow_mut();
             let row = ledger.row(ticket);
-            if row.refund_id.is_some() {
-                return row.refund_id.clone();
+            if let Some(id) = &row.refund_id {
+                return Claim::Refunded(id.clone());
             }
             if row.owner.is_none_or(|o| o == call) {
                 row.owner = Some(call);
-                return None;
+                return Claim::Claimed;
+            }
+            if on_pending == OnPendingRow::Conflict {
+                return Claim::Conflict;
             }
         }
         w.sim.sleep(DEDUP_POLL).await;

@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::scenario::{Provider, ProviderKind};
 use crate::sim::SimTime;
 
 /// Parameters of `POST /v1/refunds` that Stripe compares when a key is reused.
@@ -49,6 +50,9 @@ pub struct StripeRequest {
     pub idempotency_key: Option<String>,
     /// Form parameters.
     pub params: RefundParams,
+    /// A business id in the body (a merchant reference), or `None`: what a
+    /// [`ProviderKind::BusinessId`] provider recognises duplicates by; Stripe ignores it.
+    pub business_id: Option<String>,
     /// Who sent it.
     pub origin: Origin,
 }
@@ -157,6 +161,9 @@ pub enum Begin {
 pub struct ExecToken {
     /// Sequence number of the execution.
     pub exec: u64,
+    /// The entry the execution saves its response under: the idempotency key (Stripe), the
+    /// business id or the parameters (other providers), or `None`.
+    pub dedup_key: Option<String>,
     /// The request.
     pub request: StripeRequest,
 }
@@ -287,6 +294,12 @@ pub struct FakeStripe {
     /// `Some` while a reader (the reconciliation job) follows new refunds: (ticket, charge) of
     /// each refund created since it last took them.
     recent: Option<Vec<(u64, String)>>,
+    /// How repeated requests are recognised (see [`FakeStripe::with_provider`]).
+    kind: ProviderKind,
+    /// [`ProviderKind::DedupWindow`]: how long identical parameters make a duplicate.
+    dedup_window: SimTime,
+    /// Status of the answer to a duplicate of a request still executing: 409 or 422.
+    in_flight_status: u16,
 }
 
 impl FakeStripe {
@@ -305,6 +318,44 @@ impl FakeStripe {
             refunds_created: 0,
             last_created: None,
             recent: None,
+            kind: ProviderKind::Stripe,
+            dedup_window: SimTime::ZERO,
+            in_flight_status: 409,
+        }
+    }
+
+    /// The same account behind another provider's duplicate rules (`provider` in a scenario):
+    /// - [`ProviderKind::Stripe`]: the rules of [`FakeStripe::begin`], unchanged;
+    /// - [`ProviderKind::KeysIgnored`]: the `Idempotency-Key` header is accepted and ignored
+    ///   (no length check, nothing saved): every request that passes validation executes;
+    /// - [`ProviderKind::DedupWindow`]: no keys; the request's parameters are its key, kept for
+    ///   `dedup_window` from the first request's arrival (a card gateway's duplicate window);
+    /// - [`ProviderKind::BusinessId`]: no keys; the body's business id is the key, kept for the
+    ///   key retention.
+    ///
+    /// With any of them, a duplicate of a request still executing is answered
+    /// `in_flight_duplicate_status` (409, or 422 as some gateways answer).
+    pub fn with_provider(mut self, p: &Provider) -> Self {
+        self.kind = p.kind;
+        self.dedup_window = SimTime::from_duration(p.dedup_window);
+        self.in_flight_status = p.in_flight_duplicate_status;
+        self
+    }
+
+    /// The entry a request is recognised by, and how long that entry is kept, per provider kind.
+    fn dedup_key(&self, req: &StripeRequest) -> Option<(String, SimTime)> {
+        match self.kind {
+            ProviderKind::Stripe => req.idempotency_key.clone().map(|k| (k, self.retention)),
+            ProviderKind::KeysIgnored => None,
+            ProviderKind::DedupWindow => {
+                let p = &req.params;
+                let key = format!(
+                    "params:{}:{}:{}:{}",
+                    p.charge, p.amount_cents, p.reason, p.ticket
+                );
+                Some((key, self.dedup_window))
+            }
+            ProviderKind::BusinessId => req.business_id.clone().map(|k| (k, self.retention)),
         }
     }
 
@@ -416,14 +467,16 @@ impl FakeStripe {
         if let Some(resp) = self.validate(&req) {
             return Begin::Respond(resp);
         }
-        if let Some(key) = &req.idempotency_key {
-            if let Some(resp) = self.idempotency_check(now, key, &req.params) {
+        let dedup = self.dedup_key(&req);
+        if let Some((key, retention)) = &dedup {
+            if let Some(resp) = self.idempotency_check(now, key, *retention, &req.params) {
                 return Begin::Respond(resp);
             }
         }
         self.execs += 1;
         let exec = self.execs;
-        if let Some(key) = &req.idempotency_key {
+        let dedup_key = dedup.map(|(k, _)| k);
+        if let Some(key) = &dedup_key {
             let entry = KeyEntry {
                 exec,
                 params: req.params.clone(),
@@ -436,7 +489,11 @@ impl FakeStripe {
             }
         }
         self.in_flight.insert(exec, req.params.charge.clone());
-        Begin::Execute(ExecToken { exec, request: req })
+        Begin::Execute(ExecToken {
+            exec,
+            dedup_key,
+            request: req,
+        })
     }
 
     /// Finishes an execution at `now` with the refund created in `status` (if the refund rules allow).
@@ -482,7 +539,7 @@ impl FakeStripe {
                 "An unknown error occurred while processing your request.".to_owned(),
             );
         }
-        if let Some(key) = &req.idempotency_key {
+        if let Some(key) = &token.dedup_key {
             // Only the execution that owns the entry saves; if the key expired meanwhile and a
             // fresh request took it over, that newer execution owns it.
             if let Some(entry) = self.keys.get_mut(key) {
@@ -495,6 +552,21 @@ impl FakeStripe {
             CommitFault::ResponseLost => Delivered::ConnectionLost,
             CommitFault::None | CommitFault::Error500 => Delivered::Response(resp),
         }
+    }
+
+    /// Moves refund `id` of `charge` to its final `status` (a `pending` refund settling,
+    /// `provider.settle`) and returns it; `None` if the refund is not held or is no longer
+    /// `pending`. A refund that ends `failed` or `canceled` gives its amount back to the charge
+    /// (Stripe's refund rules count only refunds that move money).
+    pub fn settle(&mut self, charge: &str, id: &str, status: RefundStatus) -> Option<Refund> {
+        let refund = self
+            .charges
+            .get_mut(charge)?
+            .refunds
+            .iter_mut()
+            .find(|r| r.id == id && r.status == RefundStatus::Pending)?;
+        refund.status = status;
+        Some(refund.clone())
     }
 
     /// Every refund held (not evicted), in creation order.
@@ -549,7 +621,8 @@ impl FakeStripe {
 
     /// Parameter validation, before the idempotency layer (failures are not saved).
     fn validate(&self, req: &StripeRequest) -> Option<Response> {
-        if let Some(key) = &req.idempotency_key {
+        let checks_key = self.kind == ProviderKind::Stripe;
+        if let Some(key) = req.idempotency_key.as_ref().filter(|_| checks_key) {
             let len = key.chars().count();
             if len > MAX_IDEMPOTENCY_KEY_CHARS {
                 return Some(Response::error(
@@ -585,27 +658,33 @@ impl FakeStripe {
         &self,
         now: SimTime,
         key: &str,
+        retention: SimTime,
         params: &RefundParams,
     ) -> Option<Response> {
         let entry = self.keys.get(key)?;
-        if now.saturating_sub(entry.created) >= self.retention {
+        if now.saturating_sub(entry.created) >= retention {
             return None; // expired: runs as a fresh request and replaces the entry
         }
         if entry.params != *params {
+            let message = if self.kind == ProviderKind::BusinessId {
+                format!("Business id '{key}' was already used with other parameters.")
+            } else {
+                format!(
+                    "Keys for idempotent requests can only be used with the same parameters they were first used \
+                     with. Try using a key other than '{key}' if you meant to execute a different request."
+                )
+            };
             return Some(Response::error(
                 400,
                 ErrorType::IdempotencyError,
                 None,
                 None,
-                format!(
-                    "Keys for idempotent requests can only be used with the same parameters they were first used \
-                     with. Try using a key other than '{key}' if you meant to execute a different request."
-                ),
+                message,
             ));
         }
         match &entry.saved {
-            None => Some(Response::error(
-                409,
+            None if self.kind == ProviderKind::Stripe => Some(Response::error(
+                self.in_flight_status,
                 ErrorType::IdempotencyError,
                 Some("idempotency_key_in_use"),
                 None,
@@ -614,6 +693,13 @@ impl FakeStripe {
                      means you submitted twice, and the other request is still going through): {key}. Please \
                      try again later."
                 ),
+            )),
+            None => Some(Response::error(
+                self.in_flight_status,
+                ErrorType::IdempotencyError,
+                Some("duplicate_in_progress"),
+                None,
+                "A duplicate of this request is still being processed.".to_owned(),
             )),
             Some(saved) => {
                 let mut replay = saved.clone();
@@ -724,11 +810,119 @@ mod tests {
                 reason: "requested_by_customer",
                 ticket: 7,
             },
+            business_id: None,
             origin: Origin {
                 ticket: 7,
                 request: Some(request),
             },
         }
+    }
+
+    fn provider(kind: ProviderKind, window_s: u64, in_flight: u16) -> FakeStripe {
+        let p = Provider {
+            kind,
+            dedup_window: std::time::Duration::from_secs(window_s),
+            in_flight_duplicate_status: in_flight,
+            ..Provider::default()
+        };
+        let mut s = FakeStripe::new(DAY, 100).with_provider(&p);
+        s.add_charge("ch_1", 10_000);
+        s
+    }
+
+    fn with_business_id(mut r: StripeRequest, id: &str) -> StripeRequest {
+        r.business_id = Some(id.to_owned());
+        r
+    }
+
+    #[test]
+    fn keys_ignored_provider_executes_every_request_with_the_same_key() {
+        let mut s = provider(ProviderKind::KeysIgnored, 120, 409);
+        let t1 = must_execute(&mut s, ms(0), req(Some("k1"), 2_500, 1));
+        // Still executing: Stripe would answer 409; this provider executes it again.
+        let t2 = must_execute(&mut s, ms(10), req(Some("k1"), 2_500, 2));
+        let a = delivered(s.commit(ms(400), t1, RefundStatus::Succeeded, CommitFault::None));
+        let b = delivered(s.commit(ms(410), t2, RefundStatus::Succeeded, CommitFault::None));
+        assert_ne!(a.refund().unwrap().id, b.refund().unwrap().id);
+        assert_eq!(s.refunds_created(), 2);
+        // Finished: Stripe would replay; this provider creates a third refund.
+        call(&mut s, ms(1_000), req(Some("k1"), 2_500, 3));
+        assert_eq!(s.refunds_created(), 3);
+        // Nor does it check the key's length.
+        let long = "k".repeat(MAX_IDEMPOTENCY_KEY_CHARS + 1);
+        must_execute(&mut s, ms(2_000), req(Some(&long), 100, 4));
+    }
+
+    #[test]
+    fn dedup_window_recognises_identical_parameters_within_the_window_only() {
+        let mut s = provider(ProviderKind::DedupWindow, 20, 422);
+        let t1 = must_execute(&mut s, ms(0), req(None, 2_500, 1));
+        // In flight: the configured status, code duplicate_in_progress; nothing saved.
+        let busy = must_respond(&mut s, ms(5_000), req(None, 2_500, 2));
+        assert_eq!(busy.status, 422);
+        assert_eq!(busy.error_code(), Some("duplicate_in_progress"));
+        let first = delivered(s.commit(ms(10_000), t1, RefundStatus::Succeeded, CommitFault::None));
+        // Finished, within 20 s of the first request: the first response again, no new refund.
+        let again = must_respond(&mut s, ms(19_999), req(None, 2_500, 3));
+        assert_eq!(again.refund().unwrap().id, first.refund().unwrap().id);
+        assert!(again.idempotent_replayed);
+        // Other parameters are another request.
+        call(&mut s, ms(15_000), req(None, 2_400, 4));
+        assert_eq!(s.refunds_created(), 2);
+        // 20 s after the first request the window has passed: a new refund.
+        let late = call(&mut s, ms(20_000), req(None, 2_500, 5));
+        assert_ne!(late.refund().unwrap().id, first.refund().unwrap().id);
+        assert_eq!(s.refunds_created(), 3);
+    }
+
+    #[test]
+    fn business_id_provider_dedups_on_the_id_and_ignores_keys() {
+        let mut s = provider(ProviderKind::BusinessId, 120, 409);
+        let t1 = must_execute(
+            &mut s,
+            ms(0),
+            with_business_id(req(None, 2_500, 1), "ref_7"),
+        );
+        let busy = must_respond(
+            &mut s,
+            ms(100),
+            with_business_id(req(None, 2_500, 2), "ref_7"),
+        );
+        assert_eq!(busy.status, 409);
+        assert_eq!(busy.error_code(), Some("duplicate_in_progress"));
+        let first = delivered(s.commit(ms(400), t1, RefundStatus::Succeeded, CommitFault::None));
+        let again = must_respond(
+            &mut s,
+            ms(500),
+            with_business_id(req(None, 2_500, 3), "ref_7"),
+        );
+        assert_eq!(again.refund(), first.refund());
+        // Same id, other parameters: 400, nothing created.
+        let other = must_respond(
+            &mut s,
+            ms(600),
+            with_business_id(req(None, 900, 4), "ref_7"),
+        );
+        assert_eq!(other.status, 400);
+        assert_eq!(error_fields(&other).0, ErrorType::IdempotencyError);
+        // Another id, or none: executes; a key alone is ignored.
+        call(
+            &mut s,
+            ms(700),
+            with_business_id(req(None, 100, 5), "ref_7_5"),
+        );
+        call(&mut s, ms(800), req(Some("k1"), 100, 6));
+        call(&mut s, ms(900), req(Some("k1"), 100, 7));
+        assert_eq!(s.refunds_created(), 4);
+    }
+
+    #[test]
+    fn stripe_provider_may_answer_its_in_flight_conflict_with_422() {
+        let mut s = provider(ProviderKind::Stripe, 120, 422);
+        let _t = must_execute(&mut s, ms(0), req(Some("k1"), 2_500, 1));
+        let busy = must_respond(&mut s, ms(10), req(Some("k1"), 2_500, 2));
+        assert_eq!(busy.status, 422);
+        assert_eq!(busy.error_code(), Some("idempotency_key_in_use"));
     }
 
     fn ms(n: u64) -> SimTime {

@@ -178,19 +178,59 @@ pub async fn serve(
                 (delivered, stripe.take_created())
             };
             if let Some(r) = created {
+                let settles = r.status == RefundStatus::Pending;
                 w.record(
                     ids,
                     EventKind::RefundCreated {
-                        refund_id: r.id,
+                        refund_id: r.id.clone(),
                         amount_cents: r.amount_cents,
                         status: status_name(r.status).into(),
                         moves_money: r.status.moves_money(),
                         by: caller.as_str().into(),
                     },
                 );
+                if let Some(settle) = w.cfg.provider.settle.as_ref().filter(|_| settles) {
+                    // Drawn after the request's own draws, from its stream: nothing else moves.
+                    let u = dist::uniform(&mut rng, 0.0, 1.0);
+                    let status = if u < settle.fails_probability {
+                        RefundStatus::Failed
+                    } else if u < settle.fails_probability + settle.canceled_probability {
+                        RefundStatus::Canceled
+                    } else {
+                        RefundStatus::Succeeded
+                    };
+                    let after = SimTime::from_duration(settle.after);
+                    let ticket = r.origin.ticket;
+                    w.spawn_detached_for(ticket, settle_later(w.clone(), ids, r, status, after));
+                }
             }
             delivered
         }
+    }
+}
+
+/// A pending refund reaching `status` after `after` (`provider.settle`): Stripe's
+/// `refund.updated` / `refund.failed`. Records `refund_settled`.
+async fn settle_later(
+    w: Rc<World>,
+    ids: Ids,
+    r: super::stripe::Refund,
+    status: RefundStatus,
+    after: SimTime,
+) {
+    w.sim.sleep(after).await;
+    let settled = w.stripe.borrow_mut().settle(&r.charge, &r.id, status);
+    if let Some(s) = settled {
+        w.record(
+            ids,
+            EventKind::RefundSettled {
+                refund_id: s.id,
+                amount_cents: s.amount_cents,
+                created_ns: s.created.as_nanos(),
+                status: status_name(s.status).into(),
+                moves_money: s.status.moves_money(),
+            },
+        );
     }
 }
 

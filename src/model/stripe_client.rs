@@ -14,7 +14,9 @@ use super::stripe::{Body, Delivered, ErrorType, Origin, RefundParams, Response, 
 use super::stripe_api::{serve, Caller};
 use super::world::{Ids, World};
 use crate::history::EventKind;
-use crate::scenario::{DroppedConnectionRetry, Position, RequestKey, SdkKey, StripeClient};
+use crate::scenario::{
+    DroppedConnectionRetry, KeyMode, Position, RequestKey, SdkKey, StripeClient,
+};
 use crate::sim::{race, Either, JoinHandle, SimTime};
 
 /// Stripe's answer on its way to the SDK: straight from Stripe's task, or through the proxies
@@ -54,6 +56,7 @@ pub fn classify(d: &Delivered) -> (u16, &'static str, Option<String>) {
                 Body::Refund(_) if r.idempotent_replayed => "replayed",
                 Body::Refund(_) => "created",
                 Body::Error { kind, code, .. } => match (r.status, kind, code.as_deref()) {
+                    (_, _, Some("duplicate_in_progress")) => "duplicate_in_progress",
                     (409, _, _) => "idempotency_key_in_use",
                     (_, ErrorType::IdempotencyError, _) => "idempotency_error",
                     (_, _, Some("charge_already_refunded")) => "charge_already_refunded",
@@ -145,6 +148,11 @@ pub async fn create_refund(
     let mut try_no = 0;
     let mut dropped_retry_used = false;
     let has_egress = !w.layers_at(Position::BeforeProvider).is_empty();
+    let business_id = match w.cfg.refunds_service.business_id {
+        KeyMode::None => None,
+        KeyMode::PerAttempt => Some(format!("ref_{ticket}_{call}")),
+        KeyMode::PerTicket => Some(format!("ref_{ticket}")),
+    };
     loop {
         let key = key
             .clone()
@@ -152,6 +160,7 @@ pub async fn create_refund(
         let req = StripeRequest {
             idempotency_key: key.clone(),
             params: params.clone(),
+            business_id: business_id.clone(),
             origin: Origin {
                 ticket,
                 request: ids.call,
@@ -161,6 +170,7 @@ pub async fn create_refund(
             ids,
             EventKind::StripeRequest {
                 idempotency_key: key.clone(),
+                business_id: business_id.clone(),
                 amount_cents: params.amount_cents,
                 sdk_try: try_no,
             },
@@ -246,7 +256,9 @@ pub async fn create_refund(
         }
         let text = format!("stripe {outcome} (HTTP {status})");
         let result = match outcome {
-            "idempotency_key_in_use" | "idempotency_error" => CallResult::KeyConflict(status, text),
+            "idempotency_key_in_use" | "idempotency_error" | "duplicate_in_progress" => {
+                CallResult::KeyConflict(status, text)
+            }
             _ => CallResult::Failed(status, text),
         };
         return (result, uncertain);

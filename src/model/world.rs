@@ -142,7 +142,8 @@ impl World {
         let stripe = FakeStripe::new(
             SimTime::from_duration(cfg.stripe.idempotency_key_retention),
             cfg.stripe.rate_limit_per_s,
-        );
+        )
+        .with_provider(&cfg.provider);
         let pool = Rc::new(Pool::new(cfg.refunds_service.pool_size));
         let path = POSITIONS.map(|p| {
             layers_at(&cfg, p)

@@ -101,6 +101,21 @@ fn line(
                 dollars(*amount_cents)
             )
         }
+        EventKind::RefundSettled {
+            refund_id,
+            status,
+            moves_money,
+            ..
+        } => format!(
+            "stripe: refund {refund_id} settled {status}{}",
+            if *moves_money { "" } else { " (no money moved: the 200 did not refund anything)" }
+        ),
+        EventKind::LlmError => {
+            "model: the LLM call reading the tool result failed (model API error)".into()
+        }
+        EventKind::ServiceCrash { refund_id } => format!(
+            "refunds-service: call #{call} failed after Stripe's 200 ({refund_id}), before its ledger write; the caller's connection drops"
+        ),
         EventKind::ExecutorTimeout { after_ns, action } => executor_timeout(*after_ns, action),
         EventKind::Probe { status, error } => match error {
             Some(err) => format!(

@@ -73,6 +73,12 @@ fn counts(rows: &mut Rows, m: &Metrics) {
         format!("{} (manual refunds {})", m.escalations, m.manual_refunds),
     );
     rows.row("refunds created", m.refunds_created.to_string());
+    if m.refunds_failed_after_200 > 0 {
+        rows.row(
+            "refunds failed after a 200",
+            m.refunds_failed_after_200.to_string(),
+        );
+    }
     rows.row("duplicate-refund tickets", duplicates(m));
     rows.row("extra refunds", m.extra_refunds.to_string());
     rows.row("over-refund", dollars(m.over_refund_cents));

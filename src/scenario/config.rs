@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 pub use super::latency::{LatencyDist, LatencyScript, RequestKey, MAX_EMPIRICAL_SAMPLES};
 use super::layers::RetryLayer;
+use super::provider::Provider;
 
 fn d_ms(ms: u64) -> Duration {
     Duration::from_millis(ms)
@@ -72,6 +73,10 @@ pub struct Scenario {
     /// The fake Stripe: latency, idempotency-key retention, rate limit and faults.
     #[serde(default)]
     pub stripe: Stripe,
+    /// Which provider answers `POST /v1/refunds` and how it treats a repeated request. Default:
+    /// Stripe, every rule (see [`super::provider`]). Not printed when it is the default.
+    #[serde(default, skip_serializing_if = "Provider::is_default")]
+    pub provider: Provider,
     /// Humans who take escalated tickets.
     #[serde(default)]
     pub humans: Humans,
@@ -341,6 +346,12 @@ pub struct Agent {
     /// The retry rule from the system prompt.
     #[serde(default)]
     pub retry: RetryRule,
+    /// Chance that the model's LLM call reading a successful tool result fails (a 5xx or 529
+    /// overloaded from the model API), in `[0, 1]`: the refund is done, but the turn ends in an
+    /// error. A `run_retry` layer whose `retry_on` has `llm-error` replays the whole turn, tool
+    /// call included; without one the run fails and is escalated. Default: 0.
+    #[serde(default)]
+    pub llm_error_after_tool: f64,
 }
 
 fn default_tool_name() -> String {
@@ -360,6 +371,7 @@ impl Default for Agent {
             think_time: default_think(),
             call_overhead: default_overhead(),
             retry: RetryRule::default(),
+            llm_error_after_tool: 0.0,
         }
     }
 }
@@ -773,9 +785,39 @@ pub struct RefundsService {
     #[serde(default = "default_service_overhead", with = "humantime_serde")]
     #[schemars(with = "String")]
     pub overhead: Duration,
+    /// The business id (a merchant reference) the service puts in the request body, which a
+    /// `provider.kind: business_id` provider recognises duplicates by: `none`, `per_attempt`
+    /// (`ref_{ticket}_{request}`: a new id per request, so a retry is never recognised — the
+    /// bug) or `per_ticket` (`ref_{ticket}`: one id per logical refund). Other providers ignore
+    /// it. Default: `none`.
+    #[serde(default = "key_none")]
+    pub business_id: KeyMode,
+    /// With `local_dedup`, what a second request for a ticket whose row is pending gets: `wait`
+    /// (it waits for that request's result and answers with its refund) or `conflict` (409 at
+    /// once, as a unique constraint on the ticket's row answers). Default: `wait`.
+    #[serde(default)]
+    pub on_pending_row: OnPendingRow,
+    /// Chance, per Stripe call that returned a refund, that the service fails before its ledger
+    /// write (a crash, an OOM kill, a failed database write): the refund exists at Stripe, the
+    /// ledger does not record it, and the caller's connection drops (it sees a 502). In `[0, 1]`.
+    /// Default: 0.
+    #[serde(default)]
+    pub crash_after_provider_ok: f64,
     /// The Stripe SDK inside the service.
     #[serde(default)]
     pub stripe_client: StripeClient,
+}
+
+/// What a request for a ticket whose ledger row another request holds gets (see
+/// `RefundsService::on_pending_row`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OnPendingRow {
+    /// Wait for the holder's result (polling the row every 100 ms).
+    #[default]
+    Wait,
+    /// Answer 409 `refund already in progress` at once (a unique constraint's violation).
+    Conflict,
 }
 
 fn default_pool() -> u32 {
@@ -894,6 +936,9 @@ impl Default for RefundsService {
             acquire_retries: 0,
             acquire_retry_backoff: default_acquire_backoff(),
             overhead: default_service_overhead(),
+            business_id: KeyMode::None,
+            on_pending_row: OnPendingRow::Wait,
+            crash_after_provider_ok: 0.0,
             stripe_client: StripeClient::default(),
         }
     }

@@ -84,6 +84,10 @@ pub enum RetryOn {
     Timeout,
     /// The refunds service gave up waiting for a pool connection (its 503).
     PoolExhausted,
+    /// The model's LLM call failed after a tool call succeeded (`agent.llm_error_after_tool`,
+    /// e.g. a 529 overloaded): only a `run_retry` layer sees it, and its retry replays the
+    /// turn, tool calls included.
+    LlmError,
 }
 
 /// How the delay before retry `n` grows.
@@ -301,7 +305,7 @@ impl RetryLayer {
 }
 
 /// Every `retry_on` class: a `retry` layer's default.
-const ALL_RETRY_ON: [RetryOn; 8] = [
+const ALL_RETRY_ON: [RetryOn; 9] = [
     RetryOn::Reset,
     RetryOn::ConnectFailure,
     RetryOn::FiveXx,
@@ -310,6 +314,7 @@ const ALL_RETRY_ON: [RetryOn; 8] = [
     RetryOn::TooManyRequests,
     RetryOn::Timeout,
     RetryOn::PoolExhausted,
+    RetryOn::LlmError,
 ];
 
 /// The `retry_on` entries that retry an outcome of class `c`: itself, and for 502–504 and the
@@ -325,6 +330,7 @@ fn covered_by(c: RetryOn) -> &'static [RetryOn] {
         Retriable4xx => &[Retriable4xx],
         TooManyRequests => &[TooManyRequests],
         Timeout => &[Timeout],
+        LlmError => &[LlmError],
     }
 }
 

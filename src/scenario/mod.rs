@@ -9,6 +9,7 @@ mod latency;
 pub mod layers;
 mod load;
 mod locate;
+pub mod provider;
 mod rules;
 mod serde_error;
 mod set;
@@ -24,4 +25,5 @@ pub use layers::{
     ReportTimeout, RetryBudget, RetryLayer, RetryOn,
 };
 pub use load::{load, load_str, schema_json};
+pub use provider::{Provider, ProviderKind, Settle};
 pub use validate::{validate, MAX_DURATION, MAX_FIRST_TICKET_ID, MAX_HORIZON, METRICS};

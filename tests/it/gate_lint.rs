@@ -224,6 +224,36 @@ fn every_recipe_is_flagged_and_its_fix_clears_the_finding() {
             "key-rotated-on-unknown-outcome",
             "refunds_service.rotate_key",
         ),
+        (
+            "provider-ignores-keys",
+            "provider-ignores-keys",
+            "provider.kind",
+        ),
+        (
+            "provider-dedup-window",
+            "retry-outside-dedup-window",
+            "provider.dedup_window",
+        ),
+        (
+            "provider-business-id-dedup",
+            "business-id-not-stable",
+            "refunds_service.business_id",
+        ),
+        (
+            "unique-constraint-conflict",
+            "pending-row-conflict",
+            "refunds_service.on_pending_row",
+        ),
+        (
+            "crash-after-provider-ok",
+            "idempotency-key-missing",
+            "refunds_service.idempotency_key",
+        ),
+        (
+            "run-level-retry-replays-tools",
+            "layer-retry-without-stable-key",
+            "layers.agent_run.max_retries",
+        ),
     ];
     let mut shipped: Vec<String> = std::fs::read_dir("scenarios/recipes")
         .unwrap()

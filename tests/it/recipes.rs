@@ -15,6 +15,12 @@ const RECIPES: &[(&str, u64, u64)] = &[
     ("pool-acquire-retry", 4, 4),
     ("lookup-on-unknown-outcome", 3, 3),
     ("key-rotated-on-unknown", 3, 3),
+    ("provider-ignores-keys", 3, 3),
+    ("provider-dedup-window", 3, 3),
+    ("provider-business-id-dedup", 3, 3),
+    ("unique-constraint-conflict", 3, 3),
+    ("crash-after-provider-ok", 4, 4),
+    ("run-level-retry-replays-tools", 3, 3),
 ];
 
 #[test]

@@ -36,7 +36,8 @@ pub(super) fn validate(s: &Scenario) -> Check {
     probability(
         "agent.retry.amount_drift_probability",
         agent.retry.amount_drift_probability,
-    )
+    )?;
+    probability("agent.llm_error_after_tool", agent.llm_error_after_tool)
 }
 
 /// Retry counts of the agent, the executor and the Stripe SDK, then the agent's amount drift.

@@ -10,6 +10,7 @@ mod executor;
 mod expect;
 mod exploration;
 mod humans;
+mod provider;
 mod service;
 mod stripe;
 #[cfg(test)]
@@ -31,6 +32,7 @@ pub const METRICS: &[&str] = &[
     "retries",
     "escalations",
     "refunds_created",
+    "refunds_failed_after_200",
     "duplicate_refund_tickets",
     "extra_refunds",
     "over_refund_cents",
@@ -114,6 +116,7 @@ pub fn validate(s: &Scenario) -> Result<(), ValidationError> {
     executor::validate(&s.executor)?;
     service::validate(&s.refunds_service)?;
     stripe::validate(&s.stripe)?;
+    provider::validate(&s.provider)?;
     humans::validate(s)?;
     exploration::validate(s)?;
     expect::validate(&s.expect)?;

@@ -2,7 +2,7 @@
 
 use super::{at_most_retries, MAX_DURATION};
 use crate::scenario::config::RefundsService;
-use crate::scenario::rules::{at_least_one, at_most, positive, Check};
+use crate::scenario::rules::{at_least_one, at_most, positive, probability, Check};
 
 /// Pool size, acquire retries, backoff and timeout, overhead, then the Stripe client's timeout.
 pub(super) fn validate(svc: &RefundsService) -> Check {
@@ -17,6 +17,10 @@ pub(super) fn validate(svc: &RefundsService) -> Check {
         positive("refunds_service.acquire_timeout", t)?;
     }
     at_most("refunds_service.overhead", svc.overhead, MAX_DURATION)?;
+    probability(
+        "refunds_service.crash_after_provider_ok",
+        svc.crash_after_provider_ok,
+    )?;
     positive(
         "refunds_service.stripe_client.timeout",
         svc.stripe_client.timeout,

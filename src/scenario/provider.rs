@@ -1,0 +1,115 @@
+//! `provider`: which payment provider answers `POST /v1/refunds`, and how it treats a request it
+//! has seen before. Stripe (the default) keeps every rule of `model::stripe`; the other kinds
+//! follow what card gateways do instead of Stripe's idempotency keys.
+
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The provider behind the refunds service's SDK. Default: Stripe with every one of its rules.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Provider {
+    /// How the provider recognises a request it has seen before. Default: `stripe`.
+    #[serde(default)]
+    pub kind: ProviderKind,
+    /// `dedup_window` only: how long after a request an identical one (same charge, amount,
+    /// reason and metadata) is a duplicate, from the first request's arrival; > 0 and at most
+    /// 365 days. Default: 2 min (Authorize.Net's `duplicateWindow` default of 120 s).
+    #[serde(default = "default_dedup_window", with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub dedup_window: Duration,
+    /// The HTTP status of the answer to a duplicate that arrives while the first request is
+    /// still executing: `409` (Stripe's `idempotency_key_in_use`, the default) or `422` (as some
+    /// gateways answer). SDKs retry a 409 and not a 422, and a client that reads a 422 as a
+    /// validation failure takes it for a definite "nothing was done".
+    #[serde(default = "default_in_flight_status")]
+    pub in_flight_duplicate_status: u16,
+    /// Refund status transitions after the 200: a refund created `pending` settles later, to
+    /// `succeeded` or (with `pending_fails_probability`) to `failed`, when no money moves after
+    /// all. Default: no transitions (a refund keeps the status it was created with).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settle: Option<Settle>,
+}
+
+/// How a `pending` refund settles (see [`Provider::settle`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Settle {
+    /// Time from creation to the final status; > 0 and at most 365 days. Default: 5 min.
+    #[serde(default = "default_settle_after", with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub after: Duration,
+    /// Chance a pending refund ends `failed` (no money moves; Stripe sends `refund.failed`)
+    /// instead of `succeeded`, in `[0, 1]`. Default: 0.
+    #[serde(default)]
+    pub fails_probability: f64,
+    /// Chance a pending refund ends `canceled` (no money moves) instead, in `[0, 1]`; drawn
+    /// after `fails_probability`, and the two add up to at most 1. Default: 0.
+    #[serde(default)]
+    pub canceled_probability: f64,
+}
+
+fn default_settle_after() -> Duration {
+    Duration::from_secs(300)
+}
+
+impl Default for Settle {
+    fn default() -> Self {
+        Settle {
+            after: default_settle_after(),
+            fails_probability: 0.0,
+            canceled_probability: 0.0,
+        }
+    }
+}
+
+/// How a provider recognises a repeated request (see [`Provider::kind`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderKind {
+    /// Stripe: the `Idempotency-Key` header, kept `stripe.idempotency_key_retention`; same key
+    /// with other parameters is a 400 `idempotency_error`, still executing a 409, finished a
+    /// replay of the saved response.
+    #[default]
+    Stripe,
+    /// A provider that accepts and ignores the `Idempotency-Key` header: every request executes.
+    KeysIgnored,
+    /// No keys: a request identical to one received less than `dedup_window` ago is a duplicate
+    /// (still executing: `in_flight_duplicate_status`; finished: the first one's response
+    /// again, no new refund), as card gateways' duplicate-transaction windows do.
+    DedupWindow,
+    /// No keys: duplicates are recognised by a business id field in the request body (a merchant
+    /// reference, sent by the service per `refunds_service.business_id`), kept
+    /// `stripe.idempotency_key_retention`; the same id with other parameters is a 400.
+    BusinessId,
+}
+
+fn default_dedup_window() -> Duration {
+    Duration::from_secs(120)
+}
+fn default_in_flight_status() -> u16 {
+    409
+}
+
+impl Default for Provider {
+    fn default() -> Self {
+        Provider {
+            kind: ProviderKind::Stripe,
+            dedup_window: default_dedup_window(),
+            in_flight_duplicate_status: default_in_flight_status(),
+            settle: None,
+        }
+    }
+}
+
+impl Provider {
+    /// Whether this is the default provider (Stripe, every default): such a section is not
+    /// printed by `refundsim show`, so scenarios written before providers print as they did.
+    pub fn is_default(&self) -> bool {
+        *self == Provider::default()
+    }
+}

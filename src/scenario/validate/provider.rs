@@ -1,0 +1,39 @@
+//! `provider`: the duplicate window, the in-flight duplicate status and refund settlement.
+
+use super::MAX_DURATION;
+use crate::scenario::provider::Provider;
+use crate::scenario::rules::{at_most, fail, positive, probability, Check};
+
+/// The window, the status, then settlement's delay and probability.
+pub(super) fn validate(p: &Provider) -> Check {
+    positive("provider.dedup_window", p.dedup_window)?;
+    at_most("provider.dedup_window", p.dedup_window, MAX_DURATION)?;
+    if !matches!(p.in_flight_duplicate_status, 409 | 422) {
+        return fail(
+            "provider.in_flight_duplicate_status",
+            format!(
+                "invalid value: expected 409 or 422, got {}",
+                p.in_flight_duplicate_status
+            ),
+        );
+    }
+    if let Some(s) = &p.settle {
+        positive("provider.settle.after", s.after)?;
+        at_most("provider.settle.after", s.after, MAX_DURATION)?;
+        probability("provider.settle.fails_probability", s.fails_probability)?;
+        probability(
+            "provider.settle.canceled_probability",
+            s.canceled_probability,
+        )?;
+        if s.fails_probability + s.canceled_probability > 1.0 {
+            return fail(
+                "provider.settle.canceled_probability",
+                format!(
+                    "invalid value: fails_probability + canceled_probability must be at most 1, got {} + {}",
+                    s.fails_probability, s.canceled_probability
+                ),
+            );
+        }
+    }
+    Ok(())
+}
