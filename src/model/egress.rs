@@ -87,6 +87,7 @@ fn through(
                 },
                 idempotent_replayed: false,
                 should_retry: None,
+                retry_after: None,
             }),
             ReportTimeout::Unknown => Delivered::ConnectionLost,
         };

@@ -145,6 +145,8 @@ pub struct Response {
     pub idempotent_replayed: bool,
     /// `Stripe-Should-Retry` header, when present.
     pub should_retry: Option<bool>,
+    /// `Retry-After` header, when present (`provider.retry_after`).
+    pub retry_after: Option<SimTime>,
 }
 
 /// What [`FakeStripe::begin`] decided.
@@ -232,6 +234,7 @@ impl Response {
             },
             idempotent_replayed: false,
             should_retry: None,
+            retry_after: None,
         }
     }
 }
@@ -300,6 +303,10 @@ pub struct FakeStripe {
     dedup_window: SimTime,
     /// Status of the answer to a duplicate of a request still executing: 409 or 422.
     in_flight_status: u16,
+    /// `Retry-After` on 429s and in-progress answers, if any.
+    retry_after: Option<SimTime>,
+    /// Stripe's object lock on concurrent executions on one charge.
+    lock_concurrent: bool,
 }
 
 impl FakeStripe {
@@ -321,6 +328,8 @@ impl FakeStripe {
             kind: ProviderKind::Stripe,
             dedup_window: SimTime::ZERO,
             in_flight_status: 409,
+            retry_after: None,
+            lock_concurrent: false,
         }
     }
 
@@ -339,7 +348,30 @@ impl FakeStripe {
         self.kind = p.kind;
         self.dedup_window = SimTime::from_duration(p.dedup_window);
         self.in_flight_status = p.in_flight_duplicate_status;
+        self.retry_after = p.retry_after.map(SimTime::from_duration);
+        self.lock_concurrent = p.lock_concurrent_requests;
         self
+    }
+
+    /// Adds the account's `Retry-After` to a "try again later" answer.
+    fn later(&self, mut resp: Response) -> Response {
+        resp.retry_after = self.retry_after;
+        resp
+    }
+
+    /// 429 `lock_timeout` with `Stripe-Should-Retry: true`.
+    fn lock_timeout(&self) -> Response {
+        let mut resp = Response::error(
+            429,
+            ErrorType::RateLimitError,
+            Some("lock_timeout"),
+            None,
+            "This object cannot be accessed right now because another API request or Stripe process is \
+             currently accessing it. If you see this error intermittently, retry the request."
+                .to_owned(),
+        );
+        resp.should_retry = Some(true);
+        self.later(resp)
     }
 
     /// The entry a request is recognised by, and how long that entry is kept, per provider kind.
@@ -442,27 +474,17 @@ impl FakeStripe {
     ///   `created = now`, and an [`ExecToken`] is returned for [`FakeStripe::commit`].
     pub fn begin(&mut self, now: SimTime, req: StripeRequest, lock_timeout: bool) -> Begin {
         if self.rate_limited(now) {
-            return Begin::Respond(Response::error(
+            return Begin::Respond(self.later(Response::error(
                 429,
                 ErrorType::RateLimitError,
                 Some("rate_limit"),
                 None,
                 "Too many requests hit the API too quickly. We recommend an exponential backoff of your requests."
                     .to_owned(),
-            ));
+            )));
         }
         if lock_timeout {
-            let mut resp = Response::error(
-                429,
-                ErrorType::RateLimitError,
-                Some("lock_timeout"),
-                None,
-                "This object cannot be accessed right now because another API request or Stripe process is \
-                 currently accessing it. If you see this error intermittently, retry the request."
-                    .to_owned(),
-            );
-            resp.should_retry = Some(true);
-            return Begin::Respond(resp);
+            return Begin::Respond(self.lock_timeout());
         }
         if let Some(resp) = self.validate(&req) {
             return Begin::Respond(resp);
@@ -472,6 +494,9 @@ impl FakeStripe {
             if let Some(resp) = self.idempotency_check(now, key, *retention, &req.params) {
                 return Begin::Respond(resp);
             }
+        }
+        if self.lock_concurrent && self.in_flight.values().any(|c| *c == req.params.charge) {
+            return Begin::Respond(self.lock_timeout());
         }
         self.execs += 1;
         let exec = self.execs;
@@ -683,7 +708,7 @@ impl FakeStripe {
             ));
         }
         match &entry.saved {
-            None if self.kind == ProviderKind::Stripe => Some(Response::error(
+            None if self.kind == ProviderKind::Stripe => Some(self.later(Response::error(
                 self.in_flight_status,
                 ErrorType::IdempotencyError,
                 Some("idempotency_key_in_use"),
@@ -693,14 +718,14 @@ impl FakeStripe {
                      means you submitted twice, and the other request is still going through): {key}. Please \
                      try again later."
                 ),
-            )),
-            None => Some(Response::error(
+            ))),
+            None => Some(self.later(Response::error(
                 self.in_flight_status,
                 ErrorType::IdempotencyError,
                 Some("duplicate_in_progress"),
                 None,
                 "A duplicate of this request is still being processed.".to_owned(),
-            )),
+            ))),
             Some(saved) => {
                 let mut replay = saved.clone();
                 replay.idempotent_replayed = true;
@@ -758,6 +783,7 @@ impl FakeStripe {
             body: Body::Refund(refund),
             idempotent_replayed: false,
             should_retry: None,
+            retry_after: None,
         }
     }
 
@@ -914,6 +940,35 @@ mod tests {
         call(&mut s, ms(800), req(Some("k1"), 100, 6));
         call(&mut s, ms(900), req(Some("k1"), 100, 7));
         assert_eq!(s.refunds_created(), 4);
+    }
+
+    #[test]
+    fn object_lock_answers_a_concurrent_execution_on_the_charge_with_429_lock_timeout() {
+        let p = Provider {
+            lock_concurrent_requests: true,
+            retry_after: Some(std::time::Duration::from_secs(2)),
+            ..Provider::default()
+        };
+        let mut s = FakeStripe::new(DAY, 100).with_provider(&p);
+        s.add_charge("ch_1", 10_000);
+        let t1 = must_execute(&mut s, ms(0), req(None, 2_500, 1));
+        let locked = must_respond(&mut s, ms(10), req(None, 2_500, 2));
+        assert_eq!(locked.status, 429);
+        assert_eq!(locked.error_code(), Some("lock_timeout"));
+        assert_eq!(locked.should_retry, Some(true));
+        assert_eq!(locked.retry_after, Some(SimTime::from_secs(2)));
+        // The same key still executing: the idempotency layer answers first (409).
+        delivered(s.commit(ms(400), t1, RefundStatus::Succeeded, CommitFault::None));
+        let _t3 = must_execute(&mut s, ms(450), req(Some("k"), 100, 3));
+        let busy = must_respond(&mut s, ms(500), req(Some("k"), 100, 4));
+        assert_eq!(busy.status, 409);
+        assert_eq!(busy.retry_after, Some(SimTime::from_secs(2)));
+        // Once nothing executes on the charge, the next request runs.
+        let mut fresh = FakeStripe::new(DAY, 100).with_provider(&p);
+        fresh.add_charge("ch_1", 10_000);
+        call(&mut fresh, ms(0), req(None, 100, 5));
+        call(&mut fresh, ms(1_000), req(None, 100, 6));
+        assert_eq!(fresh.refunds_created(), 2);
     }
 
     #[test]

@@ -76,15 +76,32 @@ pub fn classify(d: &Delivered) -> (u16, &'static str, Option<String>) {
 }
 
 /// stripe-node's `_shouldRetry`: connection errors and timeouts, 409, ≥ 500, and 429 only with
-/// `Stripe-Should-Retry: true`; the header's `false` forbids a retry.
-fn should_retry(d: Option<&Delivered>) -> bool {
+/// `Stripe-Should-Retry: true`; the header's `false` forbids a retry. With `honour_headers`
+/// false (a generic HTTP client) the header is not read: connection errors, 409 and ≥ 500.
+fn should_retry(d: Option<&Delivered>, honour_headers: bool) -> bool {
     match d {
         None | Some(Delivered::ConnectionLost) => true,
         Some(Delivered::Response(Response {
             should_retry: Some(h),
             ..
-        })) => *h,
+        })) if honour_headers => *h,
         Some(Delivered::Response(r)) => r.status == 409 || r.status >= 500,
+    }
+}
+
+/// The longest `Retry-After` an SDK waits for (stripe-node's and stripe-python's cap): 60 s.
+pub const MAX_RETRY_AFTER: SimTime = SimTime::from_secs(60);
+
+/// The wait before a retry: the SDK's backoff, or the answer's `Retry-After` when that is longer
+/// and at most [`MAX_RETRY_AFTER`] (stripe-node's `_getSleepTimeInMS`, stripe-python's
+/// `_sleep_time_seconds`), only when the SDK honours the provider's headers.
+fn retry_wait(backoff: SimTime, d: Option<&Delivered>, honour_headers: bool) -> SimTime {
+    match d {
+        Some(Delivered::Response(Response {
+            retry_after: Some(after),
+            ..
+        })) if honour_headers && *after <= MAX_RETRY_AFTER => backoff.max(*after),
+        _ => backoff,
     }
 }
 
@@ -244,14 +261,18 @@ pub async fn create_refund(
             && !dropped_retry_used
             && try_no >= cfg.max_network_retries
             && cfg.retry_dropped_connection != DroppedConnectionRetry::Off;
-        if dropped_retry || (try_no < cfg.max_network_retries && should_retry(got.as_ref())) {
+        let honour = cfg.honour_retry_headers;
+        if dropped_retry || (try_no < cfg.max_network_retries && should_retry(got.as_ref(), honour))
+        {
             dropped_retry_used |= dropped_retry;
             // Keyed by (ticket, attempt, executor try, SDK retry), not by a run-wide counter,
             // so a change elsewhere in the run never moves this draw.
             let mut backoff_rng = w.ticket_stream("sdk_backoff", ticket, entity);
             try_no += 1;
             let u = dist::uniform(&mut backoff_rng, 0.0, 1.0);
-            w.sim.sleep(backoff(try_no, u)).await;
+            w.sim
+                .sleep(retry_wait(backoff(try_no, u), got.as_ref(), honour))
+                .await;
             continue;
         }
         let text = format!("stripe {outcome} (HTTP {status})");
@@ -280,8 +301,8 @@ mod tests {
 
     #[test]
     fn retry_rules() {
-        assert!(should_retry(None));
-        assert!(should_retry(Some(&Delivered::ConnectionLost)));
+        assert!(should_retry(None, true));
+        assert!(should_retry(Some(&Delivered::ConnectionLost), true));
         let resp = |status, should_retry| {
             Delivered::Response(Response {
                 status,
@@ -293,13 +314,50 @@ mod tests {
                 },
                 idempotent_replayed: false,
                 should_retry,
+                retry_after: None,
             })
         };
-        assert!(should_retry(Some(&resp(409, None))));
-        assert!(should_retry(Some(&resp(500, None))));
-        assert!(!should_retry(Some(&resp(429, None))));
-        assert!(should_retry(Some(&resp(429, Some(true)))));
-        assert!(!should_retry(Some(&resp(500, Some(false)))));
-        assert!(!should_retry(Some(&resp(400, None))));
+        assert!(should_retry(Some(&resp(409, None)), true));
+        assert!(should_retry(Some(&resp(500, None)), true));
+        assert!(!should_retry(Some(&resp(429, None)), true));
+        assert!(should_retry(Some(&resp(429, Some(true))), true));
+        assert!(!should_retry(Some(&resp(500, Some(false))), true));
+        assert!(!should_retry(Some(&resp(400, None)), true));
+        // A client that does not read the header: its own rule.
+        assert!(!should_retry(Some(&resp(429, Some(true))), false));
+        assert!(should_retry(Some(&resp(500, Some(false))), false));
+        assert!(should_retry(Some(&resp(409, None)), false));
+    }
+
+    #[test]
+    fn retry_after_lengthens_the_wait_up_to_60_s_when_honoured() {
+        let with = |after: u64| {
+            Delivered::Response(Response {
+                status: 429,
+                body: Body::Error {
+                    kind: ErrorType::RateLimitError,
+                    code: None,
+                    param: None,
+                    message: String::new(),
+                },
+                idempotent_replayed: false,
+                should_retry: Some(true),
+                retry_after: Some(SimTime::from_secs(after)),
+            })
+        };
+        let b = SimTime::from_millis(500);
+        assert_eq!(retry_wait(b, Some(&with(10)), true), SimTime::from_secs(10));
+        assert_eq!(retry_wait(b, Some(&with(60)), true), SimTime::from_secs(60));
+        assert_eq!(
+            retry_wait(b, Some(&with(61)), true),
+            b,
+            "over the cap: ignored"
+        );
+        assert_eq!(retry_wait(b, Some(&with(10)), false), b, "not honoured");
+        assert_eq!(
+            retry_wait(SimTime::from_secs(20), Some(&with(10)), true),
+            SimTime::from_secs(20)
+        );
+        assert_eq!(retry_wait(b, None, true), b);
     }
 }

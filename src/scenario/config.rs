@@ -970,6 +970,13 @@ pub struct StripeClient {
     /// fixed it) or `with_key` (the fixed version: the retry carries the call's key).
     #[serde(default = "reset_retry_off")]
     pub retry_dropped_connection: DroppedConnectionRetry,
+    /// Whether the SDK honours the provider's retry headers, as stripe-node and stripe-python
+    /// do: `Stripe-Should-Retry` decides (`true` retries even a 429, `false` forbids a retry),
+    /// and a `Retry-After` of up to 60 s is the least wait before the retry. `false` is a generic
+    /// HTTP client's retry: connection errors, 409 and 5xx, never a 429, with its own backoff.
+    /// Default: true.
+    #[serde(default = "yes")]
+    pub honour_retry_headers: bool,
 }
 
 /// The SDK's key on network retries (see `StripeClient::key`).
@@ -1014,6 +1021,7 @@ impl Default for StripeClient {
             timeout: default_sdk_timeout(),
             key: SdkKey::Reuse,
             retry_dropped_connection: DroppedConnectionRetry::Off,
+            honour_retry_headers: true,
         }
     }
 }

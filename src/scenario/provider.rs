@@ -27,6 +27,25 @@ pub struct Provider {
     /// validation failure takes it for a definite "nothing was done".
     #[serde(default = "default_in_flight_status")]
     pub in_flight_duplicate_status: u16,
+    /// The `Retry-After` header (whole seconds) on the answers that say "try again later": 429s
+    /// (`rate_limit`, `lock_timeout`) and the answer to a duplicate still in progress. SDKs that
+    /// honour it (`refunds_service.stripe_client.honour_retry_headers`) wait at least that long,
+    /// up to 60 s, before their retry. At most 1 hour. Default: not sent (Stripe does not
+    /// document one).
+    #[serde(
+        default,
+        with = "humantime_serde::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub retry_after: Option<Duration>,
+    /// Stripe's object lock: a request that would execute on a charge while another request on
+    /// the same charge is executing gets 429 `lock_timeout` with `Stripe-Should-Retry: true`,
+    /// nothing saved (a request with the same key is answered by the idempotency layer first).
+    /// Default: false, so the incident's numbers stay as calibrated; `stripe.faults.lock_timeout`
+    /// injects the same answer at random.
+    #[serde(default)]
+    pub lock_concurrent_requests: bool,
     /// Refund status transitions after the 200: a refund created `pending` settles later, to
     /// `succeeded` or (with `pending_fails_probability`) to `failed`, when no money moves after
     /// all. Default: no transitions (a refund keeps the status it was created with).
@@ -101,6 +120,8 @@ impl Default for Provider {
             kind: ProviderKind::Stripe,
             dedup_window: default_dedup_window(),
             in_flight_duplicate_status: default_in_flight_status(),
+            retry_after: None,
+            lock_concurrent_requests: false,
             settle: None,
         }
     }

@@ -17,6 +17,13 @@ pub(super) fn validate(p: &Provider) -> Check {
             ),
         );
     }
+    if let Some(r) = p.retry_after {
+        at_most(
+            "provider.retry_after",
+            r,
+            std::time::Duration::from_secs(3600),
+        )?;
+    }
     if let Some(s) = &p.settle {
         positive("provider.settle.after", s.after)?;
         at_most("provider.settle.after", s.after, MAX_DURATION)?;
