@@ -4,9 +4,45 @@
 use std::time::Duration;
 
 use crate::scenario::{
-    AppliesTo, Cancellation, KeyMode, KeyRotation, LatencyDist, OnTimeout, ProbeAfter,
+    AppliesTo, Cancellation, DroppedConnectionRetry, KeyMode, KeyRotation, LatencyDist,
+    OnKeyConflict, OnPendingRow, OnTimeout, OnUnknownOutcome, ProbeAfter, ProviderKind,
     ReportTimeout, Scenario, StatusSource, UnknownOutcomeRecord,
 };
+
+/// The mitigation that matches the world's provider, so a key-based fix means the same thing on
+/// every provider (issue "providers, deliveries and failures"):
+///
+/// - **Stripe**: nothing more; its `Idempotency-Key` carries the per-ticket key.
+/// - **Business id**: the service sends one business id per logical refund (`business_id:
+///   per_ticket`): the provider's dedup on it then does what Stripe's key does.
+/// - **Keys ignored, or a duplicate window**: no key can protect a retry at the provider, so
+///   the service dedups itself: a pending row per ticket whose second request waits for the
+///   first (`local_dedup`, `on_pending_row: wait`), a look at the charge's refunds before each
+///   create (`lookup_before_create`: a crash may have lost a committed call), a lookup after an
+///   unknown outcome (`on_unknown_outcome: lookup`), a status source that asks the provider
+///   (`status_source: provider`), no SDK network retries nor stripe-node's retry of a dropped
+///   connection (they would resend with a key the provider ignores), and no `abort_in_flight`
+///   (the service would forget a call the provider may still commit).
+pub fn provider_mitigation(s: &mut Scenario) {
+    let svc = &mut s.refunds_service;
+    match s.provider.kind {
+        ProviderKind::Stripe => {}
+        ProviderKind::BusinessId => svc.business_id = KeyMode::PerTicket,
+        ProviderKind::KeysIgnored | ProviderKind::DedupWindow => {
+            svc.local_dedup = true;
+            svc.lookup_before_create = true;
+            svc.on_pending_row = OnPendingRow::Wait;
+            svc.on_unknown_outcome = OnUnknownOutcome::Lookup;
+            svc.on_key_conflict = OnKeyConflict::Lookup;
+            svc.status_source = StatusSource::Provider;
+            svc.stripe_client.max_network_retries = 0;
+            svc.stripe_client.retry_dropped_connection = DroppedConnectionRetry::Off;
+            // An abort makes the service forget a call the provider may still commit, and
+            // nothing at the provider would recognise the next try.
+            no_abort_in_flight(s);
+        }
+    }
+}
 
 /// The incident: no key, timeout reported as an error, retry once on any tool, compliant model,
 /// no drift. Leaves the world's timeout, pool and faults as generated.
@@ -86,6 +122,7 @@ pub fn full_fix(s: &mut Scenario) {
     s.humans.check_probability = 1.0;
     s.humans.check_service_status = true;
     median_at_least(&mut s.humans.pickup_delay, Duration::from_secs(600));
+    provider_mitigation(s);
 }
 
 /// The headline claim's premise, as `policies/keys-and-probe.json` states it: a per-ticket key
@@ -115,7 +152,41 @@ pub fn keys_and_probe(s: &mut Scenario) {
     s.humans.check_probability = 1.0;
     s.humans.check_service_status = true;
     median_at_least(&mut s.humans.pickup_delay, Duration::from_secs(600));
+    provider_mitigation(s);
 }
+
+/// [`keys_and_probe`] without [`provider_mitigation`]: the claim's premise as written for
+/// Stripe, applied whatever the provider.
+pub fn keys_and_probe_unmitigated(s: &mut Scenario) {
+    let kind = s.provider.kind;
+    s.provider.kind = ProviderKind::Stripe;
+    keys_and_probe(s);
+    s.provider.kind = kind;
+}
+
+/// The provider mitigations' twins: a world on another provider under the claim's policy with
+/// its matching mitigation taken away (or a part of it), each of which breaks it.
+pub const PROVIDER_TWINS: &[(&str, Policy)] = &[
+    ("keys ignored, no service-side dedup", |s| {
+        s.provider.kind = ProviderKind::KeysIgnored;
+        keys_and_probe_unmitigated(s);
+    }),
+    ("duplicate window, no service-side dedup", |s| {
+        s.provider.kind = ProviderKind::DedupWindow;
+        keys_and_probe_unmitigated(s);
+    }),
+    ("business id per attempt", |s| {
+        s.provider.kind = ProviderKind::BusinessId;
+        keys_and_probe(s);
+        s.refunds_service.business_id = KeyMode::PerAttempt;
+    }),
+    ("keys ignored, crashes, no lookup before create", |s| {
+        s.provider.kind = ProviderKind::KeysIgnored;
+        keys_and_probe(s);
+        s.refunds_service.lookup_before_create = false;
+        s.refunds_service.crash_after_provider_ok = 1.0;
+    }),
+];
 
 /// The claim's twins: [`keys_and_probe`] with one thing changed, each of which breaks it.
 pub const CLAIM_TWINS: &[(&str, Policy)] = &[

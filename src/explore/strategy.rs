@@ -24,6 +24,8 @@ pub mod layer_names {
     pub const FRAMEWORK: &str = "framework_retry";
     /// The proxy layer, between `executor` and `refunds_service`.
     pub const PROXY: &str = "sidecar";
+    /// The run-level retry layer, above `model_retry`.
+    pub const RUN: &str = "agent_run";
 }
 
 /// One generated case: a scenario (recorded tickets, explicit knobs) run under a seeded tie-break.
@@ -256,6 +258,98 @@ pub(crate) fn layer_json(kind: &str, d: &LayerDraw, lat: &[u64]) -> serde_json::
     v
 }
 
+/// The provider and the failures beyond the happy path (issue "providers, deliveries and
+/// failures"), drawn per case; each part shrinks toward off (Stripe, no failure).
+#[derive(Clone, Debug)]
+pub(crate) struct ProviderDraw {
+    kind: &'static str,
+    dedup_window_ms: u64,
+    in_flight_status: u16,
+    business_id: &'static str,
+    retry_after_ms: Option<u64>,
+    lock_concurrent: bool,
+    local_dedup: Option<&'static str>,
+    crash: Option<f64>,
+    llm_error: Option<(f64, LayerDraw, bool)>,
+}
+
+fn provider_draw() -> impl Strategy<Value = ProviderDraw> {
+    let p = || prop_oneof![Just(1.0), 0.0f64..0.5];
+    (
+        (
+            prop_oneof![
+                4 => Just("stripe"),
+                1 => Just("keys_ignored"),
+                1 => Just("dedup_window"),
+                1 => Just("business_id"),
+            ],
+            1_000u64..=120_000,
+            prop_oneof![Just(409u16), Just(422)],
+            prop_oneof![Just("none"), Just("per_attempt"), Just("per_ticket")],
+        ),
+        (
+            prop::option::weighted(0.2, 0u64..=5_000),
+            prop::bool::weighted(0.2),
+            prop::option::weighted(0.25, prop_oneof![Just("wait"), Just("conflict")]),
+        ),
+        prop::option::weighted(0.2, p()),
+        prop::option::weighted(0.2, (p(), layer_draw(), any::<bool>())),
+    )
+        .prop_map(|(a, b, crash, llm)| ProviderDraw {
+            kind: a.0,
+            dedup_window_ms: a.1,
+            in_flight_status: a.2,
+            business_id: a.3,
+            retry_after_ms: b.0,
+            lock_concurrent: b.1,
+            local_dedup: b.2,
+            crash,
+            llm_error: llm,
+        })
+}
+
+/// Adds a [`ProviderDraw`] to a world's JSON: the `provider` section when not plain Stripe, the
+/// service's business id, local dedup and crash, and the model's LLM error after a tool with a
+/// run-level retry ([`layer_names::RUN`]) above the model that retries it (`llm-error` added to
+/// its `retry_on` when the flag says so, or by its default).
+fn add_provider(v: &mut serde_json::Value, pd: &ProviderDraw, lat: &[u64]) {
+    let mut provider = json!({"kind": pd.kind, "dedup_window": ms(pd.dedup_window_ms),
+                              "in_flight_duplicate_status": pd.in_flight_status,
+                              "lock_concurrent_requests": pd.lock_concurrent});
+    if let Some(r) = pd.retry_after_ms {
+        provider["retry_after"] = json!(ms(r));
+    }
+    v["provider"] = provider;
+    v["refunds_service"]["business_id"] = json!(pd.business_id);
+    if let Some(on_pending) = pd.local_dedup {
+        v["refunds_service"]["local_dedup"] = json!(true);
+        v["refunds_service"]["on_pending_row"] = json!(on_pending);
+    }
+    if let Some(p) = pd.crash {
+        v["refunds_service"]["crash_after_provider_ok"] = json!(p);
+    }
+    if let Some((p, layer, add_llm)) = &pd.llm_error {
+        v["agent"]["llm_error_after_tool"] = json!(p);
+        let mut l = layer_json("run_retry", layer, lat);
+        if *add_llm {
+            if let Some(on) = l.get_mut("retry_on").and_then(|o| o.as_array_mut()) {
+                on.push(json!("llm-error"));
+            }
+        }
+        v["layers"][layer_names::RUN] = l;
+        let mut stack: Vec<serde_json::Value> = match v.get("stack") {
+            Some(serde_json::Value::Array(s)) => s.clone(),
+            _ => ["model_retry", "executor", "refunds_service", "sdk"]
+                .iter()
+                .map(|s| json!(s))
+                .collect(),
+        };
+        stack.insert(0, json!(layer_names::RUN));
+        v["schema_version"] = json!(2);
+        v["stack"] = json!(stack);
+    }
+}
+
 /// Builds the scenario file text of a case, so every generated world is a valid, loadable file.
 fn build(
     tickets: &[(u64, u64, u64)],
@@ -263,6 +357,7 @@ fn build(
     lat: &[u64],
     s: &Swarm,
     st: &StackDraw,
+    pd: &ProviderDraw,
 ) -> Scenario {
     let tickets: Vec<_> = tickets
         .iter()
@@ -322,6 +417,7 @@ fn build(
         v["schema_version"] = json!(2);
         v["stack"] = json!(stack);
     }
+    add_provider(&mut v, pd, lat);
     load_str(&v.to_string(), "generated").expect("generated worlds are valid scenarios")
 }
 
@@ -348,10 +444,11 @@ pub fn world() -> impl Strategy<Value = Case> {
         bounds::TIMEOUT_MS,
         swarm(),
         stack_draw(),
+        provider_draw(),
     )
-        .prop_flat_map(|(tickets, timeout, s, st)| {
+        .prop_flat_map(|(tickets, timeout, s, st, pd)| {
             latencies(timeout).prop_map(move |lat| Case {
-                scenario: build(&tickets, timeout, &lat, &s, &st),
+                scenario: build(&tickets, timeout, &lat, &s, &st, &pd),
             })
         })
 }

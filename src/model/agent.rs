@@ -62,6 +62,7 @@ pub async fn handle_ticket(w: Rc<World>, t: Ticket) {
     let mut turn = TurnState {
         attempt: 0,
         amount: t.amount_cents,
+        awaiting_result: false,
     };
     let run = w
         .layers_at(Position::AboveModel)
@@ -100,6 +101,26 @@ pub async fn handle_ticket(w: Rc<World>, t: Ticket) {
         let ids = Ids::attempt(t.id, turn.attempt);
         if matches!(end, TurnEnd::TimedOut) {
             let after_ns = layer.per_try_timeout.map_or(0, |d| d.as_nanos() as u64);
+            if std::mem::take(&mut turn.awaiting_result) {
+                // The dropped turn's tool call never answered the model: the run's timeout is
+                // its result (a failure, or an unknown outcome with `on_timeout: unknown`).
+                let unknown = layer.on_timeout == ReportTimeout::Unknown;
+                w.record(
+                    ids,
+                    EventKind::ToolResult {
+                        outcome: if unknown {
+                            Outcome::Info
+                        } else {
+                            Outcome::Fail
+                        },
+                        shown: format!(
+                            "{{ error: \"agent run timed out after {}ms ({name})\" }}",
+                            after_ns / 1_000_000
+                        ),
+                        refund_id: None,
+                    },
+                );
+            }
             w.record(
                 ids,
                 EventKind::LayerTimeout {
@@ -142,6 +163,9 @@ pub async fn handle_ticket(w: Rc<World>, t: Ticket) {
 struct TurnState {
     attempt: u32,
     amount: u64,
+    /// A tool call of `attempt` is out and its result not yet recorded (when a run-level
+    /// timeout drops the turn, the run records that call's result itself).
+    awaiting_result: bool,
 }
 
 /// How one agent turn ended.
@@ -259,6 +283,7 @@ async fn run_turn(
                 amount_cents: turn.amount,
             },
         );
+        turn.awaiting_result = true;
         // Without framework layers the call goes straight to the executor (what `call_via`
         // does then too), without boxing a future per call.
         let reply = if w.layers_at(Position::AroundTool).is_empty() {
@@ -274,6 +299,7 @@ async fn run_turn(
         } else {
             framework_retry::call_via(w.clone(), t.id, turn.attempt, turn.amount, via.clone()).await
         };
+        turn.awaiting_result = false;
         if reply.outcome == Outcome::Ok {
             let llm_error = llm_fails_after_tool(w, t.id, turn.attempt);
             let raised = llm_error

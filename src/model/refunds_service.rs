@@ -232,6 +232,16 @@ async fn handle(
             Claim::Claimed => {}
         }
     }
+    if cfg.lookup_before_create {
+        let found = w
+            .stripe
+            .borrow()
+            .first_money_moving_refund(&World::charge_id(req.ticket))
+            .map(|r| r.id.clone());
+        if let Some(id) = found {
+            return ServiceResult::Refunded(id);
+        }
+    }
     let key = idempotency_key(w, req);
     let Some(permit) = acquire_with_retries(w, req, ids, caller).await else {
         return ServiceResult::error(503, "pool acquire timeout (503)");

@@ -797,6 +797,14 @@ pub struct RefundsService {
     /// once, as a unique constraint on the ticket's row answers). Default: `wait`.
     #[serde(default)]
     pub on_pending_row: OnPendingRow,
+    /// Before sending a create for a ticket whose ledger records no refund, list the charge's
+    /// refunds at the provider (as `GET /v1/refunds?charge=…` would) and answer with a refund
+    /// that moves money if there is one: "check before act", for a provider that has no
+    /// idempotency keys and a service that may have forgotten a call (a crash before its ledger
+    /// write). Only a refund the provider has committed is listed, so without `local_dedup` two
+    /// concurrent requests still both create. Default: false.
+    #[serde(default)]
+    pub lookup_before_create: bool,
     /// Chance, per Stripe call that returned a refund, that the service fails before its ledger
     /// write (a crash, an OOM kill, a failed database write): the refund exists at Stripe, the
     /// ledger does not record it, and the caller's connection drops (it sees a 502). In `[0, 1]`.
@@ -937,6 +945,7 @@ impl Default for RefundsService {
             acquire_retry_backoff: default_acquire_backoff(),
             overhead: default_service_overhead(),
             business_id: KeyMode::None,
+            lookup_before_create: false,
             on_pending_row: OnPendingRow::Wait,
             crash_after_provider_ok: 0.0,
             stripe_client: StripeClient::default(),

@@ -18,6 +18,7 @@ mod pinned_outcomes;
 mod probe;
 mod prop_exhaustive;
 mod prop_holes;
+mod prop_providers;
 mod prop_safety;
 mod recipes;
 mod streaming;

@@ -1,0 +1,115 @@
+//! Providers and failures beyond the happy path as properties: the claim's policy with the
+//! mitigation that matches the world's provider holds on every provider the worlds draw (see
+//! `prop_safety::holds_keys_and_probe_with_retries_allowed_at_every_layer`, whose worlds draw
+//! them); each mitigation's absence has a counterexample that shrinks to at most 3 tickets; and
+//! the worlds do draw the new parts.
+
+use proptest::prelude::*;
+use proptest::strategy::ValueTree;
+use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
+
+use refundsim::explore::{check_case, policy, strategy::world, Case};
+use refundsim::scenario::{LayerKind, ProviderKind, Scenario};
+
+fn runner(cases: u32, seed: u8) -> TestRunner {
+    let config = Config {
+        cases,
+        failure_persistence: None,
+        max_shrink_iters: 4096,
+        ..Config::default()
+    };
+    TestRunner::new_with_rng(
+        config,
+        TestRng::from_seed(RngAlgorithm::ChaCha, &[seed; 32]),
+    )
+}
+
+fn counterexample(twin: fn(&mut Scenario), seed: u8) -> Case {
+    let mut r = runner(512, seed);
+    let result = r.run(
+        &world().prop_map(move |mut c| {
+            twin(&mut c.scenario);
+            c
+        }),
+        |case| check_case(&case).map_err(|v| TestCaseError::fail(v.to_string())),
+    );
+    match result {
+        Err(TestError::Fail(_, minimal)) => minimal,
+        other => panic!("expected a counterexample, got {other:?}"),
+    }
+}
+
+#[test]
+fn breaks_each_provider_mitigation_taken_away_with_a_small_counterexample() {
+    for (i, (name, twin)) in policy::PROVIDER_TWINS.iter().enumerate() {
+        let minimal = counterexample(*twin, 80 + i as u8);
+        let v = check_case(&minimal).expect_err("the shrunk case still fails");
+        assert!(
+            ["at_most_one_refund_per_ticket", "no_over_refund"].contains(&v.invariant.as_str()),
+            "{name}: {v}"
+        );
+        let n = minimal.scenario.arrivals.tickets.len();
+        assert!(n <= 3, "{name}: shrunk to {n} tickets");
+        eprintln!("--- {name}: {v} with {n} ticket(s)\n{}", v.story.join("\n"));
+    }
+}
+
+/// The same twins with the mitigation back hold over the same worlds.
+#[test]
+fn holds_each_provider_with_its_mitigation() {
+    let kinds = [
+        ProviderKind::KeysIgnored,
+        ProviderKind::DedupWindow,
+        ProviderKind::BusinessId,
+    ];
+    for (i, kind) in kinds.into_iter().enumerate() {
+        let mut r = runner(256, 90 + i as u8);
+        let result = r.run(&world(), |mut case: Case| {
+            case.scenario.provider.kind = kind;
+            policy::keys_and_probe(&mut case.scenario);
+            check_case(&case)
+                .map_err(|v| TestCaseError::fail(format!("{v}\n{}", v.story.join("\n"))))
+        });
+        if let Err(e) = result {
+            panic!("{kind:?} under its mitigation: {e}");
+        }
+    }
+}
+
+/// The worlds draw every provider, the service's crash, its unique-constraint conflict, the
+/// LLM error with a run-level retry, the object lock and `Retry-After`.
+#[test]
+fn worlds_draw_providers_and_failures() {
+    let mut r = TestRunner::new_with_rng(
+        Config::default(),
+        TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]),
+    );
+    let strategy = world();
+    let mut kinds = std::collections::BTreeSet::new();
+    let (mut crash, mut conflict, mut llm, mut lock, mut after) = (0, 0, 0, 0, 0);
+    for _ in 0..256 {
+        let s = strategy.new_tree(&mut r).unwrap().current().scenario;
+        kinds.insert(format!("{:?}", s.provider.kind));
+        crash += usize::from(s.refunds_service.crash_after_provider_ok > 0.0);
+        conflict += usize::from(
+            s.refunds_service.local_dedup
+                && s.refunds_service.on_pending_row == refundsim::scenario::OnPendingRow::Conflict,
+        );
+        llm += usize::from(
+            s.agent.llm_error_after_tool > 0.0
+                && s.layers.values().any(|l| l.kind == LayerKind::RunRetry),
+        );
+        lock += usize::from(s.provider.lock_concurrent_requests);
+        after += usize::from(s.provider.retry_after.is_some());
+    }
+    assert_eq!(kinds.len(), 4, "{kinds:?}");
+    for (what, n) in [
+        ("crash", crash),
+        ("conflict", conflict),
+        ("llm", llm),
+        ("lock", lock),
+        ("retry_after", after),
+    ] {
+        assert!(n >= 10, "{what}: {n} of 256");
+    }
+}
