@@ -224,6 +224,16 @@ fn every_recipe_is_flagged_and_its_fix_clears_the_finding() {
             "key-rotated-on-unknown-outcome",
             "refunds_service.rotate_key",
         ),
+        (
+            "duplicate-webhook-delivery",
+            "consumer-without-event-dedup",
+            "deliveries.consumer_dedup",
+        ),
+        (
+            "concurrent-handlers-same-key",
+            "key-conflict-retried-under-new-key",
+            "refunds_service.on_key_conflict",
+        ),
     ];
     let mut shipped: Vec<String> = std::fs::read_dir("scenarios/recipes")
         .unwrap()
