@@ -675,12 +675,15 @@ impl Evaluator {
                         .hit("no_retry_after_do_not_retry", ticket.unwrap_or(0), seq);
                 }
             }
-            EventKind::Escalation { .. } => {
-                m.escalations += 1;
-                if let Some(f) = facts {
+            EventKind::Escalation { .. } => match facts {
+                // Once per ticket: two handlers of one ticket (a duplicate delivery) may both
+                // escalate it.
+                Some(f) => {
+                    m.escalations += u64::from(!f.escalated);
                     f.escalated = true;
                 }
-            }
+                None => m.escalations += 1,
+            },
             EventKind::Human {
                 action:
                     HumanAction::ManualRefund | HumanAction::FoundExisting | HumanAction::RerunTool,

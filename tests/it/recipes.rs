@@ -390,6 +390,30 @@ fn duplicate_deliveries_start_a_second_handler_unless_deduped() {
     ));
     assert!(!text.contains("[handler 2]"), "{text}");
 
+    // Both handlers time out and escalate: one escalation per ticket, and one human takes it
+    // (a helpdesk ticket has one assignee), so ticket 1 gets one manual refund, not two.
+    let both = [
+        webhook,
+        "--set",
+        "executor.timeout=100ms",
+        "--set",
+        "agent.retry.max_retries=0",
+        "--set",
+        "humans.enabled=true",
+    ];
+    let m = run_json(&both);
+    assert_eq!(
+        (m["escalations"].clone(), m["manual_refunds"].clone()),
+        (3.into(), 1.into())
+    );
+    let text = story(&[&["run"][..], &both, &["--ticket", "1"]].concat());
+    assert_eq!(text.matches("escalated to a human").count(), 2, "{text}");
+    assert_eq!(
+        text.matches("human: issued a manual refund").count(),
+        1,
+        "{text}"
+    );
+
     let racing = "scenarios/recipes/concurrent-handlers-same-key.json";
     let text = story(&["run", racing, "--ticket", "1"]);
     for l in [
