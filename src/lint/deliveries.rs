@@ -65,3 +65,61 @@ pub fn key_conflict_retried_under_new_key(s: &Scenario, tool: &ToolFacts) -> Opt
         "set refunds_service.on_key_conflict to \"lookup\" (409 means in progress: look it up)",
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lint::scenario_rules;
+    use crate::scenario::load_str;
+
+    fn findings(extra: &str) -> Vec<(String, Severity, String)> {
+        let text = format!(
+            r#"{{"name":"t","horizon":"1h","arrivals":{{"schedule":[{{"duration":"1m","rate_per_s":1}}]}}{extra}}}"#
+        );
+        let s = load_str(&text, "t.json").unwrap();
+        scenario_rules(&s)
+            .into_iter()
+            .filter(|f| f.id.contains("dedup") || f.id.contains("key-conflict"))
+            .map(|f| (f.id.to_string(), f.severity, f.path))
+            .collect()
+    }
+
+    #[test]
+    fn dedup_rule_is_an_error_without_a_key_a_warning_with_one_and_silent_when_deduped() {
+        let dup = r#","deliveries":{"duplicate_probability":0.1}"#;
+        assert_eq!(
+            findings(dup),
+            [(
+                "consumer-without-event-dedup".into(),
+                Severity::Error,
+                "deliveries.consumer_dedup".into()
+            )]
+        );
+        let keyed = format!(r#"{dup},"refunds_service":{{"idempotency_key":"per_ticket"}}"#);
+        assert_eq!(findings(&keyed)[0].1, Severity::Warning);
+        let deduped = r#","deliveries":{"duplicate_probability":0.1,"consumer_dedup":"event_id"}"#;
+        assert!(findings(deduped).is_empty());
+        assert!(
+            findings("").is_empty(),
+            "exactly-once deliveries: nothing to flag"
+        );
+    }
+
+    #[test]
+    fn key_conflict_rule_needs_a_key_and_retry_new_key() {
+        let racing = r#","refunds_service":{"idempotency_key":"per_ticket","on_key_conflict":"retry_new_key"}"#;
+        assert_eq!(
+            findings(racing),
+            [(
+                "key-conflict-retried-under-new-key".into(),
+                Severity::Error,
+                "refunds_service.on_key_conflict".into()
+            )]
+        );
+        let lookup =
+            r#","refunds_service":{"idempotency_key":"per_ticket","on_key_conflict":"lookup"}"#;
+        assert!(findings(lookup).is_empty());
+        let keyless = r#","refunds_service":{"on_key_conflict":"retry_new_key"}"#;
+        assert!(findings(keyless).is_empty(), "no key, no conflict");
+    }
+}
