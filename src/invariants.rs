@@ -108,6 +108,14 @@ pub struct InvariantResult {
     pub first_ticket: Option<u64>,
 }
 
+/// Metrics left out of the JSON report when 0, so reports of runs without the feature they
+/// count stay as they were.
+const ZERO_SKIPPED: &[&str] = &["duplicate_deliveries", "deliveries_deduped"];
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// Every figure computed from one run's history. Names and units are stable; see
 /// `docs/report.md`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -164,6 +172,14 @@ pub struct Metrics {
     pub max_pool_queue_depth: u64,
     /// Reconciliation alerts raised (tickets flagged).
     pub reconciliation_alerts: u64,
+    /// Second deliveries of a ticket's triggering event (at-least-once delivery), deduped or
+    /// not. Left out of the JSON report when 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub duplicate_deliveries: u64,
+    /// Second deliveries the consumer dropped by event id (`consumer_dedup: event_id`). Left
+    /// out of the JSON report when 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub deliveries_deduped: u64,
     /// Virtual time of the first reconciliation alert, ns.
     pub first_alert_ns: Option<u64>,
     /// Longest time from a duplicate's creation to its alert, ns.
@@ -183,7 +199,12 @@ impl Metrics {
     /// A metric by its report name, as `f64` (for `expect` bounds). `None` for unknown names.
     pub fn get(&self, name: &str) -> Option<f64> {
         let v = serde_json::to_value(self).ok()?;
-        v.get(name)?.as_f64()
+        match v.get(name) {
+            Some(x) => x.as_f64(),
+            // Left out of the JSON when 0 (see the fields).
+            None if ZERO_SKIPPED.contains(&name) => Some(0.0),
+            None => None,
+        }
     }
 }
 
@@ -212,8 +233,9 @@ struct TicketFacts {
     none_probes: Vec<(SimTime, u64)>,
     /// Service calls whose Stripe requests created a money-moving refund.
     refunding_calls: Vec<u64>,
-    /// The last tool result: (attempt, outcome).
-    last_result: Option<(u32, Outcome)>,
+    /// The last tool result of each attempt (two deliveries of a ticket's event run two agent
+    /// turns at once, so the ticket's last result may be the other turn's).
+    last_results: VecMap<u32, Option<Outcome>>,
 }
 
 /// One service call of a ticket.
@@ -547,7 +569,7 @@ impl Evaluator {
                 if let (Some(f), Some(a)) = (facts, attempt) {
                     *f.tool_results.entry(*a) += 1;
                     f.final_ok = *outcome == Outcome::Ok;
-                    f.last_result = Some((*a, *outcome));
+                    *f.last_results.entry(*a) = Some(*outcome);
                     if *outcome == Outcome::Fail {
                         f.fails.push((*a, seq));
                         // Under `probe_status` a failure is shown only when it is one: no call
@@ -665,20 +687,27 @@ impl Evaluator {
                 ..
             } => {
                 m.retries += 1;
-                // A compliant model never retries after "outcome unknown; do not retry".
-                let after_info =
-                    facts.is_some_and(|f| matches!(f.last_result, Some((_, Outcome::Info))));
+                // A compliant model never retries after "outcome unknown; do not retry": the
+                // result the decision reads is its own attempt's.
+                let after_info = facts.is_some_and(|f| {
+                    attempt.is_some_and(|a| {
+                        matches!(f.last_results.get(&a), Some(Some(Outcome::Info)))
+                    })
+                });
                 if self.rules.compliant_model && after_info {
                     self.inv
                         .hit("no_retry_after_do_not_retry", ticket.unwrap_or(0), seq);
                 }
             }
-            EventKind::Escalation { .. } => {
-                m.escalations += 1;
-                if let Some(f) = facts {
+            EventKind::Escalation { .. } => match facts {
+                // Once per ticket: two handlers of one ticket (a duplicate delivery) may both
+                // escalate it.
+                Some(f) => {
+                    m.escalations += u64::from(!f.escalated);
                     f.escalated = true;
                 }
-            }
+                None => m.escalations += 1,
+            },
             EventKind::Human {
                 action:
                     HumanAction::ManualRefund | HumanAction::FoundExisting | HumanAction::RerunTool,
@@ -687,6 +716,13 @@ impl Evaluator {
                 tickets,
                 duplicate_at_ns,
             } => count_alert(m, *t_ns, tickets.len(), duplicate_at_ns),
+            EventKind::Delivered {
+                duplicate: true, ..
+            } => m.duplicate_deliveries += 1,
+            EventKind::DeliveryDeduped { .. } => {
+                m.duplicate_deliveries += 1;
+                m.deliveries_deduped += 1;
+            }
             _ => {}
         }
     }

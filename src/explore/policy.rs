@@ -140,6 +140,10 @@ pub fn keys_and_probe(s: &mut Scenario) {
     s.refunds_service.idempotency_key = KeyMode::PerTicket;
     s.refunds_service.rotate_key = KeyRotation::Never;
     s.refunds_service.new_nonce_after_error = false;
+    // Never rotated includes a key conflict: `retry_new_key` writes a new key on a 409.
+    if s.refunds_service.on_key_conflict == OnKeyConflict::RetryNewKey {
+        s.refunds_service.on_key_conflict = OnKeyConflict::Fail;
+    }
     s.refunds_service.status_source = StatusSource::Ledger;
     s.refunds_service.sdk_timeout_recorded_as = UnknownOutcomeRecord::Unknown;
     s.executor.on_timeout = OnTimeout::ProbeStatus;

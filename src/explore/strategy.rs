@@ -462,3 +462,65 @@ pub fn tie_break(case: &Case) -> Option<&TieBreakConfig> {
 pub fn millis(v: u64) -> Duration {
     Duration::from_millis(v)
 }
+
+// ---- Deliveries (issue 10) ------------------------------------------------------------------
+// Drawn apart from `world()`, so the worlds `world()` generates, and every search pinned on
+// them, stay as they were; `world_with_deliveries()` adds the draw on top.
+
+/// How a generated world delivers each ticket's triggering event, and what its service does
+/// with a key conflict (two handlers racing on one key).
+#[derive(Clone, Debug)]
+pub struct DeliveryDraw {
+    /// `deliveries.duplicate_probability`: 0, 1 or anything between (shrinks toward 0).
+    pub duplicate_probability: f64,
+    /// `deliveries.duplicate_delay` (constant), ms: often within a Stripe call, so the two
+    /// handlers overlap (shrinks toward 1 ms).
+    pub delay_ms: u64,
+    /// `deliveries.consumer_dedup: event_id` (shrinks toward `none`).
+    pub consumer_dedup: bool,
+    /// `refunds_service.on_key_conflict` (shrinks toward `fail`).
+    pub on_key_conflict: &'static str,
+}
+
+/// The deliveries draw of [`world_with_deliveries`].
+pub fn delivery_draw() -> impl Strategy<Value = DeliveryDraw> {
+    (
+        prop_oneof![Just(0.0), Just(1.0), 0.0f64..=1.0],
+        prop_oneof![1u64..=500, bounds::LATENCY_MS],
+        any::<bool>(),
+        prop_oneof![Just("fail"), Just("lookup"), Just("retry_new_key")],
+    )
+        .prop_map(|(p, d, dedup, k)| DeliveryDraw {
+            duplicate_probability: p,
+            delay_ms: d,
+            consumer_dedup: dedup,
+            on_key_conflict: k,
+        })
+}
+
+/// Writes `d` into `s`.
+pub fn apply_deliveries(s: &mut Scenario, d: &DeliveryDraw) {
+    use crate::scenario::{ConsumerDedup, LatencyDist, OnKeyConflict};
+    s.deliveries.duplicate_probability = d.duplicate_probability;
+    s.deliveries.duplicate_delay = LatencyDist::constant(millis(d.delay_ms.max(1)));
+    s.deliveries.consumer_dedup = if d.consumer_dedup {
+        ConsumerDedup::EventId
+    } else {
+        ConsumerDedup::None
+    };
+    s.refunds_service.on_key_conflict = match d.on_key_conflict {
+        "lookup" => OnKeyConflict::Lookup,
+        "retry_new_key" => OnKeyConflict::RetryNewKey,
+        _ => OnKeyConflict::Fail,
+    };
+}
+
+/// [`world`] plus a [`delivery_draw`]: duplicate deliveries of each ticket's event (a second,
+/// concurrent agent run on the ticket, after a delay of 1 ms to 40 s), consumer dedup on or
+/// off, and every `on_key_conflict`.
+pub fn world_with_deliveries() -> impl Strategy<Value = Case> {
+    (world(), delivery_draw()).prop_map(|(mut c, d)| {
+        apply_deliveries(&mut c.scenario, &d);
+        c
+    })
+}

@@ -94,6 +94,23 @@ pub enum EventKind {
         /// Arrival-schedule phase label.
         phase: String,
     },
+    /// The ticket's triggering event (e.g. a helpdesk's `ticket.created` webhook) reached the
+    /// consumer, which started the agent on the ticket. Recorded only when the scenario's
+    /// `deliveries.duplicate_probability` is above 0, so runs without duplicates keep their
+    /// traces.
+    Delivered {
+        /// The event's id, the same on every delivery of it (`evt_{ticket}`).
+        event_id: String,
+        /// Whether this is the sender's second delivery of the event (at-least-once delivery):
+        /// a second, concurrent agent run on the ticket.
+        duplicate: bool,
+    },
+    /// The consumer dropped a second delivery of an event it had seen
+    /// (`deliveries.consumer_dedup: event_id`).
+    DeliveryDeduped {
+        /// The event's id.
+        event_id: String,
+    },
     /// The model called the tool.
     ToolCall {
         /// Tool name.

@@ -9,11 +9,14 @@
 //! `layer-retry-without-stable-key`, `layer-timeout-below-p99`, `key-rotated-on-unknown-outcome`,
 //! `proxy-retry-without-budget`; on what the path does with an unknown outcome
 //! (`src/lint/outcomes.rs`) `abort-in-flight`, `acquire-retries-past-timeout`,
-//! `unknown-outcome-as-failure`, `sdk-timeout-probe-race`; and on tools alone
+//! `unknown-outcome-as-failure`, `sdk-timeout-probe-race`; on deliveries and racing handlers
+//! (`src/lint/deliveries.rs`) `consumer-without-event-dedup`,
+//! `key-conflict-retried-under-new-key`; and on tools alone
 //! `tool-annotations-missing`. A tool list alone only gets tool rules; a policy alone is linted
 //! over the defaults ([`DEFAULTS_BASE`]).
 
 pub mod burst;
+mod deliveries;
 mod error;
 mod finding;
 mod input;

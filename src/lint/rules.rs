@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use super::burst::estimate;
+use super::deliveries::{consumer_without_event_dedup, key_conflict_retried_under_new_key};
 use super::finding::{Finding, Severity};
 use super::layers::{
     key_rotated_on_unknown_outcome, layer_retry_without_stable_key, layer_timeout_below_p99,
@@ -46,6 +47,8 @@ pub fn scenario_rules(s: &Scenario) -> Vec<Finding> {
         let retried_above = model_retries(s, tool) || executor_retries(s) || !s.layers.is_empty();
         out.extend(unknown_outcome_as_failure(s, tool, retried_above));
         out.extend(provider_rules(s, tool, retried_above));
+        out.extend(consumer_without_event_dedup(s, tool));
+        out.extend(key_conflict_retried_under_new_key(s, tool));
     }
     out.extend(timeout_below_burst(s));
     out.extend(layer_timeout_below_p99(s));

@@ -3,6 +3,7 @@
 
 use std::rc::Rc;
 
+use super::deliveries::{self, Delivery};
 use super::dist;
 use super::executor::{call_tool, ToolReply};
 use super::framework_retry;
@@ -45,22 +46,42 @@ pub fn tool_is_idempotent(w: &World) -> bool {
         .is_some_and(|t| t.is_idempotent())
 }
 
-/// One ticket's life in the agent, from opening to a final tool result or escalation.
+/// One ticket's life in the agent, from opening to a final tool result or escalation: its
+/// only delivery (see [`handle_delivery`]).
 pub async fn handle_ticket(w: Rc<World>, t: Ticket) {
-    w.stripe
-        .borrow_mut()
-        .add_charge(&World::charge_id(t.id), t.charge_amount_cents);
-    w.record(
-        Ids::ticket(t.id),
-        EventKind::TicketOpened {
-            amount_cents: t.amount_cents,
-            charge_amount_cents: t.charge_amount_cents,
-            phase: t.phase.clone(),
-        },
-    );
-    let mut rng = w.ticket_stream("agent", t.id, &[]);
+    handle_delivery(w, t, Delivery::first(false)).await;
+}
+
+/// One agent run on a ticket, started by delivery `d` of its triggering event. The first
+/// delivery opens the ticket (its charge, `ticket_opened`); a duplicate delivery's run is a
+/// second, concurrent handler for the same ticket, with attempts from
+/// [`Delivery::attempt_base`] and its own agent stream.
+pub async fn handle_delivery(w: Rc<World>, t: Ticket, d: Delivery) {
+    if d.index == 0 {
+        w.stripe
+            .borrow_mut()
+            .add_charge(&World::charge_id(t.id), t.charge_amount_cents);
+        w.record(
+            Ids::ticket(t.id),
+            EventKind::TicketOpened {
+                amount_cents: t.amount_cents,
+                charge_amount_cents: t.charge_amount_cents,
+                phase: t.phase.clone(),
+            },
+        );
+    }
+    if d.traced {
+        w.record(
+            Ids::ticket(t.id),
+            EventKind::Delivered {
+                event_id: deliveries::event_id(t.id),
+                duplicate: d.index > 0,
+            },
+        );
+    }
+    let mut rng = w.ticket_stream("agent", t.id, &d.stream_ids());
     let mut turn = TurnState {
-        attempt: 0,
+        attempt: d.attempt_base(),
         amount: t.amount_cents,
         awaiting_result: false,
     };
@@ -70,7 +91,7 @@ pub async fn handle_ticket(w: Rc<World>, t: Ticket) {
         .map(|(n, l)| (n.to_string(), (*l).clone()));
     let Some((name, layer)) = run else {
         let end = run_turn(&w, &t, &mut rng, &mut turn, &Via::new(), None).await;
-        return finish(&w, &t, end).await;
+        return finish(&w, &t, end, &d).await;
     };
     let load = w.layer_load(&name);
     let mut n = 0u32;
@@ -139,11 +160,12 @@ pub async fn handle_ticket(w: Rc<World>, t: Ticket) {
                 },
                 other => other,
             };
-            return finish(&w, &t, end).await;
+            return finish(&w, &t, end, &d).await;
         }
         n += 1;
         turn.attempt += 1;
-        let mut brng = w.ticket_stream("layer_backoff", t.id, &[tag(&name), u64::from(n)]);
+        let key = [&[tag(&name), u64::from(n)][..], &d.stream_ids()].concat();
+        let mut brng = w.ticket_stream("layer_backoff", t.id, &key);
         let delay = layers::backoff(&layer, n, dist::uniform(&mut brng, 0.0, 1.0));
         w.record(
             ids,
@@ -197,7 +219,7 @@ enum TurnEnd {
 
 /// Ends a ticket's handling after its last turn: escalates when the model gave up (or when the
 /// last try of a run-level retry raised or timed out; a timed-out turn's escalation says so).
-async fn finish(w: &Rc<World>, t: &Ticket, end: TurnEnd) {
+async fn finish(w: &Rc<World>, t: &Ticket, end: TurnEnd, d: &Delivery) {
     let (ids, outcome, shown) = match end {
         TurnEnd::Done => return,
         TurnEnd::LlmFailed { ids } => {
@@ -242,7 +264,12 @@ async fn finish(w: &Rc<World>, t: &Ticket, end: TurnEnd) {
             text: text.into(),
         },
     );
-    escalate(w, t, ids, shown).await;
+    if d.assign_human() {
+        escalate(w, t, ids, shown).await;
+    } else {
+        // The ticket is already with a human (the other delivery's run escalated it first).
+        w.record(ids, EventKind::Escalation { reason: shown });
+    }
 }
 
 /// Whether the model's LLM call reading turn `attempt`'s successful tool result fails

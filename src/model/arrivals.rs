@@ -7,7 +7,8 @@
 
 use std::rc::Rc;
 
-use super::agent::{handle_ticket, Ticket};
+use super::agent::Ticket;
+use super::deliveries::deliver;
 use super::dist;
 use super::world::World;
 use crate::scenario::TicketSpec;
@@ -49,7 +50,7 @@ pub async fn generate(w: Rc<World>) {
                 }
                 w.sim.sleep_until(t).await;
                 let ticket = draw_ticket(&w, id, label.clone());
-                w.spawn_detached_for(ticket.id, handle_ticket(w.clone(), ticket));
+                deliver(&w, ticket);
                 id += 1;
             }
         }
@@ -76,6 +77,6 @@ async fn explicit(w: Rc<World>, horizon: SimTime) {
             charge_amount_cents: s.charge_amount_cents,
             phase: "recorded".into(),
         };
-        w.spawn_detached_for(t.id, handle_ticket(w.clone(), t));
+        deliver(&w, t);
     }
 }

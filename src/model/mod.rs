@@ -5,6 +5,7 @@ pub mod agent;
 pub mod arrivals;
 pub mod background;
 pub mod caller;
+pub mod deliveries;
 pub mod dist;
 pub mod egress;
 pub mod executor;

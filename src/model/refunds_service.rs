@@ -307,6 +307,7 @@ async fn handle(
             OnKeyConflict::Lookup => lookup(w, req.ticket)
                 .await
                 .map_or(ServiceResult::error(status, e), ServiceResult::Refunded),
+            OnKeyConflict::RetryNewKey => retry_under_new_key(w, req, ids, caller).await,
         },
     }
 }
@@ -323,6 +324,71 @@ fn crashes_before_ledger_write(w: &World, req: &ServiceRequest) -> bool {
     entity.extend(via_ids(&req.via));
     let mut rng = w.ticket_stream("service_crash", req.ticket, &entity);
     dist::chance(&mut rng, p)
+}
+
+/// `on_key_conflict: retry_new_key` (the bug): the service takes the conflict to mean its key
+/// is bad, writes a new nonce for the ticket (a new `per_ticket` key; a `per_attempt` key gets
+/// a `_retry` suffix), waits for a connection again and sends the request once more. Stripe
+/// sees a key it has never seen and makes a new refund, while the request holding the old key
+/// makes its own. Traced as a `layer_retry` of layer `refunds_service` (reason `retriable-4xx`,
+/// try 1, no backoff). The retry's Stripe draws are keyed by a `("key_conflict_retry", 1)` entry
+/// appended to the request's [`Via`].
+async fn retry_under_new_key(
+    w: &Rc<World>,
+    req: &ServiceRequest,
+    ids: Ids,
+    caller: &CallerState,
+) -> ServiceResult {
+    let key = {
+        let mut ledger = w.ledger.borrow_mut();
+        let row = ledger.row(req.ticket);
+        if row.nonce.take().is_some() {
+            row.nonce_generation += 1;
+        }
+        drop(ledger);
+        idempotency_key(w, req).map(|k| match w.cfg.refunds_service.idempotency_key {
+            KeyMode::PerTicket => k,
+            _ => format!("{k}_retry"),
+        })
+    };
+    w.record(
+        ids,
+        EventKind::LayerRetry {
+            layer: "refunds_service".into(),
+            layer_try: 1,
+            reason: "retriable-4xx".into(),
+            backoff_ns: 0,
+        },
+    );
+    let Some(permit) = acquire(w, ids).await else {
+        return ServiceResult::error(503, "pool acquire timeout (503)");
+    };
+    let params = RefundParams {
+        charge: World::charge_id(req.ticket),
+        amount_cents: req.amount_cents,
+        reason: "requested_by_customer",
+        ticket: req.ticket,
+    };
+    let mut via = req.via.clone();
+    via.push(("key_conflict_retry".into(), 1));
+    let (result, _) = create_refund(
+        w.clone(),
+        key,
+        params,
+        ids,
+        req.exec_try,
+        &via,
+        Some(caller),
+    )
+    .await;
+    drop(permit);
+    release(w, ids);
+    match result {
+        CallResult::Refunded(id) => ServiceResult::Refunded(id),
+        CallResult::Failed(status, e) | CallResult::KeyConflict(status, e) => {
+            ServiceResult::error(upstream_status(status), e)
+        }
+    }
 }
 
 /// The service's status for a Stripe failure: 502 for a 5xx or no answer (0), else Stripe's

@@ -12,7 +12,9 @@ use crate::invariants::MAX_LISTED_IDS;
 use crate::sim::SimTime;
 
 fn ordinal(attempt: u32) -> String {
+    use crate::model::deliveries::DUPLICATE_ATTEMPT_BASE;
     match attempt {
+        n if n >= DUPLICATE_ATTEMPT_BASE => ordinal(n - DUPLICATE_ATTEMPT_BASE),
         0 => "FIRST".into(),
         1 => "SECOND".into(),
         2 => "THIRD".into(),
@@ -181,6 +183,20 @@ fn line(
         EventKind::Human {
             action: HumanAction::RerunTool,
         } => "human: re-ran the refund tool through the refunds service".into(),
+        EventKind::Delivered {
+            event_id,
+            duplicate: false,
+        } => format!("webhook: ticket.created {event_id} delivered, agent started"),
+        EventKind::Delivered {
+            event_id,
+            duplicate: true,
+        } => format!(
+            "webhook: ticket.created {event_id} delivered AGAIN (at-least-once), \
+             a second agent handler started"
+        ),
+        EventKind::DeliveryDeduped { event_id } => {
+            format!("webhook: ticket.created {event_id} delivered again, dropped (event id already seen)")
+        }
         _ => return None,
     })
 }
@@ -263,7 +279,12 @@ pub fn story(history: &History, ticket: u64, origin: Option<SystemTime>) -> Vec<
             sdk_tries.insert(call, *sdk_try);
         }
         if let Some(l) = line(e, &attempts, &sdk_tries) {
-            lines.push(format!("{}  {l}", clock_time(origin, e.t_ns)));
+            // The second handler's lines (a duplicate delivery's agent run) are marked.
+            let mark = match e.attempt {
+                Some(a) if a >= crate::model::deliveries::DUPLICATE_ATTEMPT_BASE => "[handler 2] ",
+                _ => "",
+            };
+            lines.push(format!("{}  {mark}{l}", clock_time(origin, e.t_ns)));
         }
     }
     lines

@@ -65,6 +65,15 @@ pub fn summary(r: &RunReport, origin: Option<SystemTime>, recon_enabled: bool) -
 /// Tickets, calls, retries and what became of the money.
 fn counts(rows: &mut Rows, m: &Metrics) {
     rows.row("tickets", m.tickets.to_string());
+    if m.duplicate_deliveries > 0 {
+        rows.row(
+            "duplicate deliveries",
+            format!(
+                "{} (deduped by event id {})",
+                m.duplicate_deliveries, m.deliveries_deduped
+            ),
+        );
+    }
     rows.row("tool calls", m.tool_calls.to_string());
     rows.row("executor timeouts", m.executor_timeouts.to_string());
     rows.row("retries", m.retries.to_string());

@@ -12,6 +12,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::deliveries::Deliveries;
 pub use super::latency::{LatencyDist, LatencyScript, RequestKey, MAX_EMPIRICAL_SAMPLES};
 use super::layers::RetryLayer;
 use super::provider::Provider;
@@ -54,6 +55,10 @@ pub struct Scenario {
     pub clock_origin: Option<String>,
     /// Refund tickets: a rate schedule or an explicit list.
     pub arrivals: Arrivals,
+    /// How each ticket's triggering event reaches the agent: duplicate deliveries and consumer
+    /// dedup (see [`Deliveries`]). Default: every event delivered once.
+    #[serde(default, skip_serializing_if = "Deliveries::is_default")]
+    pub deliveries: Deliveries,
     /// Other requests that share the refunds service's connection pool. Default: none.
     #[serde(default)]
     pub background_load: BackgroundLoad,
@@ -685,8 +690,13 @@ pub enum KeyMode {
 pub enum OnKeyConflict {
     /// Report an error to the caller.
     Fail,
-    /// Look up the charge's refunds and answer with the one found.
+    /// Look up the charge's refunds and answer with the one found ("409 means in progress,
+    /// look it up": the mitigation).
     Lookup,
+    /// Write a new nonce for the ticket and send the request again, once, under the new key:
+    /// the bug in real reports of two handlers racing on one key, where the loser treats the
+    /// 409 as "my key is bad" and starts over. Stripe sees a new refund.
+    RetryNewKey,
 }
 
 fn key_conflict_fail() -> OnKeyConflict {
@@ -739,7 +749,8 @@ pub struct RefundsService {
     /// What the service does when Stripe answers a key conflict — 409 `idempotency_key_in_use`
     /// or 400 `idempotency_error`. `fail` reports an error (default); `lookup` treats it as "a
     /// request with this key is or was in progress" and polls the charge's refunds (every 1 s,
-    /// up to 60 s), answering with the refund found.
+    /// up to 60 s), answering with the refund found; `retry_new_key` writes a new nonce and
+    /// sends the request again under the new key (the bug of two handlers racing on one key).
     #[serde(default = "key_conflict_fail")]
     pub on_key_conflict: OnKeyConflict,
     /// A bug seen in the wild: after a failed request the service writes a new nonce, so the

@@ -3,6 +3,7 @@
 mod bound_rules;
 pub mod budget;
 mod config;
+mod deliveries;
 mod dupkeys;
 mod error;
 mod latency;
@@ -19,6 +20,7 @@ mod test_support;
 mod validate;
 
 pub use config::*;
+pub use deliveries::{ConsumerDedup, Deliveries};
 pub use error::{Location, ScenarioError, ValidationError};
 pub use layers::{
     compiled, layers_at, stack_of, Backoff, BackoffKind, Jitter, LayerKind, Position,

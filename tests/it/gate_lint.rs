@@ -254,6 +254,16 @@ fn every_recipe_is_flagged_and_its_fix_clears_the_finding() {
             "layer-retry-without-stable-key",
             "layers.agent_run.max_retries",
         ),
+        (
+            "duplicate-webhook-delivery",
+            "consumer-without-event-dedup",
+            "deliveries.consumer_dedup",
+        ),
+        (
+            "concurrent-handlers-same-key",
+            "key-conflict-retried-under-new-key",
+            "refunds_service.on_key_conflict",
+        ),
     ];
     let mut shipped: Vec<String> = std::fs::read_dir("scenarios/recipes")
         .unwrap()

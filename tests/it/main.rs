@@ -16,6 +16,7 @@ mod invariants;
 mod latency_script;
 mod pinned_outcomes;
 mod probe;
+mod prop_deliveries;
 mod prop_exhaustive;
 mod prop_holes;
 mod prop_providers;

@@ -21,6 +21,8 @@ const RECIPES: &[(&str, u64, u64)] = &[
     ("unique-constraint-conflict", 3, 3),
     ("crash-after-provider-ok", 4, 4),
     ("run-level-retry-replays-tools", 3, 3),
+    ("duplicate-webhook-delivery", 3, 3),
+    ("concurrent-handlers-same-key", 3, 3),
 ];
 
 #[test]
@@ -348,4 +350,110 @@ fn an_idle_layer_changes_no_draw() {
     ] {
         assert_eq!(idle[m], bare[m], "{m}");
     }
+}
+
+/// A duplicate webhook delivery starts a second handler, whose refund is a second refund; the
+/// consumer's event-id dedup drops it. Two handlers at once with one key: the loser's 409 is
+/// retried under a new key (two refunds) or looked up (one).
+#[test]
+fn duplicate_deliveries_start_a_second_handler_unless_deduped() {
+    let story = |args: &[&str]| {
+        let out = refundsim().args(args).output().unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let webhook = "scenarios/recipes/duplicate-webhook-delivery.json";
+    let text = story(&["run", webhook, "--ticket", "1"]);
+    for l in [
+        "00:00:00.000  webhook: ticket.created evt_1 delivered, agent started",
+        "00:00:30.000  webhook: ticket.created evt_1 delivered AGAIN (at-least-once), a second agent handler started",
+        "00:00:30.439  [handler 2] stripe: refund re_00000002 created, $42.00 succeeded (for the FIRST call)",
+    ] {
+        assert!(text.contains(l), "{l}\n{text}");
+    }
+    let fixed = run_json(&[
+        webhook,
+        "--policy",
+        "policies/recipes/duplicate-webhook-delivery.fix.json",
+    ]);
+    assert_eq!(
+        (
+            fixed["duplicate_deliveries"].clone(),
+            fixed["deliveries_deduped"].clone(),
+            fixed["refunds_created"].clone()
+        ),
+        (3.into(), 3.into(), 3.into())
+    );
+    let text = story(&[
+        "run",
+        webhook,
+        "--policy",
+        "policies/recipes/duplicate-webhook-delivery.fix.json",
+        "--ticket",
+        "1",
+    ]);
+    assert!(text.contains(
+        "00:00:30.000  webhook: ticket.created evt_1 delivered again, dropped (event id already seen)"
+    ));
+    assert!(!text.contains("[handler 2]"), "{text}");
+
+    // Both handlers time out and escalate: one escalation per ticket, and one human takes it
+    // (a helpdesk ticket has one assignee), so ticket 1 gets one manual refund, not two.
+    let both = [
+        webhook,
+        "--set",
+        "executor.timeout=100ms",
+        "--set",
+        "agent.retry.max_retries=0",
+        "--set",
+        "humans.enabled=true",
+    ];
+    let m = run_json(&both);
+    assert_eq!(
+        (m["escalations"].clone(), m["manual_refunds"].clone()),
+        (3.into(), 1.into())
+    );
+    let text = story(&[&["run"][..], &both, &["--ticket", "1"]].concat());
+    assert_eq!(text.matches("escalated to a human").count(), 2, "{text}");
+    assert_eq!(
+        text.matches("human: issued a manual refund").count(),
+        1,
+        "{text}"
+    );
+
+    let racing = "scenarios/recipes/concurrent-handlers-same-key.json";
+    let text = story(&["run", racing, "--ticket", "1"]);
+    for l in [
+        "00:00:00.269  [handler 2] stripe: POST /v1/refunds for call #2 → 409 idempotency_key_in_use",
+        "00:00:00.269  [handler 2] refunds_service: retriable-4xx, retrying (try 2) after 0.000s",
+        "00:00:02.269  [handler 2] stripe: refund re_00000002 created, $42.00 succeeded (for the FIRST call)",
+    ] {
+        assert!(text.contains(l), "{l}\n{text}");
+    }
+    let looked_up = run_json(&[racing, "--set", "refunds_service.on_key_conflict=lookup"]);
+    assert_eq!(looked_up["refunds_created"], 3);
+    assert_eq!(looked_up["false_failures"], 0);
+    assert_eq!(looked_up["escalations"], 0);
+    // `fail` keeps the money right too, but the loser's model escalates a refunded ticket.
+    let failed = run_json(&[racing, "--set", "refunds_service.on_key_conflict=fail"]);
+    assert_eq!(failed["refunds_created"], 3);
+    assert_eq!(failed["escalations"], 3);
+}
+
+/// Without duplicates, `deliveries` changes nothing: a probability of 0 gives the run it gave
+/// before (the same JSON report, no `duplicate_deliveries` key).
+#[test]
+fn deliveries_at_probability_zero_change_nothing() {
+    let mut plain = run_json(&["scenarios/recipes/key-rotated-on-unknown.json"]);
+    let mut zero = run_json(&[
+        "scenarios/recipes/key-rotated-on-unknown.json",
+        "--set",
+        "deliveries.duplicate_probability=0",
+        "--set",
+        "deliveries.consumer_dedup=event_id",
+    ]);
+    // The replay command names the `--set`s; everything else is the same.
+    plain["replay"] = serde_json::Value::Null;
+    zero["replay"] = serde_json::Value::Null;
+    assert_eq!(plain, zero);
+    assert!(plain.get("duplicate_deliveries").is_none());
 }

@@ -6,6 +6,7 @@
 mod agent;
 mod arrivals;
 mod background;
+mod deliveries;
 mod executor;
 mod expect;
 mod exploration;
@@ -50,6 +51,8 @@ pub const METRICS: &[&str] = &[
     "conservation_violations",
     "max_pool_queue_depth",
     "reconciliation_alerts",
+    "duplicate_deliveries",
+    "deliveries_deduped",
 ];
 
 /// Longest allowed horizon: 30 days.
@@ -111,6 +114,7 @@ pub fn validate(s: &Scenario) -> Result<(), ValidationError> {
     header(s)?;
     arrivals::validate(s)?;
     background::validate(s)?;
+    deliveries::validate(s)?;
     super::budget::check_budget(s)?;
     agent::validate(s)?;
     executor::validate(&s.executor)?;

@@ -263,3 +263,45 @@ fn probe_interval_and_timeout_have_a_physical_minimum() {
         assert_eq!(validate(&s), Ok(()), "{ok}");
     }
 }
+
+#[test]
+fn deliveries_are_checked_by_path() {
+    rejects(
+        &with(r#"{"deliveries":{"duplicate_probability":1.5}}"#),
+        &[
+            "deliveries.duplicate_probability",
+            "expected a probability in [0, 1], got 1.5",
+        ],
+    );
+    rejects(
+        &with(r#"{"deliveries":{"duplicate_delay":{"p50":"2s","p99":"1s"}}}"#),
+        &["deliveries.duplicate_delay.p99", "≥ p50 (2s), got 1s"],
+    );
+    rejects(
+        &with(r#"{"deliveries":{"consumer_dedup":"by_id"}}"#),
+        &["deliveries.consumer_dedup", "`none`", "`event_id`"],
+    );
+    rejects(
+        &with(r#"{"deliveries":{"duplicate_probabilty":0.5}}"#),
+        &["deliveries.duplicate_probabilty", "unknown field"],
+    );
+    rejects(
+        &with(r#"{"refunds_service":{"on_key_conflict":"retry"}}"#),
+        &["refunds_service.on_key_conflict", "`retry_new_key`"],
+    );
+    let s = load_str(
+        &with(r#"{"deliveries":{"duplicate_probability":0.25,"consumer_dedup":"event_id"}}"#),
+        "x.json",
+    )
+    .unwrap();
+    assert_eq!(s.deliveries.duplicate_probability, 0.25);
+    assert_eq!(
+        s.deliveries.consumer_dedup,
+        crate::scenario::ConsumerDedup::EventId
+    );
+    // At its defaults the section is left out of `show`, so old outputs stay as they were.
+    let plain = load_str(MINIMAL, "x.json").unwrap();
+    assert!(plain.deliveries.is_default());
+    let shown = serde_json::to_value(&plain).unwrap();
+    assert!(shown.get("deliveries").is_none());
+}

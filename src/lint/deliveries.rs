@@ -1,0 +1,125 @@
+//! Rules on how the ticket's triggering event reaches the agent (`deliveries`) and on what the
+//! service does when two handlers race on one key: `consumer-without-event-dedup`,
+//! `key-conflict-retried-under-new-key`.
+
+use super::finding::{Finding, Severity};
+use super::tools::ToolFacts;
+use crate::scenario::{ConsumerDedup, KeyMode, OnKeyConflict, Scenario};
+
+/// `consumer-without-event-dedup`: deliveries are at least once
+/// (`deliveries.duplicate_probability` > 0) and the consumer does not dedup on the event id.
+///
+/// Fires whatever the key mode, because a per-ticket key covers a second delivery only in part:
+/// a redelivery after Stripe's key retention (24 h; webhook senders retry for days, Stripe's
+/// for up to 3) is a new refund, two handlers at once meet a 409 that `on_key_conflict` may
+/// mishandle, and the second run repeats every other side effect of the agent's turn. An
+/// error without a per-ticket key (the duplicate moves money twice), a warning with one.
+pub fn consumer_without_event_dedup(s: &Scenario, tool: &ToolFacts) -> Option<Finding> {
+    let d = &s.deliveries;
+    if !d.at_least_once() || d.consumer_dedup == ConsumerDedup::EventId {
+        return None;
+    }
+    let keyed = s.refunds_service.idempotency_key == KeyMode::PerTicket;
+    let (severity, consequence) = if keyed {
+        (
+            Severity::Warning,
+            "the per-ticket key replays it only within the key's retention and when a concurrent \
+             409 is looked up, and the second agent run repeats the turn",
+        )
+    } else {
+        (
+            Severity::Error,
+            "with no per-ticket key the second agent run's refund is a second refund",
+        )
+    };
+    Some(Finding::new(
+        "consumer-without-event-dedup",
+        severity,
+        "deliveries.consumer_dedup",
+        format!(
+            "the ticket's event is delivered at least once (duplicate_probability {}) and every \
+             delivery starts `{}` again: {consequence}",
+            d.duplicate_probability, tool.name
+        ),
+        "set deliveries.consumer_dedup to \"event_id\" (record event ids, drop a delivery seen before)",
+    ))
+}
+
+/// `key-conflict-retried-under-new-key`: the service answers a key conflict (409 in progress,
+/// 400 `idempotency_error`) by sending the refund again under a new key. Two handlers racing
+/// with one key then make two refunds.
+pub fn key_conflict_retried_under_new_key(s: &Scenario, tool: &ToolFacts) -> Option<Finding> {
+    let r = &s.refunds_service;
+    if r.on_key_conflict != OnKeyConflict::RetryNewKey || r.idempotency_key == KeyMode::None {
+        return None;
+    }
+    Some(Finding::new(
+        "key-conflict-retried-under-new-key",
+        Severity::Error,
+        "refunds_service.on_key_conflict",
+        format!(
+            "a 409 idempotency_key_in_use means a request with the key is still executing, but \
+             the service sends `{}`'s refund again under a new key: Stripe makes a second refund",
+            tool.name
+        ),
+        "set refunds_service.on_key_conflict to \"lookup\" (409 means in progress: look it up)",
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lint::scenario_rules;
+    use crate::scenario::load_str;
+
+    fn findings(extra: &str) -> Vec<(String, Severity, String)> {
+        let text = format!(
+            r#"{{"name":"t","horizon":"1h","arrivals":{{"schedule":[{{"duration":"1m","rate_per_s":1}}]}}{extra}}}"#
+        );
+        let s = load_str(&text, "t.json").unwrap();
+        scenario_rules(&s)
+            .into_iter()
+            .filter(|f| f.id.contains("dedup") || f.id.contains("key-conflict"))
+            .map(|f| (f.id.to_string(), f.severity, f.path))
+            .collect()
+    }
+
+    #[test]
+    fn dedup_rule_is_an_error_without_a_key_a_warning_with_one_and_silent_when_deduped() {
+        let dup = r#","deliveries":{"duplicate_probability":0.1}"#;
+        assert_eq!(
+            findings(dup),
+            [(
+                "consumer-without-event-dedup".into(),
+                Severity::Error,
+                "deliveries.consumer_dedup".into()
+            )]
+        );
+        let keyed = format!(r#"{dup},"refunds_service":{{"idempotency_key":"per_ticket"}}"#);
+        assert_eq!(findings(&keyed)[0].1, Severity::Warning);
+        let deduped = r#","deliveries":{"duplicate_probability":0.1,"consumer_dedup":"event_id"}"#;
+        assert!(findings(deduped).is_empty());
+        assert!(
+            findings("").is_empty(),
+            "exactly-once deliveries: nothing to flag"
+        );
+    }
+
+    #[test]
+    fn key_conflict_rule_needs_a_key_and_retry_new_key() {
+        let racing = r#","refunds_service":{"idempotency_key":"per_ticket","on_key_conflict":"retry_new_key"}"#;
+        assert_eq!(
+            findings(racing),
+            [(
+                "key-conflict-retried-under-new-key".into(),
+                Severity::Error,
+                "refunds_service.on_key_conflict".into()
+            )]
+        );
+        let lookup =
+            r#","refunds_service":{"idempotency_key":"per_ticket","on_key_conflict":"lookup"}"#;
+        assert!(findings(lookup).is_empty());
+        let keyless = r#","refunds_service":{"on_key_conflict":"retry_new_key"}"#;
+        assert!(findings(keyless).is_empty(), "no key, no conflict");
+    }
+}
