@@ -7,6 +7,7 @@ mod common;
 
 mod cli;
 mod determinism;
+mod docs_match;
 mod explore_cli;
 mod gate_check;
 mod gate_diff;
@@ -23,3 +24,4 @@ mod prop_providers;
 mod prop_safety;
 mod recipes;
 mod streaming;
+mod trace_digest;
