@@ -117,10 +117,24 @@ fn parse(text: &str, origin: &str) -> Result<(Scenario, Value), ScenarioError> {
     let mut de = serde_json::Deserializer::from_str(text);
     let scenario: Scenario = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let inner = e.inner();
-        if is_syntax(inner) {
-            return syntax(origin, inner, "");
-        }
         let at = Location::new(origin, line_col(inner));
+        if is_syntax(inner) {
+            // The text parsed as JSON above, so this is serde_json's "expected value" for a
+            // value of the wrong type where an enum goes (`"idempotency_key": 0`): the same
+            // deserialization from the parsed JSON words it as a type error, with its path.
+            return match serde_path_to_error::deserialize::<_, Scenario>(&value) {
+                Err(e2) => {
+                    let (path, message) = data_error(segments(e2.path()), e2.inner());
+                    ScenarioError::Invalid {
+                        at,
+                        path,
+                        message,
+                        applied: Vec::new(),
+                    }
+                }
+                Ok(_) => syntax(origin, inner, ""),
+            };
+        }
         let (path, message) = data_error(segments(e.path()), inner);
         ScenarioError::Invalid {
             at,
@@ -499,6 +513,12 @@ mod tests {
             "{msg}"
         );
         assert!(!msg.contains(&"9".repeat(60)), "{msg}");
+        // A wrong type where an enum goes is a type error with its path, not "expected value".
+        let msg = err_of("{\"name\":\"t\",\"horizon\":\"1m\",\"arrivals\":{\"schedule\":[{\"duration\":\"1m\",\"rate_per_s\":0.1}]},\"refunds_service\":{\"idempotency_key\":0}}");
+        assert!(
+            msg.contains("refunds_service.idempotency_key: invalid type: integer `0`"),
+            "{msg}"
+        );
         // A syntax error between values is still a plain syntax error.
         assert!(!err_of("{\"name\": \"t\",,}").contains("not a JSON number"));
     }

@@ -304,7 +304,10 @@ fn a_full_stdout_is_exit_2_naming_stdout() {
         vec!["lint", "policies/fixed.json"],
         vec!["check", INCIDENT, "--policy", "policies/fixed.json"],
     ] {
-        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
         let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("refundsim"))
             .args(&args)
             .stdout(full)
