@@ -200,7 +200,11 @@ fn render_text(
     origin: Option<SystemTime>,
     story_lines: Option<&[String]>,
 ) -> String {
-    let mut text = summary(&out.report, origin, sc.reconciliation.enabled);
+    let recon = sc
+        .reconciliation
+        .enabled
+        .then_some((sc.reconciliation.interval, sc.horizon));
+    let mut text = summary(&out.report, origin, recon);
     if let Some(lines) = story_lines {
         text += &format!("\nticket {}:\n", opts.ticket.unwrap_or(0));
         for l in lines {
