@@ -196,7 +196,8 @@ fn latency(s: &Sweep, a: usize) -> Result<String, String> {
         .map(|p| p.stats[p99].mean)
         .fold(0.0, f64::max)
         .max(1.0)
-        * 1.1;
+        // Headroom above the highest line for the legend.
+        * (1.2 + 0.04 * lines.len() as f64);
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
@@ -220,6 +221,7 @@ fn latency(s: &Sweep, a: usize) -> Result<String, String> {
             .disable_x_mesh()
             .x_desc(&axis.path)
             .y_desc("tool-call latency, ms")
+            .y_label_formatter(&|v| format!("{v:.0}"))
             .axis_desc_style(font(16))
             .draw()
             .map_err(err)?;

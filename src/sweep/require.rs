@@ -132,7 +132,10 @@ mod tests {
         assert!(!Require::parse("p_duplicate<=0.49", &names())
             .unwrap()
             .holds(&p, &names()));
-        assert!(r.holds(&p, &names()));
+        // Nearest rank: the p90 of two seeds is the larger one.
+        assert!(!r.holds(&p, &names()));
+        let p50 = Require::parse("latency.tool_call.p99_ms.p50<=8000", &names()).unwrap();
+        assert!(p50.holds(&p, &names()));
     }
 
     #[test]

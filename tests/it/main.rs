@@ -23,3 +23,4 @@ mod prop_providers;
 mod prop_safety;
 mod recipes;
 mod streaming;
+mod sweep;
