@@ -25,7 +25,7 @@ pub fn merge(dirs: &[PathBuf]) -> Result<Sweep, SweepError> {
         .collect::<Result<Vec<_>, _>>()?;
     let first = &headers[0];
     let n = first.1.n;
-    for (dir, shard, inputs) in headers.iter().map(|(h, s)| (&h.0, s, &h.1)) {
+    for (dir, shard, inputs) in headers.iter().map(|(h, s, _)| (&h.0, s, &h.1)) {
         if inputs != &first.0 .1 {
             return Err(SweepError::merge(
                 dir.display(),
@@ -54,8 +54,8 @@ pub fn merge(dirs: &[PathBuf]) -> Result<Sweep, SweepError> {
     for k in 1..=n {
         let with: Vec<&PathBuf> = headers
             .iter()
-            .filter(|(_, s)| s.k == k)
-            .map(|(h, _)| &h.0)
+            .filter(|(_, s, _)| s.k == k)
+            .map(|(h, _, _)| &h.0)
             .collect();
         if with.len() > 1 {
             let names: Vec<String> = with.iter().map(|d| d.display().to_string()).collect();
@@ -69,7 +69,7 @@ pub fn merge(dirs: &[PathBuf]) -> Result<Sweep, SweepError> {
         }
     }
     let missing: Vec<String> = (1..=n)
-        .filter(|k| !headers.iter().any(|(_, s)| s.k == *k))
+        .filter(|k| !headers.iter().any(|(_, s, _)| s.k == *k))
         .map(|k| format!("{k}/{n}"))
         .collect();
     if !missing.is_empty() {
@@ -84,8 +84,19 @@ pub fn merge(dirs: &[PathBuf]) -> Result<Sweep, SweepError> {
     }
     let inputs = first.0 .1.clone();
     let mut runs: Vec<(usize, RunRow)> = Vec::new();
-    for ((dir, _), shard) in &headers {
-        runs.extend(read_runs(dir, &inputs, *shard)?);
+    for ((dir, _), shard, count) in &headers {
+        let shard_runs = read_runs(dir, &inputs, *shard)?;
+        if shard_runs.len() != *count {
+            return Err(SweepError::merge(
+                dir.display(),
+                format!(
+                    "runs.csv has {} runs but sweep.json says {count}; expected the files of one \
+                     sweep --shard run",
+                    shard_runs.len()
+                ),
+            ));
+        }
+        runs.extend(shard_runs);
     }
     runs.sort_by_key(|(i, _)| *i);
     Ok(finish(
@@ -95,7 +106,8 @@ pub fn merge(dirs: &[PathBuf]) -> Result<Sweep, SweepError> {
     ))
 }
 
-type Header = ((PathBuf, Inputs), Shard);
+/// (directory, its inputs), its shard, and the number of runs its sweep.json says it wrote.
+type Header = ((PathBuf, Inputs), Shard, usize);
 
 fn read_header(dir: &Path) -> Result<Header, SweepError> {
     let path = dir.join("sweep.json");
@@ -125,8 +137,7 @@ fn read_header(dir: &Path) -> Result<Header, SweepError> {
             "a whole sweep, not a shard; expected directories written by sweep --shard K/N",
         ));
     };
-    let _ = h.runs;
-    Ok(((dir.to_path_buf(), h.inputs), shard))
+    Ok(((dir.to_path_buf(), h.inputs), shard, h.runs))
 }
 
 /// The name of the first field in which two sweeps' inputs differ.

@@ -221,6 +221,21 @@ fn merge_refuses_missing_duplicate_and_foreign_shards() {
     let err = merge_error(&[dirs[0].clone(), dirs[1].clone(), foreign.clone()], &out);
     assert!(err.contains("foreign: a different sweep from"), "{err}");
     assert!(err.contains("its seed_last differs"), "{err}");
+    // A shard whose runs.csv lost a run.
+    let csv = read(&dirs[2], "runs.csv");
+    let cut: Vec<&str> = csv.lines().collect();
+    std::fs::write(
+        dirs[2].join("runs.csv"),
+        cut[..cut.len() - 1].join("\n") + "\n",
+    )
+    .unwrap();
+    let err = merge_error(&dirs, &out);
+    assert!(
+        err.contains(
+            "shard-3: runs.csv: 7 runs (7 distinct); expected the 8 runs of shard 3/3, each once"
+        ),
+        "{err}"
+    );
     let err = merge_error(&[root.path().join("nowhere")], &out);
     assert!(err.contains("nowhere: cannot read sweep.json"), "{err}");
 }
