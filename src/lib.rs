@@ -45,6 +45,7 @@ pub mod report;
 pub mod run;
 pub mod scenario;
 pub mod sim;
+pub mod sweep;
 
 /// The old name of [`invariants`], kept so `refundsim::check::…` paths still compile.
 #[deprecated(since = "0.1.0", note = "renamed to `refundsim::invariants`")]

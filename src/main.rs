@@ -13,6 +13,7 @@ use refundsim::gate;
 use refundsim::lint;
 use refundsim::report;
 use refundsim::scenario;
+use refundsim::sweep;
 
 /// Deterministic virtual-time simulator of duplicate refunds from retried tool calls.
 #[derive(Parser)]
@@ -46,6 +47,58 @@ enum Command {
     /// Search interleavings of a scenario for a safety violation and shrink it to a minimal
     /// scenario file (exit 1 when one is found).
     Explore(ExploreArgs),
+    /// Sizing: run a scenario over a grid of field values × seeds; write points.csv, runs.csv,
+    /// sweep.json and SVG plots, and pick the cheapest safe point (exit 1 if `--minimize`
+    /// finds none).
+    Sweep(SweepArgs),
+    /// Combine the output directories of `sweep --shard 1/N … N/N` into the whole sweep's.
+    Merge(MergeArgs),
+}
+
+#[derive(clap::Args)]
+struct SweepArgs {
+    /// Scenario file (JSON).
+    scenario: PathBuf,
+    /// RFC 7396 JSON merge patch applied over the scenario; repeatable, applied in order.
+    #[arg(long = "policy", value_name = "FILE")]
+    policies: Vec<PathBuf>,
+    /// Override one field for every grid point, e.g. `--set humans.check_probability=0`;
+    /// repeatable, after policies.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    sets: Vec<String>,
+    /// An axis of the grid: a field and its values, `executor.timeout=8s,10s,15s`,
+    /// `refunds_service.pool_size=2..12`, `2..12:2`, `5s..30s:5s`; repeatable (the grid is the
+    /// product, the first --vary slowest).
+    #[arg(long, required = true, value_name = "PATH=VALUES")]
+    vary: Vec<String>,
+    /// Seeds `A..B` (inclusive), the same for every point.
+    #[arg(long, value_name = "A..B", default_value = "1..20")]
+    seeds: String,
+    /// Run only shard K of N (1 ≤ K ≤ N) of the (point, seed) runs; combine with `merge`.
+    #[arg(long, value_name = "K/N")]
+    shard: Option<String>,
+    /// The safe region: points where METRIC<=V holds (a bare metric is its max over seeds;
+    /// also `METRIC.mean`, `.p50`, `.p90`, `.max`, and `p_duplicate`); repeatable
+    /// [default: duplicate_refund_tickets<=0].
+    #[arg(long, value_name = "METRIC<=V")]
+    require: Vec<String>,
+    /// Print the safe point with the smallest value of this varied PATH; repeatable (ties
+    /// broken by the next, then by tool-call p99 latency).
+    #[arg(long, value_name = "PATH")]
+    minimize: Vec<String>,
+    /// Output directory (created if missing; its files are replaced whole).
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+}
+
+#[derive(clap::Args)]
+struct MergeArgs {
+    /// The output directories of `sweep --shard 1/N` … `N/N`, in any order.
+    #[arg(required = true, value_name = "DIR")]
+    dirs: Vec<PathBuf>,
+    /// Output directory of the whole sweep.
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
 }
 
 #[derive(clap::Args)]
@@ -189,6 +242,8 @@ fn main() -> ExitCode {
                 eprintln!("error: {se}");
             } else if let Some(ge) = e.downcast_ref::<gate::GateError>() {
                 eprintln!("error: {ge}");
+            } else if let Some(we) = e.downcast_ref::<sweep::SweepError>() {
+                eprintln!("error: {we}");
             } else if let Some(le) = e.downcast_ref::<lint::LintError>() {
                 eprintln!("error: {le}");
             } else if let Some(xe) = e.downcast_ref::<refundsim::error::CliError>() {
@@ -203,10 +258,10 @@ fn main() -> ExitCode {
 
 fn run() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
-    // The budget guards runs; `lint`, `show` and `schema` simulate nothing.
+    // The budget guards runs; `lint`, `show`, `schema` and `merge` simulate nothing.
     let simulates = !matches!(
         cli.command,
-        Command::Lint(_) | Command::Show(_) | Command::Schema
+        Command::Lint(_) | Command::Show(_) | Command::Schema | Command::Merge(_)
     );
     scenario::budget::set_max_events(if simulates { cli.max_events } else { u64::MAX });
     match cli.command {
@@ -215,6 +270,11 @@ fn run() -> anyhow::Result<ExitCode> {
         Command::Diff(args) => cmd_diff(args),
         Command::Lint(args) => cmd_lint(args),
         Command::Explore(args) => cmd_explore(args),
+        Command::Sweep(args) => cmd_sweep(args),
+        Command::Merge(args) => {
+            let s = sweep::merge(&args.dirs)?;
+            finish_sweep(&s, &args.out)
+        }
         Command::Show(args) => {
             let sc = scenario::load(&args.scenario, &args.policies, &args.sets)?;
             print_json(&scenario::compiled(&sc))?;
@@ -369,6 +429,34 @@ fn cmd_explore(a: ExploreArgs) -> anyhow::Result<ExitCode> {
     let outcome = outcome?;
     emit(&outcome)?;
     Ok(exit(!outcome.found_violation()))
+}
+
+fn cmd_sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
+    let opts = sweep::SweepOptions {
+        scenario: a.scenario,
+        policies: a.policies,
+        sets: a.sets,
+        vary: a.vary,
+        seeds: Some(gate::SeedRange::parse("--seeds", &a.seeds)?),
+        shard: a.shard.as_deref().map(sweep::Shard::parse).transpose()?,
+        require: a.require,
+        minimize: a.minimize,
+    };
+    let bar = RunsBar::new("sweep");
+    let s = sweep::sweep_with_progress(&opts, &bar);
+    bar.0.finish_and_clear();
+    finish_sweep(&s?, &a.out)
+}
+
+/// Writes a sweep's files, prints its summary and the files written; exit 1 when `--minimize`
+/// found no safe point.
+fn finish_sweep(s: &sweep::Sweep, out: &Path) -> anyhow::Result<ExitCode> {
+    let written = sweep::write_dir(out, s)?;
+    let mut text = sweep::sweep_text(s);
+    let names: Vec<String> = written.iter().map(|p| display(p)).collect();
+    text.push_str(&format!("wrote {}\n", names.join(", ")));
+    emit(&text)?;
+    Ok(exit(!s.no_safe_point()))
 }
 
 /// The `explore` progress bar on stderr, drawn from the first case on.

@@ -25,4 +25,5 @@ mod prop_providers;
 mod prop_safety;
 mod recipes;
 mod streaming;
+mod sweep;
 mod trace_digest;

@@ -1,0 +1,372 @@
+//! `refundsim sweep`: load every grid point, run (point, seed) pairs in parallel on common
+//! random numbers, and gather the figures.
+
+use std::path::PathBuf;
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use super::axis::Axis;
+use super::error::SweepError;
+use super::require::{Require, DEFAULT_REQUIRE};
+use super::shard::Shard;
+use super::table::{figures, metric_names, points, PointRow, RunRow, TOOL_CALL_P99};
+use crate::gate::{Progress, SeedRange};
+use crate::run::{run, Invocation};
+use crate::scenario::{self, Scenario};
+
+/// Seeds a sweep runs when `--seeds` is not given: `1..20`.
+pub const DEFAULT_SEEDS: SeedRange = SeedRange { first: 1, last: 20 };
+
+/// Most grid points one sweep may hold (the product of the axes' lengths).
+pub const MAX_POINTS: usize = 10_000;
+
+/// What to sweep (the arguments of `refundsim sweep`, unparsed where they are text).
+#[derive(Clone, Debug, Default)]
+pub struct SweepOptions {
+    /// Scenario file.
+    pub scenario: PathBuf,
+    /// RFC 7396 merge patches applied over it, in order.
+    pub policies: Vec<PathBuf>,
+    /// `PATH=VALUE` overrides applied after the policies (before the varied fields).
+    pub sets: Vec<String>,
+    /// `--vary` arguments (see [`Axis::parse`]); the first varies slowest.
+    pub vary: Vec<String>,
+    /// Seeds; [`DEFAULT_SEEDS`] when `None`.
+    pub seeds: Option<SeedRange>,
+    /// Run only this shard's part (see [`Shard`]).
+    pub shard: Option<Shard>,
+    /// `--require` arguments (see [`Require::parse`]); [`DEFAULT_REQUIRE`] when empty.
+    pub require: Vec<String>,
+    /// `--minimize` paths, each one of the varied paths.
+    pub minimize: Vec<String>,
+}
+
+/// Everything a sweep's numbers depend on: two shards merge only when these are equal.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Inputs {
+    /// refundsim's version (a different model may give different numbers).
+    pub refundsim: String,
+    /// Scenario file as given.
+    pub scenario_path: String,
+    /// Policy files as given.
+    pub policies: Vec<String>,
+    /// `--set` overrides.
+    pub sets: Vec<String>,
+    /// The axes.
+    pub vary: Vec<Axis>,
+    /// First seed.
+    pub seed_first: u64,
+    /// Last seed (included).
+    pub seed_last: u64,
+    /// Requirements, resolved (`duplicate_refund_tickets.max<=0`).
+    pub require: Vec<Require>,
+    /// `--minimize` paths.
+    pub minimize: Vec<String>,
+    /// The metric names, in column order.
+    pub metrics: Vec<String>,
+    /// The scenario after policies and `--set`, before the varied fields (what `refundsim show`
+    /// prints), so a changed file is noticed even under the same name.
+    pub base_scenario: serde_json::Value,
+}
+
+impl Inputs {
+    /// The varied paths.
+    pub fn paths(&self) -> Vec<String> {
+        self.vary.iter().map(|a| a.path.clone()).collect()
+    }
+
+    /// Number of grid points.
+    pub fn point_count(&self) -> usize {
+        self.vary.iter().map(|a| a.values.len()).product()
+    }
+
+    /// Seeds, ascending.
+    pub fn seeds(&self) -> Vec<u64> {
+        (self.seed_first..=self.seed_last).collect()
+    }
+
+    /// Each axis's value index at grid point `p` (first axis slowest).
+    pub fn indices(&self, mut p: usize) -> Vec<usize> {
+        let mut out = vec![0; self.vary.len()];
+        for (i, a) in self.vary.iter().enumerate().rev() {
+            out[i] = p % a.values.len();
+            p /= a.values.len();
+        }
+        out
+    }
+
+    /// The varied values at grid point `p`.
+    pub fn values(&self, p: usize) -> Vec<String> {
+        self.indices(p)
+            .iter()
+            .zip(&self.vary)
+            .map(|(&i, a)| a.values[i].clone())
+            .collect()
+    }
+
+    /// The `--set` arguments of grid point `p`: the sweep's own, then its varied values.
+    pub fn point_sets(&self, p: usize) -> Vec<String> {
+        let mut sets = self.sets.clone();
+        sets.extend(
+            self.indices(p)
+                .iter()
+                .zip(&self.vary)
+                .map(|(&i, a)| a.set(i)),
+        );
+        sets
+    }
+
+    /// Every (point, seed) run in run order: point-major, seeds ascending.
+    pub fn jobs(&self) -> Vec<(usize, u64)> {
+        let seeds = self.seeds();
+        (0..self.point_count())
+            .flat_map(|p| seeds.iter().map(move |&s| (p, s)))
+            .collect()
+    }
+}
+
+/// A finished sweep, or one shard of it.
+#[derive(Clone, Debug)]
+pub struct Sweep {
+    /// What it ran.
+    pub inputs: Inputs,
+    /// The shard it ran, `None` for a whole (or merged) sweep.
+    pub shard: Option<Shard>,
+    /// The runs made, in run order.
+    pub runs: Vec<RunRow>,
+    /// One per grid point, for a whole sweep; empty for a shard.
+    pub points: Vec<PointRow>,
+    /// With `--minimize`: the chosen safe point's index, `None` when no point is safe.
+    pub best: Option<usize>,
+}
+
+impl Sweep {
+    /// Whether `--minimize` was asked and found no safe point (exit 1).
+    pub fn no_safe_point(&self) -> bool {
+        self.shard.is_none() && !self.inputs.minimize.is_empty() && self.best.is_none()
+    }
+}
+
+struct Loaded {
+    inputs: Inputs,
+    scenarios: Vec<Scenario>,
+}
+
+/// Loads every grid point (any bad input is an error before anything runs), runs this shard's
+/// (point, seed) pairs in parallel, and summarises. Every point runs on the same seeds, and a
+/// seed gives every point the same arrivals and draws (each component draws from its own
+/// stream keyed by entity, DESIGN §4), so differences between points are the varied fields'
+/// and not noise. The result does not depend on the number of threads.
+pub fn sweep_with_progress(
+    opts: &SweepOptions,
+    progress: &dyn Progress,
+) -> Result<Sweep, SweepError> {
+    let Loaded { inputs, scenarios } = load(opts)?;
+    let jobs: Vec<(usize, u64)> = inputs
+        .jobs()
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| opts.shard.is_none_or(|s| s.owns(*i)))
+        .map(|(_, j)| j)
+        .collect();
+    progress.start(jobs.len() as u64);
+    let names = &inputs.metrics;
+    let runs: Vec<RunRow> = jobs
+        .par_iter()
+        .map(|&(point, seed)| {
+            let how = Invocation {
+                scenario_path: inputs.scenario_path.clone(),
+                policies: inputs.policies.clone(),
+                sets: inputs.point_sets(point),
+            };
+            let report = run(&scenarios[point], seed, &how).report;
+            progress.run_done();
+            RunRow {
+                point,
+                seed,
+                values: figures(&report.metrics, names),
+            }
+        })
+        .collect();
+    Ok(finish(inputs, opts.shard, runs))
+}
+
+/// [`sweep_with_progress`] without progress.
+pub fn sweep(opts: &SweepOptions) -> Result<Sweep, SweepError> {
+    sweep_with_progress(opts, &())
+}
+
+/// Summarises `runs` (in run order): a shard keeps its runs only; a whole sweep gets its
+/// points, their safety and the `--minimize` choice.
+pub(super) fn finish(inputs: Inputs, shard: Option<Shard>, runs: Vec<RunRow>) -> Sweep {
+    if shard.is_some() {
+        return Sweep {
+            inputs,
+            shard,
+            runs,
+            points: Vec::new(),
+            best: None,
+        };
+    }
+    let mut pts = points(&runs, |p| inputs.values(p), &inputs.metrics);
+    for p in &mut pts {
+        p.safe = inputs.require.iter().all(|r| r.holds(p, &inputs.metrics));
+    }
+    let best = if inputs.minimize.is_empty() {
+        None
+    } else {
+        minimize(&inputs, &pts)
+    };
+    Sweep {
+        inputs,
+        shard,
+        runs,
+        points: pts,
+        best,
+    }
+}
+
+/// The safe point with the smallest value of the first `--minimize` path, ties broken by the
+/// next ones, then by the mean over seeds of the tool-call p99 latency, then by grid order.
+fn minimize(inputs: &Inputs, pts: &[PointRow]) -> Option<usize> {
+    let axes: Vec<usize> = inputs
+        .minimize
+        .iter()
+        .filter_map(|m| inputs.vary.iter().position(|a| &a.path == m))
+        .collect();
+    let p99 = inputs.metrics.iter().position(|n| n == TOOL_CALL_P99);
+    let key = |p: &PointRow| {
+        let idx = inputs.indices(p.point);
+        let mut k: Vec<f64> = axes
+            .iter()
+            .map(|&a| sort_value(&inputs.vary[a].values[idx[a]], idx[a]))
+            .collect();
+        k.push(p99.map_or(0.0, |i| p.stats[i].mean));
+        k
+    };
+    pts.iter()
+        .filter(|p| p.safe)
+        .min_by(|a, b| {
+            key(a)
+                .iter()
+                .zip(key(b).iter())
+                .map(|(x, y)| x.total_cmp(y))
+                .find(|o| o.is_ne())
+                .unwrap_or(std::cmp::Ordering::Equal)
+        })
+        .map(|p| p.point)
+}
+
+/// A varied value as a number to compare: itself, a duration in seconds, `true`/`false` as
+/// 1/0, or else its position on the axis.
+pub fn sort_value(v: &str, position: usize) -> f64 {
+    if let Ok(x) = v.parse::<f64>() {
+        return x;
+    }
+    if let Ok(d) = humantime::parse_duration(v) {
+        return d.as_secs_f64();
+    }
+    match v {
+        "true" => 1.0,
+        "false" => 0.0,
+        _ => position as f64,
+    }
+}
+
+fn load(opts: &SweepOptions) -> Result<Loaded, SweepError> {
+    let base = scenario::load(&opts.scenario, &opts.policies, &opts.sets)?;
+    let mut vary: Vec<Axis> = Vec::new();
+    for arg in &opts.vary {
+        let axis = Axis::parse(arg)?;
+        if vary.iter().any(|a| a.path == axis.path) {
+            return Err(SweepError::arg(
+                "--vary",
+                arg,
+                format!("{} is varied twice; expected each path once", axis.path),
+            ));
+        }
+        // Each value alone over the base, so an error names the flag and value at fault.
+        for i in 0..axis.values.len() {
+            let mut sets = opts.sets.clone();
+            sets.push(axis.set(i));
+            scenario::load(&opts.scenario, &opts.policies, &sets).map_err(|e| {
+                SweepError::arg("--vary", arg, format!("value {}: {e}", axis.values[i]))
+            })?;
+        }
+        vary.push(axis);
+    }
+    if vary.is_empty() {
+        return Err(SweepError::arg(
+            "--vary",
+            "",
+            "expected at least one --vary PATH=V1,V2,…",
+        ));
+    }
+    let count = vary
+        .iter()
+        .try_fold(1usize, |n, a| n.checked_mul(a.values.len()))
+        .filter(|&n| n <= MAX_POINTS);
+    if count.is_none() {
+        return Err(SweepError::arg(
+            "--vary",
+            &opts.vary.join(" "),
+            format!("expected at most {MAX_POINTS} grid points (the product of the axes' lengths)"),
+        ));
+    }
+    let metrics = metric_names();
+    let require_args: Vec<String> = if opts.require.is_empty() {
+        vec![DEFAULT_REQUIRE.to_string()]
+    } else {
+        opts.require.clone()
+    };
+    let require = require_args
+        .iter()
+        .map(|r| Require::parse(r, &metrics))
+        .collect::<Result<Vec<_>, _>>()?;
+    for m in &opts.minimize {
+        if !vary.iter().any(|a| &a.path == m) {
+            return Err(SweepError::arg(
+                "--minimize",
+                m,
+                format!(
+                    "not a varied path; expected one of {}",
+                    vary.iter()
+                        .map(|a| a.path.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        }
+    }
+    let seeds = opts.seeds.unwrap_or(DEFAULT_SEEDS);
+    let inputs = Inputs {
+        refundsim: env!("CARGO_PKG_VERSION").to_string(),
+        scenario_path: opts.scenario.display().to_string(),
+        policies: opts
+            .policies
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect(),
+        sets: opts.sets.clone(),
+        vary,
+        seed_first: seeds.first,
+        seed_last: seeds.last,
+        require,
+        minimize: opts.minimize.clone(),
+        metrics,
+        base_scenario: serde_json::to_value(scenario::compiled(&base)).unwrap_or_default(),
+    };
+    let scenarios = (0..inputs.point_count())
+        .map(|p| {
+            scenario::load(&opts.scenario, &opts.policies, &inputs.point_sets(p)).map_err(|e| {
+                SweepError::arg(
+                    "--vary",
+                    &inputs.point_sets(p)[opts.sets.len()..].join(" "),
+                    format!("this combination is invalid: {e}"),
+                )
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Loaded { inputs, scenarios })
+}

@@ -1,0 +1,137 @@
+//! The output directory: `points.csv`, `runs.csv`, `sweep.json` and the plots of a whole sweep;
+//! `runs.csv` and `sweep.json` of a shard. Each file is written whole or not at all, and only
+//! once every input has been checked and every run made.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::error::SweepError;
+use super::exec::{Inputs, Sweep};
+use super::plot::plots;
+use super::shard::Shard;
+use super::table::{points_csv, runs_csv, Stat};
+
+/// `sweep.json`'s `format`.
+pub const FORMAT: &str = "refundsim-sweep/1";
+
+/// `sweep.json`: the inputs, the shard, and for a whole sweep the points and the choice.
+#[derive(Serialize)]
+struct SweepFile<'a> {
+    format: &'static str,
+    inputs: &'a Inputs,
+    shard: Option<Shard>,
+    runs: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    results: Option<Results<'a>>,
+}
+
+#[derive(Serialize)]
+struct Results<'a> {
+    safe_points: usize,
+    /// With `--minimize`: the chosen point, `null` when none is safe.
+    recommendation: Option<&'a PointJson>,
+    points: &'a [PointJson],
+}
+
+#[derive(Serialize)]
+struct PointJson {
+    point: usize,
+    values: Vec<String>,
+    seeds: usize,
+    p_duplicate: f64,
+    safe: bool,
+    stats: std::collections::BTreeMap<String, Stat>,
+}
+
+/// What `merge` reads back from a shard's `sweep.json`.
+#[derive(Deserialize)]
+pub(super) struct ShardHeader {
+    pub format: String,
+    pub inputs: Inputs,
+    pub shard: Option<Shard>,
+    pub runs: usize,
+}
+
+/// `sweep.json`'s text.
+pub fn sweep_json(s: &Sweep) -> String {
+    let points: Vec<PointJson> = s
+        .points
+        .iter()
+        .map(|p| PointJson {
+            point: p.point,
+            values: p.values.clone(),
+            seeds: p.seeds,
+            p_duplicate: p.p_duplicate,
+            safe: p.safe,
+            stats: s
+                .inputs
+                .metrics
+                .iter()
+                .cloned()
+                .zip(p.stats.iter().copied())
+                .collect(),
+        })
+        .collect();
+    let results = s.shard.is_none().then(|| Results {
+        safe_points: s.points.iter().filter(|p| p.safe).count(),
+        recommendation: s.best.and_then(|b| points.iter().find(|p| p.point == b)),
+        points: &points,
+    });
+    let file = SweepFile {
+        format: FORMAT,
+        inputs: &s.inputs,
+        shard: s.shard,
+        runs: s.runs.len(),
+        results,
+    };
+    // Plain data of strings, numbers and maps with string keys: serialising cannot fail.
+    let mut text = serde_json::to_string_pretty(&file).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+/// Writes the sweep's files into `dir` (created if missing) and returns their paths. Every
+/// file's text is made before the first is written.
+pub fn write_dir(dir: &Path, s: &Sweep) -> Result<Vec<PathBuf>, SweepError> {
+    let paths = s.inputs.paths();
+    let values_of = |p| s.inputs.values(p);
+    let mut files: Vec<(String, String)> = Vec::new();
+    if s.shard.is_none() {
+        files.push((
+            "points.csv".into(),
+            points_csv(&paths, &s.inputs.metrics, &s.points),
+        ));
+    }
+    files.push((
+        "runs.csv".into(),
+        runs_csv(&paths, &s.inputs.metrics, &s.runs, values_of),
+    ));
+    files.push(("sweep.json".into(), sweep_json(s)));
+    if s.shard.is_none() {
+        let svgs = plots(s).map_err(|message| SweepError::Output {
+            path: dir.display().to_string(),
+            message,
+        })?;
+        files.extend(svgs);
+    }
+    let out_err = |path: &Path, message: String| SweepError::Output {
+        path: path.display().to_string(),
+        message,
+    };
+    if dir.exists() && !dir.is_dir() {
+        return Err(out_err(
+            dir,
+            "is not a directory; expected a directory path".into(),
+        ));
+    }
+    std::fs::create_dir_all(dir)
+        .map_err(|e| out_err(dir, format!("cannot create the directory: {e}")))?;
+    let mut written = Vec::new();
+    for (name, text) in files {
+        let path = dir.join(name);
+        crate::gate::write_atomically(&path, &text).map_err(|m| out_err(&path, m))?;
+        written.push(path);
+    }
+    Ok(written)
+}

@@ -1,0 +1,61 @@
+//! Sizing sweeps (`refundsim sweep`, `refundsim merge`): a scenario over a grid of field values
+//! × seeds, on common random numbers, summarised per grid point, plotted, and the safe point
+//! that costs least.
+//!
+//! ```
+//! use refundsim::sweep::{sweep, SweepOptions};
+//! let s = sweep(&SweepOptions {
+//!     scenario: "scenarios/recipes/pool-acquire-retry.json".into(),
+//!     vary: vec!["executor.timeout=1s,30s".into()],
+//!     seeds: Some(refundsim::gate::SeedRange { first: 1, last: 2 }),
+//!     ..Default::default()
+//! })
+//! .unwrap();
+//! assert_eq!(s.points.len(), 2);
+//! assert_eq!(s.runs.len(), 4);
+//! ```
+//!
+//! - **Grid.** Each `--vary PATH=VALUES` is an axis ([`Axis`]: lists, integer / decimal /
+//!   duration ranges with steps); the grid is their cartesian product, the first axis slowest.
+//!   A grid point is the scenario under the sweep's policies and `--set`s, then `--set
+//!   PATH=VALUE` for each axis.
+//! - **Common random numbers.** Every point runs on the same seeds; a seed gives every point the
+//!   same tickets, amounts and latency draws, so the differences between points are the varied
+//!   fields' effect, not sampling noise (the pairing `diff` uses).
+//! - **Outputs** ([`write_dir`]): `points.csv` (per point: the varied values, `seeds`,
+//!   `p_duplicate` — the fraction of seeds with a duplicate refund ticket —, `safe`, then
+//!   `METRIC.mean`, `.p50`, `.p90`, `.max` over seeds for every report metric, see
+//!   [`metric_names`]), `runs.csv` (per (point, seed): every metric), `sweep.json` (the
+//!   inputs, the points, the recommendation), and SVG plots ([`plots`]). Numbers are Rust's
+//!   shortest round-trip form; nothing depends on the thread count.
+//! - **Safe region** ([`Require`]): the points where every `--require` holds; `--minimize`
+//!   picks the safe point with the smallest value of its paths, then the smallest tool-call p99.
+//! - **Shards** ([`Shard`], [`merge`]): `--shard K/N` runs every N-th run; `merge` checks the
+//!   shards and gives the unsharded sweep's files back, byte for byte.
+
+mod axis;
+mod error;
+mod exec;
+mod files;
+mod merge;
+mod plot;
+mod require;
+mod shard;
+mod table;
+mod text;
+
+pub use axis::{Axis, MAX_AXIS_VALUES};
+pub use error::SweepError;
+pub use exec::{
+    sort_value, sweep, sweep_with_progress, Inputs, Sweep, SweepOptions, DEFAULT_SEEDS, MAX_POINTS,
+};
+pub use files::{sweep_json, write_dir, FORMAT};
+pub use merge::merge;
+pub use plot::plots;
+pub use require::{Require, DEFAULT_REQUIRE};
+pub use shard::Shard;
+pub use table::{
+    figures, metric_names, points_csv, runs_csv, PointRow, RunRow, Stat, DUPLICATES, STATS,
+    TOOL_CALL_P50, TOOL_CALL_P99,
+};
+pub use text::sweep_text;

@@ -1,0 +1,400 @@
+//! `refundsim sweep` and `refundsim merge` as a user runs them: the table and recommendation,
+//! common random numbers, byte-identical files across thread counts and across shards run as
+//! separate processes, the documented Kubernetes line, and bad input (exit 2, no files).
+
+use std::path::{Path, PathBuf};
+
+use crate::common;
+use common::*;
+
+/// The incident's first two spikes only (22 minutes), on a 2 × 2 grid: the 8 s timeout with
+/// pool 3 duplicates on some seeds, every other point on none.
+const SMALL: &[&str] = &[
+    INCIDENT,
+    "--set",
+    "horizon=22m",
+    "--vary",
+    "executor.timeout=8s,15s",
+    "--vary",
+    "refunds_service.pool_size=3..4",
+    "--seeds",
+    "1..6",
+];
+
+const FILES: &[&str] = &[
+    "points.csv",
+    "runs.csv",
+    "sweep.json",
+    "p_duplicate.svg",
+    "duplicates.svg",
+    "latency-executor.timeout.svg",
+    "latency-refunds_service.pool_size.svg",
+];
+
+fn sweep(args: &[&str], out: &Path) -> assert_cmd::Command {
+    let mut c = refundsim();
+    c.arg("sweep").args(args).arg("--out").arg(out);
+    c
+}
+
+fn read(dir: &Path, name: &str) -> String {
+    std::fs::read_to_string(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn column(csv: &str, name: &str) -> Vec<String> {
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let i = header
+        .iter()
+        .position(|h| *h == name)
+        .unwrap_or_else(|| panic!("no {name}"));
+    lines
+        .map(|l| l.split(',').nth(i).unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn the_table_the_safe_region_and_the_recommendation() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = sweep(SMALL, dir.path())
+        .args(["--minimize", "executor.timeout"])
+        .assert()
+        .success();
+    let stdout = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(
+        stdout.starts_with(
+            "sweep scenarios/carrier-outage.json: 4 points × 6 seeds (1..6) = 24 runs"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("safe (duplicate_refund_tickets.max<=0): 3 of 4 points"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "recommended (smallest executor.timeout, then tool-call p99): \
+             executor.timeout=8s refunds_service.pool_size=4"
+        ),
+        "{stdout}"
+    );
+    for f in FILES {
+        assert!(dir.path().join(f).is_file(), "{f}");
+    }
+    let points = read(dir.path(), "points.csv");
+    assert_eq!(
+        column(&points, "executor.timeout"),
+        ["8s", "8s", "15s", "15s"]
+    );
+    assert_eq!(
+        column(&points, "refunds_service.pool_size"),
+        ["3", "4", "3", "4"]
+    );
+    assert_eq!(column(&points, "safe"), ["false", "true", "true", "true"]);
+    // 1 of 6 seeds duplicates at 8 s / pool 3, with 20 duplicate tickets on it.
+    assert_eq!(column(&points, "p_duplicate")[0], "0.16666666666666666");
+    assert_eq!(column(&points, "duplicate_refund_tickets.max")[0], "20");
+    assert_eq!(read(dir.path(), "runs.csv").lines().count(), 1 + 24);
+    let json: serde_json::Value = serde_json::from_str(&read(dir.path(), "sweep.json")).unwrap();
+    assert_eq!(json["results"]["safe_points"], 3);
+    assert_eq!(
+        json["results"]["recommendation"]["values"],
+        serde_json::json!(["8s", "4"])
+    );
+    assert!(read(dir.path(), "p_duplicate.svg").starts_with("<svg"));
+}
+
+#[test]
+fn every_point_sees_the_same_tickets_on_a_seed() {
+    let dir = tempfile::tempdir().unwrap();
+    sweep(SMALL, dir.path()).assert().success();
+    let runs = read(dir.path(), "runs.csv");
+    let (seeds, tickets) = (column(&runs, "seed"), column(&runs, "tickets"));
+    for s in 1..=6 {
+        let per_point: Vec<&String> = seeds
+            .iter()
+            .zip(&tickets)
+            .filter(|(x, _)| **x == s.to_string())
+            .map(|(_, t)| t)
+            .collect();
+        assert_eq!(per_point.len(), 4);
+        assert!(
+            per_point.iter().all(|t| *t == per_point[0]),
+            "seed {s}: {per_point:?}"
+        );
+    }
+    // Seeds differ from one another (it is not one seed run 6 times).
+    assert_ne!(tickets[0], tickets[1]);
+}
+
+#[test]
+fn files_are_byte_identical_across_thread_counts() {
+    let (one, two) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    for (dir, threads) in [(&one, "1"), (&two, "2")] {
+        refundsim()
+            .env("RAYON_NUM_THREADS", threads)
+            .arg("sweep")
+            .args(SMALL)
+            .arg("--out")
+            .arg(dir.path())
+            .assert()
+            .success();
+    }
+    for f in FILES {
+        assert_eq!(read(one.path(), f), read(two.path(), f), "{f}");
+    }
+}
+
+fn shards(args: &[&str], n: u32, root: &Path) -> Vec<PathBuf> {
+    (1..=n)
+        .map(|k| {
+            let dir = root.join(format!("shard-{k}"));
+            sweep(args, &dir)
+                .args(["--shard", &format!("{k}/{n}")])
+                .assert()
+                .success();
+            dir
+        })
+        .collect()
+}
+
+fn merge(dirs: &[PathBuf], out: &Path) -> assert_cmd::assert::Assert {
+    refundsim()
+        .arg("merge")
+        .args(dirs)
+        .arg("--out")
+        .arg(out)
+        .assert()
+}
+
+#[test]
+fn merged_shards_give_the_unsharded_files_back() {
+    let root = tempfile::tempdir().unwrap();
+    let whole = root.path().join("whole");
+    sweep(SMALL, &whole).assert().success();
+    let mut dirs = shards(SMALL, 3, root.path());
+    // A shard holds only its runs: every third of 24.
+    assert_eq!(read(&dirs[1], "runs.csv").lines().count(), 1 + 8);
+    assert!(!dirs[1].join("points.csv").exists());
+    dirs.reverse();
+    let merged = root.path().join("merged");
+    merge(&dirs, &merged).success();
+    for f in FILES {
+        assert_eq!(read(&whole, f), read(&merged, f), "{f}");
+    }
+}
+
+fn merge_error(dirs: &[PathBuf], out: &Path) -> String {
+    let a = merge(dirs, out).code(2);
+    assert!(!out.exists(), "no output on a refused merge");
+    String::from_utf8(a.get_output().stderr.clone()).unwrap()
+}
+
+#[test]
+fn merge_refuses_missing_duplicate_and_foreign_shards() {
+    let root = tempfile::tempdir().unwrap();
+    let dirs = shards(SMALL, 3, root.path());
+    let out = root.path().join("out");
+    let err = merge_error(&dirs[..2], &out);
+    assert!(
+        err.contains("missing shard 3/3; expected all 3 shards of the sweep"),
+        "{err}"
+    );
+    let err = merge_error(
+        &[
+            dirs[0].clone(),
+            dirs[1].clone(),
+            dirs[1].clone(),
+            dirs[2].clone(),
+        ],
+        &out,
+    );
+    assert!(err.contains("shard 2/3 given twice"), "{err}");
+    // The same grid on other seeds is another sweep.
+    let mut other: Vec<&str> = SMALL.to_vec();
+    *other.last_mut().unwrap() = "1..5";
+    let foreign = root.path().join("foreign");
+    sweep(&other, &foreign)
+        .args(["--shard", "3/3"])
+        .assert()
+        .success();
+    let err = merge_error(&[dirs[0].clone(), dirs[1].clone(), foreign.clone()], &out);
+    assert!(err.contains("foreign: a different sweep from"), "{err}");
+    assert!(err.contains("its seed_last differs"), "{err}");
+    // A shard whose runs.csv lost a run.
+    let csv = read(&dirs[2], "runs.csv");
+    let cut: Vec<&str> = csv.lines().collect();
+    std::fs::write(
+        dirs[2].join("runs.csv"),
+        cut[..cut.len() - 1].join("\n") + "\n",
+    )
+    .unwrap();
+    let err = merge_error(&dirs, &out);
+    assert!(
+        err.contains(
+            "shard-3: runs.csv: 7 runs (7 distinct); expected the 8 runs of shard 3/3, each once"
+        ),
+        "{err}"
+    );
+    let err = merge_error(&[root.path().join("nowhere")], &out);
+    assert!(err.contains("nowhere: cannot read sweep.json"), "{err}");
+}
+
+#[test]
+fn bad_vary_arguments_exit_2_and_write_nothing() {
+    let root = tempfile::tempdir().unwrap();
+    let out = root.path().join("out");
+    let cases: &[(&str, &str)] = &[
+        (
+            "refunds_service.pool_sise=3,4",
+            "--vary refunds_service.pool_sise=3,4: value 3:",
+        ),
+        (
+            "refunds_service.pool_size=4..2",
+            "--vary refunds_service.pool_size=4..2: 4..2: expected A ≤ B, got 4 > 2",
+        ),
+        (
+            "executor.timeout=8s..15s",
+            "expected an integer range A..B, or a step for decimals and durations",
+        ),
+        (
+            "executor.timeout=soon",
+            "--vary executor.timeout=soon: value soon:",
+        ),
+    ];
+    for (vary, expected) in cases {
+        let a = refundsim()
+            .args(["sweep", INCIDENT, "--vary", vary, "--out"])
+            .arg(&out)
+            .assert()
+            .code(2);
+        let err = String::from_utf8(a.get_output().stderr.clone()).unwrap();
+        assert!(err.contains(expected), "{vary}: {err}");
+        assert!(!out.exists(), "{vary}: wrote {}", out.display());
+    }
+    let a = refundsim()
+        .args([
+            "sweep",
+            INCIDENT,
+            "--vary",
+            "executor.timeout=8s",
+            "--shard",
+            "4/3",
+            "--out",
+        ])
+        .arg(&out)
+        .assert()
+        .code(2);
+    let err = String::from_utf8(a.get_output().stderr.clone()).unwrap();
+    assert!(
+        err.contains("--shard 4/3: expected 1 ≤ K ≤ N, got K = 4, N = 3"),
+        "{err}"
+    );
+}
+
+#[test]
+fn no_safe_point_exits_1_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = sweep(SMALL, dir.path())
+        .args([
+            "--require",
+            "latency.tool_call.p99_ms<=100",
+            "--minimize",
+            "refunds_service.pool_size",
+        ])
+        .assert()
+        .code(1);
+    let stdout = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(
+        stdout.contains("safe (latency.tool_call.p99_ms.max<=100): 0 of 4 points"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("no safe point"), "{stdout}");
+    assert_eq!(
+        column(&read(dir.path(), "points.csv"), "safe"),
+        ["false"; 4]
+    );
+}
+
+/// The `args` line of docs/scale.md's Indexed Job, and its `completions`.
+fn indexed_job() -> (String, u32) {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/scale.md"))
+        .unwrap();
+    let manifest = doc.split("kind: Job").nth(1).expect("a Job manifest");
+    let line = manifest
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("refundsim sweep"))
+        .expect("the shard's command line");
+    let completions: u32 = manifest
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("completions: "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let shards_env = manifest
+        .split("name: SHARDS")
+        .nth(1)
+        .and_then(|r| r.lines().nth(1))
+        .unwrap()
+        .trim();
+    assert_eq!(
+        shards_env,
+        format!("value: \"{completions}\""),
+        "SHARDS = completions"
+    );
+    (line.to_string(), completions)
+}
+
+#[test]
+fn kubernetes_indexed_job_line_shards_and_merges() {
+    let (line, n) = indexed_job();
+    assert_eq!(n, 4);
+    // The documented line on the small grid: its grid and seeds replaced, its --shard and
+    // --out arithmetic run as written, with /results in a temporary directory.
+    let (head, rest) = line.split_once(" --vary").unwrap();
+    let (_, tail) = rest.split_once(" --shard ").unwrap();
+    assert_eq!(head, format!("refundsim sweep {INCIDENT}"));
+    assert_eq!(
+        tail,
+        r#""$((JOB_COMPLETION_INDEX+1))/$SHARDS" --out "/results/shard-$JOB_COMPLETION_INDEX""#
+    );
+    let root = tempfile::tempdir().unwrap();
+    let results = root.path().join("results");
+    let small = SMALL[1..].join(" ");
+    let script = format!(
+        "{head} {small} --shard {}",
+        tail.replace("/results", &results.display().to_string())
+    );
+    let bin = assert_cmd::cargo::cargo_bin("refundsim");
+    let path = format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for index in 0..n {
+        std::process::Command::new("sh")
+            .args(["-c", &script])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("PATH", &path)
+            .env("JOB_COMPLETION_INDEX", index.to_string())
+            .env("SHARDS", n.to_string())
+            .output()
+            .map(|o| assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr)))
+            .unwrap();
+    }
+    let dirs: Vec<PathBuf> = (0..n).map(|i| results.join(format!("shard-{i}"))).collect();
+    let shard_of = |i: usize| {
+        let json: serde_json::Value = serde_json::from_str(&read(&dirs[i], "sweep.json")).unwrap();
+        json["shard"].clone()
+    };
+    assert_eq!(shard_of(0), serde_json::json!({"k": 1, "n": 4}));
+    assert_eq!(shard_of(3), serde_json::json!({"k": 4, "n": 4}));
+    let merged = results.join("sweep");
+    merge(&dirs, &merged).success();
+    let whole = root.path().join("whole");
+    sweep(SMALL, &whole).assert().success();
+    for f in FILES {
+        assert_eq!(read(&whole, f), read(&merged, f), "{f}");
+    }
+}
