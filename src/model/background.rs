@@ -141,7 +141,8 @@ impl TimerCallback for Background {
                 let place = token >> 2;
                 if let Some(gone) = self.take_waiting(place) {
                     if w.pool.leave(place) {
-                        w.pool_gauges.wait_ends(false, w.now() - gone.since, w.now());
+                        w.pool_gauges
+                            .wait_ends(false, w.now() - gone.since, w.now());
                     }
                 }
             }

@@ -13,7 +13,7 @@
 //!   never forms aᶜ or c! and so neither overflows nor cancels for large c; then
 //!   Wq = C · E[S] / (c − a) and P(W > t) = C · e^{−(c − a)·t / E[S]}.
 //! - **Allen–Cunneen** (G/G/c; Allen, *Probability, Statistics, and Queueing Theory*, 2nd ed.,
-//!   1990, §6.3): Wq ≈ Wq(M/M/c) · (c_a² + c_s²) / 2 with c_a, c_s the coefficients of variation
+//!   1990): Wq ≈ Wq(M/M/c) · (c_a² + c_s²) / 2 with c_a, c_s the coefficients of variation
 //!   of the interarrival and service times. For P(W > t) it keeps P(W > 0) = C and takes the
 //!   wait of those who wait as exponential with the Allen–Cunneen mean (exact for M/M/c):
 //!   P(W > t) ≈ C · e^{−C·t / Wq}.
@@ -398,15 +398,24 @@ mod tests {
         (a - b).abs() <= tol * b.abs().max(1e-300)
     }
 
-    /// Erlang B against the textbook table: 5 Erlangs on 10 trunks block 1.84 % of calls
-    /// (the Erlang B table in e.g. Gross et al. 2008, Table 2.x; Cooper, *Introduction to
-    /// Queueing Theory*, 1981, §3.4), and the closed forms B(1, a) = a / (1 + a),
-    /// B(2, a) = a² / (2 + 2a + a²).
+    /// Erlang B against the closed forms B(1, a) = a / (1 + a), B(2, a) = a² / (2 + 2a + a²),
+    /// and the Erlang B table's 5 Erlangs on 10 circuits (1.84 % blocked), which is also checked
+    /// against the defining sum B = (aᶜ/c!) / Σ_{k≤c} aᵏ/k!.
     #[test]
     fn erlang_b_matches_closed_forms_and_the_table() {
         assert!(close(erlang_b(1, 0.5), 0.5 / 1.5, 1e-12));
         assert!(close(erlang_b(2, 1.5), 2.25 / (2.0 + 3.0 + 2.25), 1e-12));
-        assert!((erlang_b(10, 5.0) - 0.018_38).abs() < 5e-5, "{}", erlang_b(10, 5.0));
+        assert!(
+            (erlang_b(10, 5.0) - 0.018_38).abs() < 5e-5,
+            "{}",
+            erlang_b(10, 5.0)
+        );
+        let (mut term, mut sum) = (1.0, 1.0);
+        for k in 1..=10 {
+            term *= 5.0 / f64::from(k);
+            sum += term;
+        }
+        assert!(close(erlang_b(10, 5.0), term / sum, 1e-12));
         assert_eq!(erlang_b(4, 0.0), 0.0);
     }
 
@@ -461,7 +470,10 @@ mod tests {
         };
         let e = mmc(&q, 2.0).unwrap();
         assert!(close(e.mean_wait_s, 4.0, 1e-12), "{e:?}");
-        assert!(close(e.p_wait_over_t, 0.8 * (-0.4f64).exp(), 1e-12), "{e:?}");
+        assert!(
+            close(e.p_wait_over_t, 0.8 * (-0.4f64).exp(), 1e-12),
+            "{e:?}"
+        );
         // With c_a = c_s = 1 Allen–Cunneen is Erlang C.
         assert_eq!(allen_cunneen(&q, 2.0).unwrap(), e);
         let q3 = QueueInputs {
@@ -470,13 +482,21 @@ mod tests {
             ..q.clone()
         };
         assert!(close(mmc(&q3, 0.0).unwrap().mean_wait_s, 4.0 / 9.0, 1e-12));
-        assert!(close(mmc(&q3, 0.0).unwrap().p_wait_over_t, 4.0 / 9.0, 1e-12));
+        assert!(close(
+            mmc(&q3, 0.0).unwrap().p_wait_over_t,
+            4.0 / 9.0,
+            1e-12
+        ));
         // M/D/1 (c_s = 0): Pollaczek–Khinchine gives exactly half the M/M/1 wait.
         let md1 = QueueInputs {
             service_cv: 0.0,
             ..q.clone()
         };
-        assert!(close(allen_cunneen(&md1, 0.0).unwrap().mean_wait_s, 2.0, 1e-12));
+        assert!(close(
+            allen_cunneen(&md1, 0.0).unwrap().mean_wait_s,
+            2.0,
+            1e-12
+        ));
         // ρ ≥ 1: no estimate.
         let over = QueueInputs {
             arrival_rate_per_s: 1.0,
@@ -512,8 +532,16 @@ mod tests {
         assert_eq!(o.len(), 2);
         assert_eq!((o[0].load, o[1].load), ("mean", "peak"));
         assert_eq!(o[0].threshold_ms, 8000.0);
-        assert!(o[0].utilisation < 1.0 && o[0].erlang_c.is_some(), "{:?}", o[0]);
-        assert!(o[1].utilisation >= 1.0 && o[1].erlang_c.is_none(), "{:?}", o[1]);
+        assert!(
+            o[0].utilisation < 1.0 && o[0].erlang_c.is_some(),
+            "{:?}",
+            o[0]
+        );
+        assert!(
+            o[1].utilisation >= 1.0 && o[1].erlang_c.is_none(),
+            "{:?}",
+            o[1]
+        );
         assert_eq!(o[1].inputs.arrival_rate_per_s, 8.5);
         assert_eq!(o[1].duration_s, 20.0);
     }

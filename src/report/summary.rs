@@ -156,7 +156,10 @@ fn pool_queueing(rows: &mut Rows, m: &Metrics, oracle: &[PoolOracle]) {
         m.pool_utilisation,
         t,
     );
-    for (k, v) in simulated.into_iter().chain(oracle.iter().flat_map(oracle_rows)) {
+    for (k, v) in simulated
+        .into_iter()
+        .chain(oracle.iter().flat_map(oracle_rows))
+    {
         rows.row(&k, v);
     }
 }

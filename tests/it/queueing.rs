@@ -18,6 +18,10 @@ use refundsim::report::queueing::{erlang_c, mmc, pool_oracle};
 use refundsim::run::run;
 use refundsim::scenario::load;
 
+use crate::common::{refundsim, run_json, INCIDENT};
+
+const MMC: &str = "scenarios/queueing/mmc-pool.json";
+
 const SEEDS: std::ops::RangeInclusive<u64> = 1..=10;
 
 fn mean_and_standard_error(xs: &[f64]) -> (f64, f64) {
@@ -29,7 +33,7 @@ fn mean_and_standard_error(xs: &[f64]) -> (f64, f64) {
 
 #[test]
 fn an_mmc_pool_lands_within_two_percent_of_erlang_c() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/queueing/mmc-pool.json");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(MMC);
     let s = load(&path, &[], &[]).unwrap();
 
     // The oracle reads the scenario as M/M/2 at a = 0.8 Erlang: C(2, a) = a²/(2 + a) = 0.2286,
@@ -78,4 +82,78 @@ fn an_mmc_pool_lands_within_two_percent_of_erlang_c() {
             rel * 100.0
         );
     }
+}
+
+#[test]
+fn lint_and_the_summary_show_the_oracle_beside_the_simulated_values() {
+    let out = refundsim()
+        .args(["run", MMC, "--seed", "1"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    for row in [
+        "  pool wait, all requests (simulated)        mean wait 193.1 ms · P(wait > 250ms) 17.16 %\n",
+        "  pool utilisation (simulated)               39.96 %\n",
+        "  queueing inputs, mean load                 λ 0.800/s · E[S] 1000.0 ms (c_s 1.00, c_a 1.00) · c 2 · ρ 0.400\n",
+        "    Erlang C (M/M/c)                         mean wait 190.5 ms · P(wait > 250ms) 16.93 %\n",
+    ] {
+        assert!(text.contains(row), "{row}\n{text}");
+    }
+    // The incident: light on average, overloaded at the burst's peak.
+    let out = refundsim().args(["lint", INCIDENT]).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("scenarios/carrier-outage.json: pool queueing (no run; estimates only):\n"),
+        "{text}"
+    );
+    assert!(text.contains(
+        "  queueing inputs, peak (20 s)               λ 8.500/s · E[S] 436.8 ms (c_s 0.71, c_a 1.00) · c 3 · ρ 1.237\n    unstable                                 ρ ≥ 1: no steady state"
+    ), "{text}");
+    assert!(
+        text.contains("ρ 0.384\n    Erlang C (M/M/c)                         mean wait 27.2 ms"),
+        "{text}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(
+        &refundsim()
+            .args(["lint", "--json", MMC])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let ec = &v["queueing"][0]["loads"][0]["erlang_c"];
+    assert!(
+        (ec["mean_wait_s"].as_f64().unwrap() - 0.190_476).abs() < 1e-6,
+        "{v}"
+    );
+}
+
+#[test]
+fn the_threshold_defaults_to_the_executor_timeout_and_must_be_positive() {
+    let v = run_json(&[INCIDENT]);
+    assert_eq!(v["pool_wait_threshold_ms"], 8000.0);
+    assert_eq!(v["queueing"][0]["threshold_ms"], 8000.0);
+    let v = run_json(&[INCIDENT, "--set", "executor.timeout=15s"]);
+    assert_eq!(v["pool_wait_threshold_ms"], 15000.0);
+    let v = run_json(&[INCIDENT, "--set", "refunds_service.pool_wait_threshold=2s"]);
+    assert_eq!(v["pool_wait_threshold_ms"], 2000.0);
+    // A bound on the new metrics is an ordinary `expect`.
+    let v = run_json(&[
+        INCIDENT,
+        "--set",
+        r#"expect={"pool_utilisation":{"max":0.5},"pool_wait_mean_ms":{"max":100}}"#,
+    ]);
+    assert_eq!(v["expectations_met"], false, "{}", v["expectations"]);
+    let out = refundsim()
+        .args([
+            "run",
+            INCIDENT,
+            "--set",
+            "refunds_service.pool_wait_threshold=0s",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("refunds_service.pool_wait_threshold"), "{err}");
 }
