@@ -221,7 +221,7 @@ fn run() -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Schema => {
-            print!("{}", scenario::schema_json());
+            emit(scenario::schema_json())?;
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -259,7 +259,7 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<ExitCode> {
     );
     bar.finish_and_clear();
     let outcome = outcome?;
-    write!(std::io::stdout().lock(), "{}", outcome.stdout)?;
+    emit(&outcome.stdout)?;
     Ok(exit(outcome.expectations_met))
 }
 
@@ -272,12 +272,17 @@ fn exit(ok: bool) -> ExitCode {
 }
 
 fn print_json(v: &impl serde::Serialize) -> anyhow::Result<()> {
-    writeln!(
-        std::io::stdout().lock(),
-        "{}",
-        serde_json::to_string_pretty(v)?
-    )?;
-    Ok(())
+    emit(format!("{}\n", serde_json::to_string_pretty(v)?))
+}
+
+/// Writes a command's output to stdout and flushes it, so that a full disk or another write
+/// error is one that says "stdout" (exit 2) rather than a panic in `print!` or output silently
+/// lost at exit. A closed pipe (`| head`) still ends the process quietly by SIGPIPE.
+fn emit(text: impl std::fmt::Display) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    write!(out, "{text}")
+        .and_then(|()| out.flush())
+        .map_err(|e| refundsim::error::CliError::Input(format!("stdout: cannot write: {e}")).into())
 }
 
 fn cmd_check(a: CheckArgs) -> anyhow::Result<ExitCode> {
@@ -305,7 +310,7 @@ fn cmd_check(a: CheckArgs) -> anyhow::Result<ExitCode> {
     if a.json {
         print_json(&report)?;
     } else {
-        print!("{}", gate::check_text(&report));
+        emit(gate::check_text(&report))?;
     }
     Ok(exit(report.passed))
 }
@@ -329,7 +334,7 @@ fn cmd_diff(a: DiffArgs) -> anyhow::Result<ExitCode> {
     if a.json {
         print_json(&report)?;
     } else {
-        print!("{}", gate::diff_text(&report));
+        emit(gate::diff_text(&report))?;
     }
     Ok(exit(report.passed))
 }
@@ -339,7 +344,7 @@ fn cmd_lint(a: LintArgs) -> anyhow::Result<ExitCode> {
     if a.json {
         print_json(&report)?;
     } else {
-        print!("{}", lint::lint_text(&report));
+        emit(lint::lint_text(&report))?;
     }
     Ok(exit(!report.has_errors()))
 }
@@ -362,7 +367,7 @@ fn cmd_explore(a: ExploreArgs) -> anyhow::Result<ExitCode> {
         bar.finish_and_clear();
     }
     let outcome = outcome?;
-    print!("{outcome}");
+    emit(&outcome)?;
     Ok(exit(!outcome.found_violation()))
 }
 

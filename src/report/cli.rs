@@ -210,8 +210,12 @@ fn render_text(
     origin: Option<SystemTime>,
     story_lines: Option<&[String]>,
 ) -> String {
+    let recon = sc
+        .reconciliation
+        .enabled
+        .then_some((sc.reconciliation.interval, sc.horizon));
     let oracle = pool_oracle(sc);
-    let mut text = summary_with_oracle(&out.report, origin, sc.reconciliation.enabled, &oracle);
+    let mut text = summary_with_oracle(&out.report, origin, recon, &oracle);
     if let Some(lines) = story_lines {
         text += &format!("\nticket {}:\n", opts.ticket.unwrap_or(0));
         for l in lines {

@@ -50,9 +50,14 @@ impl Rows {
 }
 
 /// Renders `r` as the aligned text summary printed by `refundsim run`. `origin` is the scenario's
-/// clock origin (for alert times); `recon_enabled` says whether reconciliation ran.
-pub fn summary(r: &RunReport, origin: Option<SystemTime>, recon_enabled: bool) -> String {
-    summary_with_oracle(r, origin, recon_enabled, &[])
+/// clock origin (for alert times); `recon` is the reconciliation job's (interval, horizon) when it is
+/// enabled (the summary says how often it ran, or that it never ran).
+pub fn summary(
+    r: &RunReport,
+    origin: Option<SystemTime>,
+    recon: Option<(std::time::Duration, std::time::Duration)>,
+) -> String {
+    summary_with_oracle(r, origin, recon, &[])
 }
 
 /// [`summary`] with the queueing oracle's rows (see [`crate::report::queueing::pool_oracle`])
@@ -60,7 +65,7 @@ pub fn summary(r: &RunReport, origin: Option<SystemTime>, recon_enabled: bool) -
 pub fn summary_with_oracle(
     r: &RunReport,
     origin: Option<SystemTime>,
-    recon_enabled: bool,
+    recon: Option<(std::time::Duration, std::time::Duration)>,
     oracle: &[PoolOracle],
 ) -> String {
     let m = &r.metrics;
@@ -69,7 +74,7 @@ pub fn summary_with_oracle(
     counts(&mut rows, m);
     stripe_and_latency(&mut rows, m);
     pool_queueing(&mut rows, m, oracle);
-    rows.row("reconciliation", reconciliation(m, origin, recon_enabled));
+    rows.row("reconciliation", reconciliation(m, origin, recon));
     verdicts(&mut rows, r);
     where_to_look(&mut rows, r);
     rows.0
@@ -164,13 +169,32 @@ fn pool_queueing(rows: &mut Rows, m: &Metrics, oracle: &[PoolOracle]) {
     }
 }
 
-/// Whether reconciliation ran and, if it alerted, when first and how late at worst (whole
-/// seconds).
-fn reconciliation(m: &Metrics, origin: Option<SystemTime>, recon_enabled: bool) -> String {
-    match (recon_enabled, m.first_alert_ns) {
-        (false, _) => "off (no alert possible)".into(),
-        (true, None) => "on, no alert".into(),
-        (true, Some(at)) => format!(
+/// Whether reconciliation ran (it runs at every multiple of its interval up to the horizon; an
+/// interval longer than the horizon means it never ran) and, if it alerted, when first and how
+/// late at worst (whole seconds). `recon` is (interval, horizon) when enabled.
+fn reconciliation(
+    m: &Metrics,
+    origin: Option<SystemTime>,
+    recon: Option<(std::time::Duration, std::time::Duration)>,
+) -> String {
+    let runs = recon.map(|(interval, horizon)| {
+        horizon
+            .as_nanos()
+            .checked_div(interval.as_nanos())
+            .unwrap_or(0)
+    });
+    match (runs, m.first_alert_ns) {
+        (None, _) => "off (no alert possible)".into(),
+        (Some(0), _) => {
+            let (interval, horizon) = recon.unwrap_or_default();
+            format!(
+                "on, but never ran: its interval {} is longer than the horizon {} (no alert possible)",
+                humantime::format_duration(interval),
+                humantime::format_duration(horizon)
+            )
+        }
+        (Some(n), None) => format!("on, ran {n} time{}, no alert", if n == 1 { "" } else { "s" }),
+        (Some(_), Some(at)) => format!(
             "first alert at {} ({} tickets flagged in all; longest time from duplicate to alert {})",
             clock_time(origin, SimTime::from_nanos(at)),
             m.reconciliation_alerts,
@@ -258,5 +282,25 @@ mod tests {
         assert_eq!(dollars(586_712), "$5,867.12");
         assert_eq!(dollars(5), "$0.05");
         assert_eq!(dollars(123_456_789), "$1,234,567.89");
+    }
+
+    #[test]
+    fn reconciliation_says_whether_it_ran() {
+        use std::time::Duration;
+        let m = Metrics::default();
+        let h = |s| Duration::from_secs(s);
+        assert_eq!(reconciliation(&m, None, None), "off (no alert possible)");
+        assert_eq!(
+            reconciliation(&m, None, Some((h(5 * 3600), h(7200)))),
+            "on, but never ran: its interval 5h is longer than the horizon 2h (no alert possible)"
+        );
+        assert_eq!(
+            reconciliation(&m, None, Some((h(3600), h(7200)))),
+            "on, ran 2 times, no alert"
+        );
+        assert_eq!(
+            reconciliation(&m, None, Some((h(3600), h(3600)))),
+            "on, ran 1 time, no alert"
+        );
     }
 }

@@ -151,7 +151,7 @@ fn schema_version() -> u32 {
 }
 
 /// The incident's tool definition as published (`scenarios/issue_refund.tool.json`, a copy of
-/// `shared/fixtures/issue_refund.tool.json`).
+/// `tests/fixtures/incident/issue_refund.tool.json`).
 pub fn default_tools() -> Vec<ToolDefinition> {
     let t: ToolDefinition =
         serde_json::from_str(include_str!("../../scenarios/issue_refund.tool.json"))

@@ -82,7 +82,7 @@ pub enum ScenarioError {
         applied: Vec<String>,
     },
     /// A malformed `--set PATH=VALUE`.
-    #[error("--set {arg}: {message}")]
+    #[error("--set {}: {message}", shorten(.arg))]
     Set {
         /// The argument as given.
         arg: String,
@@ -110,8 +110,21 @@ fn show_applied(applied: &[String]) -> String {
     if applied.is_empty() {
         String::new()
     } else {
-        format!(" (after applying {})", applied.join(", "))
+        let shown: Vec<String> = applied.iter().map(|a| shorten(a).into_owned()).collect();
+        format!(" (after applying {})", shown.join(", "))
     }
+}
+
+/// `text` as given when short; else its first 48 characters, an ellipsis and its length, so an
+/// error never prints back a 309-digit number or a pasted file.
+pub(crate) fn shorten(text: &str) -> std::borrow::Cow<'_, str> {
+    const MAX: usize = 64;
+    let n = text.chars().count();
+    if n <= MAX {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let head: String = text.chars().take(48).collect();
+    std::borrow::Cow::Owned(format!("{head}… ({n} characters)"))
 }
 
 /// A scenario that parsed but breaks a rule: the field's dot-separated path and what was

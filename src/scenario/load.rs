@@ -16,7 +16,7 @@ use serde_json::Value;
 use super::config::Scenario;
 use super::error::{Location, ScenarioError, POLICY_EXPECTED, SCENARIO_EXPECTED};
 use super::locate::{json_pointer, locate, offset_to_line_col};
-use super::serde_error::{data_error, is_syntax, kind, line_col, segments, syntax};
+use super::serde_error::{data_error, is_syntax, kind, line_col, parse_value, segments, syntax};
 use super::set::apply_set;
 use super::shape::check_shape;
 use super::validate::validate;
@@ -103,7 +103,7 @@ fn parse(text: &str, origin: &str) -> Result<(Scenario, Value), ScenarioError> {
             expected: SCENARIO_EXPECTED,
         });
     }
-    let value: Value = serde_json::from_str(text).map_err(|e| syntax(origin, &e, ""))?;
+    let value = parse_value(text, origin, "")?;
     super::dupkeys::check(text).map_err(|e| syntax(origin, &e, ""))?;
     if let Err((segs, message)) = check_shape(&value) {
         let line_col = locate(text, &segs).map(|off| offset_to_line_col(text, off));
@@ -117,10 +117,24 @@ fn parse(text: &str, origin: &str) -> Result<(Scenario, Value), ScenarioError> {
     let mut de = serde_json::Deserializer::from_str(text);
     let scenario: Scenario = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let inner = e.inner();
-        if is_syntax(inner) {
-            return syntax(origin, inner, "");
-        }
         let at = Location::new(origin, line_col(inner));
+        if is_syntax(inner) {
+            // The text parsed as JSON above, so this is serde_json's "expected value" for a
+            // value of the wrong type where an enum goes (`"idempotency_key": 0`): the same
+            // deserialization from the parsed JSON words it as a type error, with its path.
+            return match serde_path_to_error::deserialize::<_, Scenario>(&value) {
+                Err(e2) => {
+                    let (path, message) = data_error(segments(e2.path()), e2.inner());
+                    ScenarioError::Invalid {
+                        at,
+                        path,
+                        message,
+                        applied: Vec::new(),
+                    }
+                }
+                Ok(_) => syntax(origin, inner, ""),
+            };
+        }
         let (path, message) = data_error(segments(e.path()), inner);
         ScenarioError::Invalid {
             at,
@@ -142,8 +156,7 @@ fn read_policy(path: &Path) -> Result<Value, ScenarioError> {
             expected: POLICY_EXPECTED,
         });
     }
-    let patch: Value =
-        serde_json::from_str(&text).map_err(|e| syntax(&origin, &e, "invalid policy: "))?;
+    let patch = parse_value(&text, &origin, "invalid policy: ")?;
     super::dupkeys::check(&text).map_err(|e| syntax(&origin, &e, "invalid policy: "))?;
     if !patch.is_object() {
         let start = text.len() - text.trim_start().len();
@@ -174,17 +187,22 @@ fn checked(
     } else {
         err.path.split('.').map(str::to_string).collect()
     };
+    // With policies or `--set`s applied, the error always lists them (a cross-field rule may
+    // fail on a field the file spells out because an override changed the other field); a field
+    // an override changed has no line in the file, and the override that set it is named first.
     let (from_file, applied) = match patched {
         None => (true, Vec::new()),
-        Some((base, doc, applied)) => {
+        Some((base, doc, mut applied)) => {
             let pointer = json_pointer(&segs);
             let same =
                 base.pointer(&pointer).is_some() && base.pointer(&pointer) == doc.pointer(&pointer);
-            if same {
-                (true, Vec::new())
-            } else {
-                (false, applied)
+            if !same {
+                if let Some(i) = applied.iter().rposition(|a| sets_path(a, &err.path)) {
+                    let culprit = applied.remove(i);
+                    applied.insert(0, culprit);
+                }
             }
+            (same, applied)
         }
     };
     let line_col = if from_file {
@@ -202,6 +220,22 @@ fn checked(
         message: err.message,
         applied,
     })
+}
+
+/// Whether the applied override `applied` (`"--set PATH=VALUE"`) set the field at `path` or a
+/// field inside or around it.
+fn sets_path(applied: &str, path: &str) -> bool {
+    let Some((set_path, _)) = applied
+        .strip_prefix("--set ")
+        .and_then(|a| a.split_once('='))
+    else {
+        return false;
+    };
+    let set_path = set_path.trim();
+    let within = |outer: &str, inner: &str| {
+        inner == outer || (inner.starts_with(outer) && inner[outer.len()..].starts_with('.'))
+    };
+    within(set_path, path) || within(path, set_path)
 }
 
 #[cfg(test)]
@@ -394,7 +428,99 @@ mod tests {
             msg.starts_with(&format!("{}:3:", f.path().display())),
             "{msg}"
         );
-        assert!(!msg.contains("after applying"), "{msg}");
+        // ... and still lists the overrides: a cross-field rule may fail there because of them.
+        assert!(msg.ends_with("(after applying --set seed=3)"), "{msg}");
+
+        // The override that set the failing field is named first, whatever its position.
+        let msg = load_with(
+            MINIMAL,
+            &[],
+            &[
+                "refunds_service.pool_size=0",
+                "seed=4",
+                "executor.timeout=9s",
+            ],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            msg.contains("(after applying --set refunds_service.pool_size=0, --set seed=4, "),
+            "{msg}"
+        );
+        let msg = load_with(
+            MINIMAL,
+            &[],
+            &["seed=4", "refunds_service={\"pool_size\":0}"],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            msg.contains("(after applying --set refunds_service={\"pool_size\":0}, --set seed=4)"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn sets_path_matches_the_field_and_what_encloses_it() {
+        assert!(sets_path("--set executor.timeout=1s", "executor.timeout"));
+        assert!(sets_path("--set executor={}", "executor.timeout"));
+        assert!(sets_path(
+            "--set executor.retry.max_retries=3",
+            "executor.retry"
+        ));
+        assert!(!sets_path("--set executor.timeouts=1s", "executor.timeout"));
+        assert!(!sets_path("--set executor.timeout=1s", "executor.timeouts"));
+        assert!(!sets_path("policy p.json", "executor.timeout"));
+    }
+
+    /// `shared/failing/rate-nan-literal.json` and `rate-out-of-range.json`: a number JSON cannot
+    /// hold names its field, in a scenario and in a policy, without repeating the number.
+    #[test]
+    fn non_finite_numbers_name_their_field() {
+        for (lit, want) in [
+            ("NaN", "`NaN` is not a JSON number"),
+            ("-Infinity", "`-Infinity` is not a JSON number"),
+            ("1e309", "number out of range"),
+        ] {
+            let text = format!(
+                "{{\"name\":\"t\",\"horizon\":\"1m\",\n\"arrivals\":{{\"schedule\":[{{\"duration\":\"1m\",\"rate_per_s\": {lit}}}]}}}}"
+            );
+            let msg = err_of(&text);
+            assert!(
+                msg.contains(":2:")
+                    && msg.contains("arrivals.schedule.0.rate_per_s: ")
+                    && msg.contains(want),
+                "{lit}: {msg}"
+            );
+            let msg = load_with(
+                MINIMAL,
+                &[&format!("{{\"stripe\":{{\"fail_probability\":{lit}}}}}")],
+                &[],
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(
+                msg.contains("stripe.fail_probability: invalid policy: "),
+                "{lit}: {msg}"
+            );
+        }
+        let long = "9".repeat(309);
+        let msg = load_with(MINIMAL, &[], &[&format!("executor.timeout={long}")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.contains("number out of range") && msg.contains("(326 characters)"),
+            "{msg}"
+        );
+        assert!(!msg.contains(&"9".repeat(60)), "{msg}");
+        // A wrong type where an enum goes is a type error with its path, not "expected value".
+        let msg = err_of("{\"name\":\"t\",\"horizon\":\"1m\",\"arrivals\":{\"schedule\":[{\"duration\":\"1m\",\"rate_per_s\":0.1}]},\"refunds_service\":{\"idempotency_key\":0}}");
+        assert!(
+            msg.contains("refunds_service.idempotency_key: invalid type: integer `0`"),
+            "{msg}"
+        );
+        // A syntax error between values is still a plain syntax error.
+        assert!(!err_of("{\"name\": \"t\",,}").contains("not a JSON number"));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::error::{Location, ScenarioError};
+use super::error::{shorten, Location, ScenarioError};
 
 const DURATION_EXPECTED: &str = r#"a duration like "8s", "400ms" or "53m""#;
 
@@ -18,14 +18,86 @@ pub(super) fn line_col(e: &serde_json::Error) -> Option<(usize, usize)> {
     (e.line() > 0).then(|| (e.line(), e.column().max(1)))
 }
 
+/// Parses JSON text into a [`Value`], tracking the path as it descends, so that a syntax error
+/// inside a value names its field: `NaN` or `Infinity` (not JSON) and a number beyond `f64`
+/// (`1e309`, "number out of range") give [`ScenarioError::Invalid`] at the field's dotted path
+/// with its line and column; a syntax error between values (a missing comma, a truncated file)
+/// stays a [`ScenarioError::Syntax`]. `prefix` starts the message (`"invalid policy: "`).
+///
+/// # Errors
+/// The error of the first problem in the text, as above.
+pub(super) fn parse_value(text: &str, origin: &str, prefix: &str) -> Result<Value, ScenarioError> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value = serde_path_to_error::deserialize::<_, Value>(&mut de).map_err(|e| {
+        let segs = segments(e.path());
+        let inner = e.inner();
+        match non_finite(text, inner) {
+            Some(message) if !segs.is_empty() => ScenarioError::Invalid {
+                at: Location::new(origin, line_col(inner)),
+                path: segs.join("."),
+                message: format!("{prefix}{message}"),
+                applied: Vec::new(),
+            },
+            _ => syntax(origin, inner, prefix),
+        }
+    })?;
+    de.end().map_err(|e| syntax(origin, &e, prefix))?;
+    Ok(value)
+}
+
+/// What to say when `e` is a number JSON cannot hold: a literal `NaN`/`Infinity`, or a number
+/// whose magnitude exceeds `f64::MAX` (serde_json: "number out of range"). The number itself is
+/// not repeated (it may be hundreds of digits long).
+fn non_finite(text: &str, e: &serde_json::Error) -> Option<String> {
+    const FINITE: &str = "expected a finite number (JSON has no NaN or Infinity; magnitudes up to \
+                          about 1.8e308)";
+    let message = bare_message(e);
+    if message == "number out of range" {
+        return Some(format!("number out of range: {FINITE}"));
+    }
+    if message != "expected value" && message != "invalid number" {
+        return None;
+    }
+    // serde_json reports "expected value" at or just past the first character it could not
+    // take: widen to the whole word around that column.
+    let (line, col) = line_col(e)?;
+    let chars: Vec<char> = text.lines().nth(line - 1)?.chars().collect();
+    let in_word = |c: char| c.is_ascii_alphabetic() || c == '-' || c == '+';
+    let mut start = (col - 1).min(chars.len());
+    while start > 0 && in_word(chars[start - 1]) {
+        start -= 1;
+    }
+    let word: String = chars[start..]
+        .iter()
+        .copied()
+        .take_while(|&c| in_word(c))
+        .collect();
+    let bare = word.trim_start_matches(['-', '+']);
+    ["NaN", "nan", "Infinity", "infinity", "inf", "Inf"]
+        .contains(&bare)
+        .then(|| format!("`{word}` is not a JSON number: {FINITE}"))
+}
+
 /// serde_json's message without its ` at line L column C` suffix.
+/// Quoted values in it are shortened (see [`shorten`]): serde repeats the offending string.
 fn bare_message(e: &serde_json::Error) -> String {
     let s = e.to_string();
     let suffix = format!(" at line {} column {}", e.line(), e.column());
-    match s.strip_suffix(&suffix) {
+    let bare = match s.strip_suffix(&suffix) {
         Some(bare) if e.line() > 0 => bare.to_string(),
         _ => s,
-    }
+    };
+    bare.split('"')
+        .enumerate()
+        .map(|(i, part)| {
+            if i % 2 == 1 {
+                shorten(part)
+            } else {
+                part.into()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\"")
 }
 
 pub(super) fn syntax(origin: &str, e: &serde_json::Error, prefix: &str) -> ScenarioError {

@@ -13,6 +13,12 @@ fn set_error(arg: &str, message: impl Into<String>) -> ScenarioError {
     }
 }
 
+/// Whether `raw` starts like a JSON number (a digit, or a sign or point before one).
+fn looks_numeric(raw: &str) -> bool {
+    let t = raw.trim().trim_start_matches(['-', '+', '.']);
+    t.starts_with(|c: char| c.is_ascii_digit())
+}
+
 /// Applies one `PATH=VALUE` override to a scenario's JSON.
 pub(super) fn apply_set(doc: &mut Value, arg: &str) -> Result<(), ScenarioError> {
     let Some((path, raw)) = arg.split_once('=') else {
@@ -35,8 +41,21 @@ pub(super) fn apply_set(doc: &mut Value, arg: &str) -> Result<(), ScenarioError>
             format!("empty segment in PATH `{path}`; expected names separated by single dots"),
         ));
     }
-    let value =
-        serde_json::from_str::<Value>(raw).unwrap_or_else(|_| Value::String(raw.to_string()));
+    let value = match serde_json::from_str::<Value>(raw) {
+        Ok(value) => value,
+        // A numeric literal JSON cannot hold (`1e309`, 400 digits) is an error here, where the
+        // flag can be named, rather than a string the field then refuses.
+        Err(_) if looks_numeric(raw) && raw.trim().parse::<f64>().is_ok_and(|x| !x.is_finite()) => {
+            return Err(set_error(
+                arg,
+                format!(
+                    "{path}: number out of range: expected a finite number \
+                     (magnitudes up to about 1.8e308)"
+                ),
+            ));
+        }
+        Err(_) => Value::String(raw.to_string()),
+    };
     let Some((last, parents)) = segs.split_last() else {
         return Err(set_error(arg, "empty PATH"));
     };

@@ -291,3 +291,31 @@ fn the_run_budget_refuses_runs_with_its_estimate_and_lets_lint_and_show_through(
         .assert()
         .code(0);
 }
+
+/// A full disk on stdout is exit 2 with a message naming stdout, for every command that prints
+/// (it used to be a panic in `print!`, exit 101, for `lint`, `check`, `diff` and `show`).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_full_stdout_is_exit_2_naming_stdout() {
+    for args in [
+        vec!["run", INCIDENT],
+        vec!["run", INCIDENT, "--json"],
+        vec!["show", INCIDENT],
+        vec!["lint", "policies/fixed.json"],
+        vec!["check", INCIDENT, "--policy", "policies/fixed.json"],
+    ] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("refundsim"))
+            .args(&args)
+            .stdout(full)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("stdout: cannot write"), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}

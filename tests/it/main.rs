@@ -7,7 +7,9 @@ mod common;
 
 mod cli;
 mod determinism;
+mod docs_match;
 mod explore_cli;
+mod fuzz_inputs;
 mod gate_check;
 mod gate_diff;
 mod gate_lint;
@@ -24,3 +26,4 @@ mod prop_safety;
 mod queueing;
 mod recipes;
 mod streaming;
+mod trace_digest;
