@@ -170,6 +170,19 @@ pub struct Metrics {
     pub conservation_violations: u64,
     /// Most requests waiting for a pool connection at once.
     pub max_pool_queue_depth: u64,
+    /// Mean time a pool request (ticket or background, served or timed out) waited for a
+    /// connection, ms; 0 without requests. The simulated Wq of the queueing oracle.
+    pub pool_wait_mean_ms: f64,
+    /// Fraction of pool requests that waited longer than `t` =
+    /// `refunds_service.pool_wait_threshold` (default `executor.timeout`): the simulated
+    /// P(wait > t); 0 without requests.
+    pub pool_wait_over_threshold_fraction: f64,
+    /// The `t` of `pool_wait_over_threshold_fraction`, ms: `refunds_service.pool_wait_threshold`,
+    /// default `executor.timeout` (a setting echoed, not a measurement).
+    pub pool_wait_threshold_ms: f64,
+    /// Busy connection-time inside the horizon / (`pool_size` × horizon): the time-average
+    /// fraction of connections held, in `[0, 1]`; ρ in steady state.
+    pub pool_utilisation: f64,
     /// Reconciliation alerts raised (tickets flagged).
     pub reconciliation_alerts: u64,
     /// Second deliveries of a ticket's triggering event (at-least-once delivery), deduped or
@@ -463,6 +476,21 @@ impl Evaluator {
         }
         m.duplicated_ticket_ids = duplicated.into_vec();
         m.max_pool_queue_depth = u64::from(gauges.max_pool_queue_depth);
+        let per_wait = |x: f64| {
+            if gauges.pool_waits == 0 {
+                0.0
+            } else {
+                x / gauges.pool_waits as f64
+            }
+        };
+        m.pool_wait_mean_ms = per_wait(gauges.pool_wait_ns as f64 / 1e6);
+        m.pool_wait_over_threshold_fraction = per_wait(gauges.pool_waits_over_threshold as f64);
+        m.pool_wait_threshold_ms = gauges.pool_wait_threshold.as_nanos() as f64 / 1e6;
+        m.pool_utilisation = if gauges.pool_capacity_ns == 0 {
+            0.0
+        } else {
+            gauges.pool_busy_ns as f64 / gauges.pool_capacity_ns as f64
+        };
         m.latency = Latencies {
             tool_call: tool_lat.percentiles(),
             pool_wait: pool_lat.percentiles(),

@@ -15,8 +15,8 @@
 //! The larger of the two is the wait estimate, capped by `refunds_service.acquire_timeout`.
 //! Summing p99s errs high, on purpose: a timeout should clear the tail of the burst.
 
-use std::time::Duration;
-
+pub use crate::report::queueing::erlang_c;
+use crate::report::queueing::{latency_moments, peak_ticket_rate};
 use crate::scenario::{LatencyDist, Scenario};
 
 /// z for the 99th percentile of a normal.
@@ -39,69 +39,14 @@ pub struct BurstEstimate {
     pub p99_s: f64,
 }
 
-/// Mean of a latency distribution, seconds: for a lognormal by its p50 and p99,
-/// `p50 · e^(σ²/2)`; the value, the mean, or the samples' mean for the other forms; a script's
-/// `otherwise` (its scripted requests are a handful among many).
+/// Mean of a latency distribution, seconds (see [`latency_moments`]).
 pub fn mean_secs(d: &LatencyDist) -> f64 {
-    match d {
-        LatencyDist::Lognormal { p50, p99 } => {
-            let p50 = p50.as_secs_f64();
-            let sigma = (p99.as_secs_f64() / p50).ln() / Z99;
-            p50 * (sigma * sigma / 2.0).exp()
-        }
-        LatencyDist::Constant { value } => value.as_secs_f64(),
-        LatencyDist::Exponential { mean } => mean.as_secs_f64(),
-        LatencyDist::Empirical { samples } => {
-            let total: f64 = samples.iter().map(Duration::as_secs_f64).sum();
-            total / samples.len().max(1) as f64
-        }
-        LatencyDist::Script(s) => mean_secs(&s.otherwise),
-    }
-}
-
-/// Erlang C: the probability that an arrival waits, for `c` servers and offered load `a` < c.
-pub fn erlang_c(c: u32, a: f64) -> f64 {
-    if a <= 0.0 {
-        return 0.0;
-    }
-    // Erlang B by its stable recurrence, then C = B / (1 − ρ(1 − B)).
-    let mut b = 1.0;
-    for k in 1..=c {
-        b = a * b / (f64::from(k) + a * b);
-    }
-    let rho = a / f64::from(c);
-    b / (1.0 - rho * (1.0 - b))
-}
-
-/// The busiest rate and its duration, seconds.
-fn peak(s: &Scenario) -> (f64, f64) {
-    let a = &s.arrivals;
-    if !a.tickets.is_empty() {
-        let mut t: Vec<Duration> = a.tickets.iter().map(|t| t.opened_at).collect();
-        t.sort();
-        let window = Duration::from_secs(10);
-        let most = (0..t.len())
-            .map(|i| t[i..].iter().take_while(|x| **x < t[i] + window).count())
-            .max()
-            .unwrap_or(0);
-        return (most as f64 / 10.0, 10.0);
-    }
-    let horizon = s.horizon.as_secs_f64();
-    let mut start = 0.0;
-    let mut best = (0.0, 0.0);
-    for p in &a.schedule {
-        let d = p.duration.as_secs_f64().min((horizon - start).max(0.0));
-        if p.rate_per_s > best.0 && d > 0.0 {
-            best = (p.rate_per_s, d);
-        }
-        start += p.duration.as_secs_f64();
-    }
-    best
+    latency_moments(d).0
 }
 
 /// The estimate for scenario `s`.
 pub fn estimate(s: &Scenario) -> BurstEstimate {
-    let (ticket_rate, peak_s) = peak(s);
+    let (ticket_rate, peak_s) = peak_ticket_rate(s);
     let background_rate = s.background_load.rate_per_s;
     let lambda = ticket_rate + background_rate;
     let svc = &s.refunds_service;

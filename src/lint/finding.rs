@@ -4,6 +4,8 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
+use crate::report::queueing::{oracle_rows, PoolOracle};
+
 /// How bad a finding is. `error` makes `refundsim lint` exit 1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -73,6 +75,18 @@ pub struct LintReport {
     pub files: Vec<LintedFile>,
     /// Every finding.
     pub findings: Vec<Finding>,
+    /// The pool's queueing oracle of each scenario or policy linted, in file order.
+    pub queueing: Vec<LintedQueue>,
+}
+
+/// The queueing oracle of one linted scenario (or policy over the defaults): what Erlang C and
+/// Allen–Cunneen predict for its connection pool (see [`crate::report::queueing`]).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LintedQueue {
+    /// The file as given.
+    pub file: String,
+    /// At the mean load, then at the peak when the ticket rate varies.
+    pub loads: Vec<PoolOracle>,
 }
 
 impl LintReport {
@@ -82,7 +96,8 @@ impl LintReport {
     }
 }
 
-/// The report as text: one block per finding, then a count.
+/// The report as text: one block per finding, the queueing oracle of each scenario, then a
+/// count.
 pub fn lint_text(r: &LintReport) -> String {
     let mut s = String::new();
     for f in &r.findings {
@@ -92,6 +107,12 @@ pub fn lint_text(r: &LintReport) -> String {
         };
         let _ = writeln!(s, "{}: {sev}[{}] {}: {}", f.file, f.id, f.path, f.message);
         let _ = writeln!(s, "  fix: {}", f.hint);
+    }
+    for q in &r.queueing {
+        let _ = writeln!(s, "{}: pool queueing (no run; estimates only):", q.file);
+        for (k, v) in q.loads.iter().flat_map(oracle_rows) {
+            let _ = writeln!(s, "  {k:<42} {v}");
+        }
     }
     let errors = r
         .findings

@@ -14,6 +14,10 @@
 //! `key-conflict-retried-under-new-key`; and on tools alone
 //! `tool-annotations-missing`. A tool list alone only gets tool rules; a policy alone is linted
 //! over the defaults ([`DEFAULTS_BASE`]).
+//!
+//! Besides findings, each scenario or policy gets the pool's queueing oracle (Erlang C and
+//! Allen–Cunneen with their inputs λ, E[S], c, ρ; "unstable" when ρ ≥ 1; see
+//! [`crate::report::queueing`]), printed before the closing count and in `--json` as `queueing`.
 
 pub mod burst;
 mod deliveries;
@@ -28,8 +32,10 @@ mod tools;
 
 use std::path::PathBuf;
 
+use crate::report::queueing::pool_oracle;
+
 pub use error::LintError;
-pub use finding::{lint_text, Finding, LintReport, LintedFile, Severity};
+pub use finding::{lint_text, Finding, LintReport, LintedFile, LintedQueue, Severity};
 pub use input::{read_input, LintInput, DEFAULTS_BASE};
 pub use rules::scenario_rules;
 pub use tools::{tool_facts, tool_rules, ToolFacts};
@@ -58,6 +64,12 @@ pub fn lint_files(files: &[PathBuf]) -> Result<LintReport, LintError> {
         report
             .findings
             .extend(lint_input(input).into_iter().map(|f| f.in_file(file)));
+        if let LintInput::Scenario(s) | LintInput::Policy(s) = input {
+            report.queueing.push(LintedQueue {
+                file: file.clone(),
+                loads: pool_oracle(s),
+            });
+        }
     }
     Ok(report)
 }

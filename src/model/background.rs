@@ -32,9 +32,20 @@ struct Background {
     horizon: SimTime,
     /// Requests so far (the next request's number).
     n: Cell<u64>,
-    /// Requests waiting in the pool's line, in line order: (place in line, hold,
-    /// acquire-timeout timer).
-    waiting: RefCell<VecDeque<(u64, SimTime, Option<CallTimer>)>>,
+    /// Requests waiting in the pool's line, in line order.
+    waiting: RefCell<VecDeque<Waiting>>,
+}
+
+/// A background request in the pool's line.
+struct Waiting {
+    /// Its place in line.
+    place: u64,
+    /// How long it will hold its connection.
+    hold: SimTime,
+    /// When it joined the line.
+    since: SimTime,
+    /// Its acquire-timeout timer, if any.
+    timeout: Option<CallTimer>,
 }
 
 /// Starts Poisson arrivals at `background_load.rate_per_s` until the horizon; each waits for
@@ -83,30 +94,35 @@ impl Background {
         );
         w.pool_gauges.wait_begins();
         match w.pool.wait_with_callback(self.rc()) {
-            Ok(()) => self.hold(w, hold),
+            Ok(()) => self.hold(w, hold, SimTime::ZERO),
             Err(place) => {
                 let timeout = w.cfg.refunds_service.acquire_timeout.map(|limit| {
                     let at = w.now().saturating_add(SimTime::from_duration(limit));
                     let token = ACQUIRE_TIMEOUT | (place << 2);
                     w.sim.call_at(at, TimerKind::Deadline, self.rc(), token)
                 });
-                self.waiting.borrow_mut().push_back((place, hold, timeout));
+                self.waiting.borrow_mut().push_back(Waiting {
+                    place,
+                    hold,
+                    since: w.now(),
+                    timeout,
+                });
             }
         }
     }
 
-    /// Holds a connection just taken for `hold`, then returns it.
-    fn hold(&self, w: &World, hold: SimTime) {
-        w.pool_gauges.wait_ends(true);
+    /// Holds a connection just taken after waiting `waited` for `hold`, then returns it.
+    fn hold(&self, w: &World, hold: SimTime, waited: SimTime) {
+        w.pool_gauges.wait_ends(true, waited, w.now());
         let end = w.now().saturating_add(hold);
         w.sim.call_at(end, TimerKind::Work, self.rc(), HOLD_END);
     }
 
     /// Takes the request at `place` out of `waiting`.
-    fn take_waiting(&self, place: u64) -> Option<(SimTime, Option<CallTimer>)> {
+    fn take_waiting(&self, place: u64) -> Option<Waiting> {
         let mut waiting = self.waiting.borrow_mut();
-        let i = waiting.iter().position(|e| e.0 == place)?;
-        waiting.remove(i).map(|(_, hold, timer)| (hold, timer))
+        let i = waiting.iter().position(|e| e.place == place)?;
+        waiting.remove(i)
     }
 }
 
@@ -123,8 +139,11 @@ impl TimerCallback for Background {
                 // The acquire timeout of the request at `place` (cancelled when it is served,
                 // so it is still in line).
                 let place = token >> 2;
-                if self.take_waiting(place).is_some() && w.pool.leave(place) {
-                    w.pool_gauges.wait_ends(false);
+                if let Some(gone) = self.take_waiting(place) {
+                    if w.pool.leave(place) {
+                        w.pool_gauges
+                            .wait_ends(false, w.now() - gone.since, w.now());
+                    }
                 }
             }
         }
@@ -134,12 +153,12 @@ impl TimerCallback for Background {
 impl PoolCallback for Background {
     fn granted(&self, place: u64) {
         let Some(w) = self.w.upgrade() else { return };
-        let Some((hold, timeout)) = self.take_waiting(place) else {
+        let Some(served) = self.take_waiting(place) else {
             return;
         };
-        if let Some(t) = timeout {
+        if let Some(t) = served.timeout {
             w.sim.cancel_call(t);
         }
-        self.hold(&w, hold);
+        self.hold(&w, served.hold, w.now() - served.since);
     }
 }

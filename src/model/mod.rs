@@ -27,7 +27,7 @@ use std::rc::Rc;
 
 use crate::history::{History, Observer};
 use crate::scenario::Scenario;
-use crate::sim::{RunStats, Sim};
+use crate::sim::{RunStats, Sim, SimTime};
 
 /// What the model knows at the end of a run besides the history.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,6 +38,19 @@ pub struct ModelGauges {
     pub pool_acquired: u64,
     /// Pool connections returned.
     pub pool_released: u64,
+    /// Pool waits ended (every request that asked for a connection, ticket or background,
+    /// served or timed out).
+    pub pool_waits: u64,
+    /// Σ of those waits, ns.
+    pub pool_wait_ns: u128,
+    /// Those waits longer than `pool_wait_threshold`.
+    pub pool_waits_over_threshold: u64,
+    /// `Scenario::pool_wait_threshold`.
+    pub pool_wait_threshold: SimTime,
+    /// Busy connection-time inside `[0, horizon]`, ns.
+    pub pool_busy_ns: u128,
+    /// `pool_size` × horizon, ns: the connection-time available inside the horizon.
+    pub pool_capacity_ns: u128,
     /// Stripe executions begun and never committed.
     pub stripe_in_flight: usize,
     /// Evictions refused because a closed ticket still had work in flight (a model bug: some
@@ -91,10 +104,18 @@ pub fn simulate_observed(
     sim.spawn(reconciliation::run(w.clone()));
     let stats = sim.run();
     w.finish();
+    let g = &w.pool_gauges;
     let gauges = ModelGauges {
         max_pool_queue_depth: w.pool_gauges.max_waiting.get(),
         pool_acquired: w.pool_gauges.acquired.get(),
         pool_released: w.pool_gauges.released.get(),
+        pool_waits: g.waits.get(),
+        pool_wait_ns: g.wait_ns.get(),
+        pool_waits_over_threshold: g.waits_over_threshold.get(),
+        pool_wait_threshold: g.threshold,
+        pool_busy_ns: u128::try_from(g.busy_ns.get()).unwrap_or(0),
+        pool_capacity_ns: u128::from(scenario.refunds_service.pool_size)
+            * u128::from(g.horizon.as_nanos()),
         stripe_in_flight: w.stripe.borrow().in_flight(),
         premature_evictions: w.premature_evictions(),
     };

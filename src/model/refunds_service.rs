@@ -477,8 +477,9 @@ pub async fn acquire(w: &World, ids: Ids) -> Option<Permit> {
         Some(limit) => w.sim.timeout(SimTime::from_duration(limit), fut).await.ok(),
         None => Some(fut.await),
     };
-    g.wait_ends(permit.is_some());
-    let waited_ns = (w.now() - start).as_nanos();
+    let waited = w.now() - start;
+    g.wait_ends(permit.is_some(), waited, w.now());
+    let waited_ns = waited.as_nanos();
     match permit {
         Some(p) => {
             if traced {
@@ -497,8 +498,7 @@ pub async fn acquire(w: &World, ids: Ids) -> Option<Permit> {
 
 /// Books a connection's return (the permit itself is dropped by the caller).
 pub fn release(w: &World, ids: Ids) {
-    let g = &w.pool_gauges;
-    g.released.set(g.released.get() + 1);
+    w.pool_gauges.returned(w.now());
     if ids.ticket.is_some() {
         w.record(ids, EventKind::PoolRelease);
     }

@@ -58,6 +58,11 @@ impl Ids {
 }
 
 /// Pool gauges kept by the model (they include background load, which is not traced).
+///
+/// Besides the queue depth, they accumulate online what the report's queueing metrics need
+/// (`pool_wait_mean_ms`, `pool_wait_over_threshold_fraction`, `pool_utilisation`): every
+/// request's wait, whether it exceeded the threshold, and the connections' busy time inside
+/// the horizon. Nothing per request is kept.
 #[derive(Debug, Default)]
 pub struct PoolGauges {
     /// Requests waiting for a connection now.
@@ -68,9 +73,32 @@ pub struct PoolGauges {
     pub acquired: Cell<u64>,
     /// Connections returned.
     pub released: Cell<u64>,
+    /// Waits ended (a connection, or an acquire timeout).
+    pub waits: Cell<u64>,
+    /// Σ of the ended waits, ns.
+    pub wait_ns: Cell<u128>,
+    /// Waits longer than `threshold`.
+    pub waits_over_threshold: Cell<u64>,
+    /// The `t` of P(wait > t) (see `Scenario::pool_wait_threshold`).
+    pub threshold: SimTime,
+    /// Where busy time stops counting (the scenario's horizon).
+    pub horizon: SimTime,
+    /// Σ over returned connections of min(return, horizon) − Σ over handed-out ones of
+    /// min(hand-out, horizon), ns: the busy connection-time inside `[0, horizon]` once every
+    /// connection is back.
+    pub busy_ns: Cell<i128>,
 }
 
 impl PoolGauges {
+    /// Gauges counting waits longer than `threshold` and busy time up to `horizon`.
+    pub fn new(threshold: SimTime, horizon: SimTime) -> Self {
+        PoolGauges {
+            threshold,
+            horizon,
+            ..PoolGauges::default()
+        }
+    }
+
     /// A request joins the wait for a connection.
     pub fn wait_begins(&self) {
         self.waiting.set(self.waiting.get() + 1);
@@ -78,12 +106,31 @@ impl PoolGauges {
             .set(self.max_waiting.get().max(self.waiting.get()));
     }
 
-    /// A request stops waiting: with a connection (`acquired`) or without (a timeout).
-    pub fn wait_ends(&self, acquired: bool) {
+    /// A request stops waiting at `now` after `waited`: with a connection (`acquired`) or
+    /// without (a timeout).
+    pub fn wait_ends(&self, acquired: bool, waited: SimTime, now: SimTime) {
         self.waiting.set(self.waiting.get() - 1);
+        self.waits.set(self.waits.get() + 1);
+        self.wait_ns
+            .set(self.wait_ns.get() + u128::from(waited.as_nanos()));
+        if waited > self.threshold {
+            self.waits_over_threshold
+                .set(self.waits_over_threshold.get() + 1);
+        }
         if acquired {
             self.acquired.set(self.acquired.get() + 1);
+            self.busy_ns.set(self.busy_ns.get() - self.clipped(now));
         }
+    }
+
+    /// A connection is returned at `now`.
+    pub fn returned(&self, now: SimTime) {
+        self.released.set(self.released.get() + 1);
+        self.busy_ns.set(self.busy_ns.get() + self.clipped(now));
+    }
+
+    fn clipped(&self, t: SimTime) -> i128 {
+        i128::from(t.min(self.horizon).as_nanos())
     }
 }
 
@@ -145,6 +192,10 @@ impl World {
         )
         .with_provider(&cfg.provider);
         let pool = Rc::new(Pool::new(cfg.refunds_service.pool_size));
+        let pool_gauges = PoolGauges::new(
+            SimTime::from_duration(cfg.pool_wait_threshold()),
+            SimTime::from_duration(cfg.horizon),
+        );
         let path = POSITIONS.map(|p| {
             layers_at(&cfg, p)
                 .into_iter()
@@ -161,7 +212,7 @@ impl World {
             finished: Cell::new(false),
             premature: Cell::new(0),
             pool,
-            pool_gauges: PoolGauges::default(),
+            pool_gauges,
             ledger: RefCell::new(Ledger::default()),
             stripe: RefCell::new(stripe),
             next_call: Cell::new(1),

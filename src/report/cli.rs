@@ -5,7 +5,8 @@
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
-use super::{story, summary};
+use super::queueing::pool_oracle;
+use super::{story, summary_with_oracle};
 use crate::error::CliError;
 use crate::history::{Keep, TraceStream};
 use crate::output::{same_file, WholeFile};
@@ -123,7 +124,7 @@ fn cli_run_by(
     };
     let story_lines = ticket_story(opts, &sc, &out, origin)?;
     let stdout = if opts.json {
-        render_json(&out, story_lines.as_deref())?
+        render_json(&sc, &out, story_lines.as_deref())?
     } else {
         render_text(opts, &sc, &out, origin, story_lines.as_deref())
     };
@@ -182,12 +183,21 @@ fn refuse_trace_over_input(opts: &CliOptions, path: &std::path::Path) -> Result<
     Ok(())
 }
 
-/// `--json`: the report, with the ticket's story as a `story` field.
-fn render_json(out: &RunOutput, story_lines: Option<&[String]>) -> Result<String, CliError> {
+/// `--json`: the report, with the pool's queueing oracle as a `queueing` field (see
+/// [`pool_oracle`]) and the ticket's story as a `story` field.
+fn render_json(
+    sc: &Scenario,
+    out: &RunOutput,
+    story_lines: Option<&[String]>,
+) -> Result<String, CliError> {
     let json_error = |e: serde_json::Error| CliError::Input(e.to_string());
     let mut v = serde_json::to_value(&out.report).map_err(json_error)?;
-    if let (Some(lines), Some(obj)) = (story_lines, v.as_object_mut()) {
-        obj.insert("story".into(), serde_json::json!(lines));
+    if let Some(obj) = v.as_object_mut() {
+        let oracle = serde_json::to_value(pool_oracle(sc)).map_err(json_error)?;
+        obj.insert("queueing".into(), oracle);
+        if let Some(lines) = story_lines {
+            obj.insert("story".into(), serde_json::json!(lines));
+        }
     }
     Ok(serde_json::to_string_pretty(&v).map_err(json_error)? + "\n")
 }
@@ -204,7 +214,8 @@ fn render_text(
         .reconciliation
         .enabled
         .then_some((sc.reconciliation.interval, sc.horizon));
-    let mut text = summary(&out.report, origin, recon);
+    let oracle = pool_oracle(sc);
+    let mut text = summary_with_oracle(&out.report, origin, recon, &oracle);
     if let Some(lines) = story_lines {
         text += &format!("\nticket {}:\n", opts.ticket.unwrap_or(0));
         for l in lines {

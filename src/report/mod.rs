@@ -1,11 +1,13 @@
-//! Human-readable output: the run summary and one ticket's story, and `refundsim run` as a
+//! Human-readable output: the run summary, one ticket's story, the pool's queueing oracle
+//! ([`queueing`]), and `refundsim run` as a
 //! library call ([`cli_run`]).
 
 pub mod cli;
+pub mod queueing;
 mod story;
 mod summary;
 
 pub use story::{incident_shaped, story, IncidentShapes};
-pub use summary::{summary, LISTED_DUPLICATES};
+pub use summary::{summary, summary_with_oracle, LISTED_DUPLICATES};
 
 pub use cli::cli_run;

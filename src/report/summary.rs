@@ -5,6 +5,7 @@ use std::time::SystemTime;
 
 use crate::history::clock_time;
 use crate::invariants::{Metrics, Percentiles};
+use crate::report::queueing::{oracle_rows, simulated_rows, PoolOracle};
 use crate::run::RunReport;
 use crate::sim::SimTime;
 
@@ -56,11 +57,23 @@ pub fn summary(
     origin: Option<SystemTime>,
     recon: Option<(std::time::Duration, std::time::Duration)>,
 ) -> String {
+    summary_with_oracle(r, origin, recon, &[])
+}
+
+/// [`summary`] with the queueing oracle's rows (see [`crate::report::queueing::pool_oracle`])
+/// after the simulated pool metrics, as `refundsim run` prints it.
+pub fn summary_with_oracle(
+    r: &RunReport,
+    origin: Option<SystemTime>,
+    recon: Option<(std::time::Duration, std::time::Duration)>,
+    oracle: &[PoolOracle],
+) -> String {
     let m = &r.metrics;
     let mut rows = Rows(String::new());
     rows.row("scenario", format!("{} (seed {})", r.scenario, r.seed));
     counts(&mut rows, m);
     stripe_and_latency(&mut rows, m);
+    pool_queueing(&mut rows, m, oracle);
     rows.row("reconciliation", reconciliation(m, origin, recon));
     verdicts(&mut rows, r);
     where_to_look(&mut rows, r);
@@ -138,6 +151,24 @@ fn stripe_and_latency(rows: &mut Rows, m: &Metrics) {
     rows.row("max pool queue depth", m.max_pool_queue_depth.to_string());
 }
 
+/// The pool's simulated mean wait, P(wait > t) and utilisation, then the oracle's inputs and
+/// estimates.
+fn pool_queueing(rows: &mut Rows, m: &Metrics, oracle: &[PoolOracle]) {
+    let t = SimTime::from_nanos((m.pool_wait_threshold_ms * 1e6).round() as u64).as_duration();
+    let simulated = simulated_rows(
+        m.pool_wait_mean_ms,
+        m.pool_wait_over_threshold_fraction,
+        m.pool_utilisation,
+        t,
+    );
+    for (k, v) in simulated
+        .into_iter()
+        .chain(oracle.iter().flat_map(oracle_rows))
+    {
+        rows.row(&k, v);
+    }
+}
+
 /// Whether reconciliation ran (it runs at every multiple of its interval up to the horizon; an
 /// interval longer than the horizon means it never ran) and, if it alerted, when first and how
 /// late at worst (whole seconds). `recon` is (interval, horizon) when enabled.
@@ -147,12 +178,10 @@ fn reconciliation(
     recon: Option<(std::time::Duration, std::time::Duration)>,
 ) -> String {
     let runs = recon.map(|(interval, horizon)| {
-        let i = interval.as_nanos();
-        if i == 0 {
-            0
-        } else {
-            horizon.as_nanos() / i
-        }
+        horizon
+            .as_nanos()
+            .checked_div(interval.as_nanos())
+            .unwrap_or(0)
     });
     match (runs, m.first_alert_ns) {
         (None, _) => "off (no alert possible)".into(),

@@ -109,6 +109,16 @@ pub struct Scenario {
     pub tie_break: Option<TieBreakConfig>,
 }
 
+impl Scenario {
+    /// The `t` of P(pool wait > t): `refunds_service.pool_wait_threshold`, else
+    /// `executor.timeout`.
+    pub fn pool_wait_threshold(&self) -> Duration {
+        self.refunds_service
+            .pool_wait_threshold
+            .unwrap_or(self.executor.timeout)
+    }
+}
+
 /// A seeded tie-break for same-instant and near-tie events.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -735,6 +745,18 @@ pub struct RefundsService {
     )]
     #[schemars(with = "Option<String>")]
     pub acquire_timeout: Option<Duration>,
+    /// The `t` of the report's `pool_wait_over_threshold_fraction` (the fraction of pool
+    /// requests that waited longer than `t` for a connection) and of the queueing oracle's
+    /// P(wait > t); > 0. Default: `executor.timeout`, since a request that waits that long for a
+    /// connection has outlived its caller's timeout before it reaches Stripe. Changes no
+    /// simulated behaviour.
+    #[serde(
+        default,
+        with = "humantime_serde::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub pool_wait_threshold: Option<Duration>,
     /// Idempotency-key mode. Default: `none` (the incident).
     #[serde(default = "key_none")]
     pub idempotency_key: KeyMode,
@@ -943,6 +965,7 @@ impl Default for RefundsService {
         RefundsService {
             pool_size: default_pool(),
             acquire_timeout: None,
+            pool_wait_threshold: None,
             idempotency_key: KeyMode::None,
             deadline_propagation: false,
             local_dedup: false,

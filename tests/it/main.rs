@@ -23,6 +23,7 @@ mod prop_exhaustive;
 mod prop_holes;
 mod prop_providers;
 mod prop_safety;
+mod queueing;
 mod recipes;
 mod streaming;
 mod sweep;

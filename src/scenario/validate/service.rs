@@ -16,6 +16,10 @@ pub(super) fn validate(svc: &RefundsService) -> Check {
     if let Some(t) = svc.acquire_timeout {
         positive("refunds_service.acquire_timeout", t)?;
     }
+    if let Some(t) = svc.pool_wait_threshold {
+        positive("refunds_service.pool_wait_threshold", t)?;
+        at_most("refunds_service.pool_wait_threshold", t, MAX_DURATION)?;
+    }
     at_most("refunds_service.overhead", svc.overhead, MAX_DURATION)?;
     probability(
         "refunds_service.crash_after_provider_ok",
