@@ -6,6 +6,7 @@ mod config;
 mod deliveries;
 mod dupkeys;
 mod error;
+mod gate_expect;
 mod latency;
 pub mod layers;
 mod load;
@@ -26,6 +27,7 @@ pub use layers::{
     compiled, layers_at, stack_of, Backoff, BackoffKind, Jitter, LayerKind, Position,
     ReportTimeout, RetryBudget, RetryLayer, RetryOn,
 };
-pub use load::{load, load_str, schema_json};
+pub use gate_expect::ExpectSource;
+pub use load::{load, load_str, load_with_expect_source, schema_json};
 pub use provider::{Provider, ProviderKind, Settle};
 pub use validate::{validate, MAX_DURATION, MAX_FIRST_TICKET_ID, MAX_HORIZON, METRICS};
