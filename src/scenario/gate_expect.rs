@@ -142,7 +142,9 @@ mod tests {
 
     /// The incident's shape: a scenario that *expects* duplicates.
     fn demo() -> String {
-        with(r#"{"expect":{"duplicate_refund_tickets":{"min":1,"mean_min":20,"violating_seeds_max":0.25}}}"#)
+        with(
+            r#"{"expect":{"duplicate_refund_tickets":{"min":1,"mean_min":20,"violating_seeds_max":0.25}}}"#,
+        )
     }
 
     fn load(
@@ -197,7 +199,9 @@ mod tests {
     fn a_policy_expect_replaces_the_safety_bounds_it_names_and_keeps_the_others() {
         let (e, src) = load(
             &demo(),
-            &[r#"{"executor":{"timeout":"15s"},"expect":{"duplicate_refund_tickets":{"mean_max":5},"over_refund_cents":null,"false_failures":{"max":0}}}"#],
+            &[
+                r#"{"executor":{"timeout":"15s"},"expect":{"duplicate_refund_tickets":{"mean_max":5},"over_refund_cents":null,"false_failures":{"max":0}}}"#,
+            ],
             &[],
         );
         assert_eq!(src, ExpectSource::Policies);
@@ -255,7 +259,10 @@ mod tests {
         let msg = load_with_expect_source(base.path(), &[p.path().to_path_buf()], &[])
             .unwrap_err()
             .to_string();
-        assert!(msg.contains("expect.dups: unknown metric \"dups\""), "{msg}");
+        assert!(
+            msg.contains("expect.dups: unknown metric \"dups\""),
+            "{msg}"
+        );
         assert!(msg.contains("(after applying policy "), "{msg}");
     }
 }

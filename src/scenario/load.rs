@@ -78,7 +78,9 @@ pub fn load_with_expect_source(
     let merged = if changes_world(&scenario, &merged) {
         let (expect, from) = changed_world_expect(&patches, sets)?;
         source = from;
-        let map = doc.as_object_mut().expect("a deserialized scenario is an object");
+        let map = doc
+            .as_object_mut()
+            .expect("a deserialized scenario is an object");
         match expect {
             Some(e) => map.insert("expect".to_string(), e),
             None => map.remove("expect"),

@@ -52,6 +52,9 @@ fn every_recipe_shows_its_duplicates_and_its_fix_removes_them() {
         assert_eq!(f["duplicate_refund_tickets"], 0, "{name} under its fix");
         assert_eq!(f["extra_refunds"], 0, "{name} under its fix");
         assert_eq!(f["lost_refunds"], 0, "{name} under its fix");
+        // The fix changes the world, so the safety invariants gate it (not the recipe's
+        // "at least 3 duplicates"), without the fix restating `expect`.
+        assert_eq!(f["expectations_met"], true, "{name} under its fix");
         assert_eq!(f["tickets"], r["tickets"], "{name}: same tickets");
     }
 }
