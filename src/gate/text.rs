@@ -59,7 +59,7 @@ fn case_text(s: &mut String, c: &CaseReport) {
         .collect();
     let _ = writeln!(
         s,
-        "  invariants violated (shown; only conservation gates): {}",
+        "  invariants violated (counted; the rules above gate): {}",
         inv.join(", ")
     );
     for v in &c.violations {
