@@ -31,14 +31,26 @@ pub fn percentile(xs: &[f64], p: f64) -> f64 {
 
 /// `t(0.975, df)`: the 0.975 quantile of Student's t with `df` degrees of freedom (the
 /// two-sided 95 % critical value), from [`statrs`]' inverse CDF. `df` may be fractional (Welch);
-/// below 1 it is taken as 1. E.g. `t975(3.0)` ≈ 3.182, `t975(29.0)` ≈ 2.045, large `df` → 1.960.
+/// below 1 it is taken as 1. E.g. `t975(3.0)` ≈ 3.182, `t975(29.0)` ≈ 2.045.
+///
+/// Beyond [`T_NORMAL_DF`] degrees of freedom it is the normal quantile 1.959964: statrs' inverse
+/// loses precision there (1.8266 at df 10⁷), and t and normal differ by less than 2·10⁻⁵. `diff`
+/// never gets there (its df is at most 2 × [`super::MAX_SEEDS`]).
 pub fn t975(df: f64) -> f64 {
-    use statrs::distribution::{ContinuousCDF, StudentsT};
+    use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
     let df = if df.is_nan() { 1.0 } else { df.max(1.0) };
+    if df > T_NORMAL_DF {
+        return Normal::new(0.0, 1.0)
+            .expect("mean 0, sd 1 is valid")
+            .inverse_cdf(0.975);
+    }
     StudentsT::new(0.0, 1.0, df)
         .expect("location 0, scale 1 and df ≥ 1 are valid")
         .inverse_cdf(0.975)
 }
+
+/// Degrees of freedom beyond which [`t975`] is the normal quantile: 10⁵.
+pub const T_NORMAL_DF: f64 = 1e5;
 
 /// A mean with its 95 % confidence interval.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
@@ -134,6 +146,8 @@ mod tests {
         ] {
             assert!((t975(df) - t).abs() < 5e-4, "df {df}: {} vs {t}", t975(df));
         }
+        // Large df: 20 000 (2 × MAX_SEEDS) from statrs (exact 1.960083), 10⁷ the normal.
+        assert!((t975(2e4) - 1.960_083).abs() < 1e-5, "{}", t975(2e4));
         assert!((t975(1e7) - 1.959_964).abs() < 1e-5, "{}", t975(1e7));
         // Fractional df (Welch) falls between its neighbours; below 1 counts as 1.
         assert!(t975(45.7) < t975(45.0) && t975(45.7) > t975(46.0));

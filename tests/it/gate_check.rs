@@ -290,7 +290,13 @@ fn a_correct_fix_passes_on_the_safety_invariants_without_restating_expect() {
     // fixed.json's expect names only false_failures; the incident's "≥ 1 duplicate" is not
     // carried over, the safety invariants are the gate.
     // Seeds 2..4: the incident as written has duplicates on each (seed 1 has none).
-    let (code, v) = check_json(&["scenarios/", "--policy", "policies/fixed.json", "--seeds", "2..4"]);
+    let (code, v) = check_json(&[
+        "scenarios/",
+        "--policy",
+        "policies/fixed.json",
+        "--seeds",
+        "2..4",
+    ]);
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["cases"][0]["expect_source"], "scenario");
     assert_eq!(v["cases"][1]["expect_source"], "policies");
@@ -315,8 +321,7 @@ fn a_broken_fix_without_expect_fails_on_the_safety_invariants() {
     assert_eq!(code, 1);
     let case = &v["cases"][1];
     assert_eq!(case["expect_source"], "safety_invariants");
-    let failed: Vec<(String, String, bool)> =
-        rules(case).into_iter().filter(|r| !r.2).collect();
+    let failed: Vec<(String, String, bool)> = rules(case).into_iter().filter(|r| !r.2).collect();
     assert_eq!(
         failed,
         vec![
@@ -349,11 +354,18 @@ fn set_changes_the_scenario_like_a_policy_and_is_in_the_replay_command() {
         "refunds_service.idempotency_key=per_ticket",
     ]);
     assert_eq!(code, 0, "{v}");
-    assert_eq!(v["cases"][0]["sets"][0], "refunds_service.idempotency_key=per_ticket");
+    assert_eq!(
+        v["cases"][0]["sets"][0],
+        "refunds_service.idempotency_key=per_ticket"
+    );
     assert_eq!(v["cases"][0]["expect_source"], "safety_invariants");
     assert_eq!(v["cases"][1]["expect_source"], "policies");
     // A --set that only bounds the scenario's own expect keeps the scenario as written.
-    let (code, v) = check_json(&[INCIDENT, "--set", "expect.duplicate_refund_tickets.mean_min=50"]);
+    let (code, v) = check_json(&[
+        INCIDENT,
+        "--set",
+        "expect.duplicate_refund_tickets.mean_min=50",
+    ]);
     assert_eq!(code, 1);
     assert_eq!(v["cases"][0]["expect_source"], "scenario");
 }

@@ -218,17 +218,31 @@ fn the_candidate_is_judged_safe_or_not_apart_from_the_comparison() {
     let none = empty_policy(&dir);
     // The incident against itself: no difference, so the comparison passes, but on seeds 2 and
     // 3 the candidate duplicates refunds (tests/pinned/carrier-outage.csv: 0, 25, 89).
-    let args = [INCIDENT, "--baseline", &none, "--candidate", &none, "--seeds", "1..3"];
+    let args = [
+        INCIDENT,
+        "--baseline",
+        &none,
+        "--candidate",
+        &none,
+        "--seeds",
+        "1..3",
+    ];
     let (code, v) = diff_json(&args);
     assert_eq!(code, 0);
     let sc = &v["scenarios"][0];
     assert_eq!(sc["candidate_safe"], false);
     let dup = &sc["candidate_safety"][0];
     assert_eq!(dup["invariant"], "at_most_one_refund_per_ticket");
-    assert_eq!((dup["violating_seeds"].as_u64(), dup["seeds"].as_u64()), (Some(2), Some(3)));
+    assert_eq!(
+        (dup["violating_seeds"].as_u64(), dup["seeds"].as_u64()),
+        (Some(2), Some(3))
+    );
     assert_eq!(
         dup["first"],
-        serde_json::json!([2, format!("refundsim run scenarios/carrier-outage.json --seed 2 --policy {none}")])
+        serde_json::json!([
+            2,
+            format!("refundsim run scenarios/carrier-outage.json --seed 2 --policy {none}")
+        ])
     );
     assert_eq!(sc["candidate_safety"][2]["invariant"], "no_lost_refund");
     assert_eq!(sc["candidate_safety"][2]["violating_seeds"], 0);
@@ -245,7 +259,14 @@ fn text_shows_units_money_in_dollars_and_latency_in_ms() {
     let none = empty_policy(&dir);
     let out = refundsim()
         .args([
-            "diff", INCIDENT, "--baseline", &none, "--candidate", &none, "--seeds", "2..4",
+            "diff",
+            INCIDENT,
+            "--baseline",
+            &none,
+            "--candidate",
+            &none,
+            "--seeds",
+            "2..4",
         ])
         .output()
         .unwrap();
@@ -268,7 +289,10 @@ fn text_shows_units_money_in_dollars_and_latency_in_ms() {
         .find(|l| l.starts_with("  latency_tool_call_p99_ms "))
         .unwrap();
     assert_eq!(p99.split_whitespace().nth(1), Some("ms"), "{p99}");
-    assert!(text.contains("\n  metric                      unit     baseline"), "{text}");
+    assert!(
+        text.contains("\n  metric                      unit     baseline"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -300,10 +324,14 @@ fn set_applies_to_both_sides_and_their_replay_commands() {
     );
     // The baseline side is the incident with a 9 s timeout: its mean is that run's.
     let dup = |seed: &str| {
-        run_json(&[INCIDENT, "--seed", seed, "--set", "executor.timeout=9s"])["duplicate_refund_tickets"]
+        run_json(&[INCIDENT, "--seed", seed, "--set", "executor.timeout=9s"])
+            ["duplicate_refund_tickets"]
             .as_f64()
             .unwrap()
     };
     let want = (dup("2") + dup("3")) / 2.0;
-    assert_eq!(f(&row(&v, "duplicate_refund_tickets")["baseline_mean"]), want);
+    assert_eq!(
+        f(&row(&v, "duplicate_refund_tickets")["baseline_mean"]),
+        want
+    );
 }

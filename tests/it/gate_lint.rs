@@ -549,7 +549,10 @@ fn a_scenario_with_policy_and_set_is_linted_as_show_prints_it() {
         .into_iter()
         .find(|f| f[0] == "timeout-below-burst-p99")
         .unwrap();
-    assert!(burst[3].starts_with("executor timeout 9s is below"), "{burst:?}");
+    assert!(
+        burst[3].starts_with("executor timeout 9s is below"),
+        "{burst:?}"
+    );
     // The text names what was merged.
     let out = refundsim()
         .args(["lint", INCIDENT, "--policy", "policies/fixed.json"])
@@ -557,13 +560,18 @@ fn a_scenario_with_policy_and_set_is_linted_as_show_prints_it() {
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
-        text.ends_with("in scenarios/carrier-outage.json (scenario after policy policies/fixed.json)\n"),
+        text.ends_with(
+            "in scenarios/carrier-outage.json (scenario after policy policies/fixed.json)\n"
+        ),
         "{text}"
     );
     // The policy alone still lints over the defaults (CI uses it).
     let (code, alone) = lint_args(&["policies/fixed.json"]);
     assert_eq!(code, 0);
-    assert_eq!(alone["files"][0], serde_json::json!({"file": "policies/fixed.json", "kind": "policy"}));
+    assert_eq!(
+        alone["files"][0],
+        serde_json::json!({"file": "policies/fixed.json", "kind": "policy"})
+    );
 }
 
 #[test]
