@@ -210,7 +210,14 @@ pub struct Metrics {
 
 impl Metrics {
     /// A metric by its report name, as `f64` (for `expect` bounds). `None` for unknown names.
+    ///
+    /// The latency percentiles are reached as `latency_{tool_call,pool_wait,stripe}_{p50,p99,max}_ms`
+    /// (the report's `latency.tool_call.p99_ms` is `latency_tool_call_p99_ms`: one word, so
+    /// `--set expect.latency_tool_call_p99_ms.max=9000` can name it), in ms.
     pub fn get(&self, name: &str) -> Option<f64> {
+        if let Some(rest) = name.strip_prefix("latency_") {
+            return self.latency_percentile(rest);
+        }
         let v = serde_json::to_value(self).ok()?;
         match v.get(name) {
             Some(x) => x.as_f64(),
@@ -218,6 +225,28 @@ impl Metrics {
             None if ZERO_SKIPPED.contains(&name) => Some(0.0),
             None => None,
         }
+    }
+}
+
+impl Metrics {
+    /// `tool_call_p99_ms` and the like: one percentile of one latency distribution, ms.
+    fn latency_percentile(&self, name: &str) -> Option<f64> {
+        let l = &self.latency;
+        for (dist, p) in [
+            ("tool_call_", &l.tool_call),
+            ("pool_wait_", &l.pool_wait),
+            ("stripe_", &l.stripe),
+        ] {
+            if let Some(stat) = name.strip_prefix(dist) {
+                return match stat {
+                    "p50_ms" => Some(p.p50_ms),
+                    "p99_ms" => Some(p.p99_ms),
+                    "max_ms" => Some(p.max_ms),
+                    _ => None,
+                };
+            }
+        }
+        None
     }
 }
 

@@ -175,6 +175,10 @@ struct CheckArgs {
     /// Also run every scenario under this policy (separately); repeatable.
     #[arg(long = "policy", value_name = "FILE")]
     policies: Vec<PathBuf>,
+    /// Override one field in every case, after its policy, e.g. `--set executor.timeout=15s`;
+    /// repeatable. A change to the scenario makes the safety invariants its gate.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    sets: Vec<String>,
     /// Seeds `A..B` (inclusive) [default: each scenario's own `seed`].
     #[arg(long, value_name = "A..B")]
     seeds: Option<String>,
@@ -207,6 +211,12 @@ struct DiffArgs {
     /// [default: duplicate_refund_tickets=0, lost_refunds=0, false_failures=0].
     #[arg(long = "tolerance", value_name = "METRIC=VALUE")]
     tolerances: Vec<String>,
+    /// Override one field on both sides, after their policy; repeatable.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    sets: Vec<String>,
+    /// Also exit 1 when the candidate breaks a safety invariant on any seed (always reported).
+    #[arg(long)]
+    require_safe: bool,
     /// Print the report as JSON instead of text.
     #[arg(long)]
     json: bool,
@@ -217,6 +227,13 @@ struct LintArgs {
     /// Scenarios, policies, MCP `tools/list` results or Anthropic tool definitions (JSON).
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
+    /// Merge this policy into each scenario before linting (as `show` does); repeatable, in
+    /// order. With it, every FILE must be a scenario.
+    #[arg(long = "policy", value_name = "POLICY")]
+    policies: Vec<PathBuf>,
+    /// Override one field of each scenario before linting, after policies; repeatable.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    sets: Vec<String>,
     /// Print the findings as JSON instead of text.
     #[arg(long)]
     json: bool,
@@ -354,6 +371,7 @@ fn cmd_check(a: CheckArgs) -> anyhow::Result<ExitCode> {
     let opts = gate::CheckOptions {
         scenarios: a.scenarios,
         policies: a.policies,
+        sets: a.sets,
         seeds: a
             .seeds
             .map(|s| gate::SeedRange::parse("--seeds", &s))
@@ -386,6 +404,8 @@ fn cmd_diff(a: DiffArgs) -> anyhow::Result<ExitCode> {
             .map(|s| gate::SeedRange::parse("--candidate-seeds", &s))
             .transpose()?,
         tolerances: a.tolerances,
+        sets: a.sets,
+        require_safe: a.require_safe,
     };
     let bar = RunsBar::new("diff");
     let report = gate::diff_with_progress(&opts, &bar);
@@ -400,7 +420,7 @@ fn cmd_diff(a: DiffArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn cmd_lint(a: LintArgs) -> anyhow::Result<ExitCode> {
-    let report = lint::lint_files(&a.files)?;
+    let report = lint::lint_files_with(&a.files, &a.policies, &a.sets)?;
     if a.json {
         print_json(&report)?;
     } else {

@@ -1,5 +1,7 @@
-//! `refundsim check`: every scenario × policy × seed, in parallel, against each scenario's
-//! `expect` bounds and the conservation invariant.
+//! `refundsim check`: every scenario × policy × seed, in parallel, against each case's
+//! `expect` bounds and the conservation invariant. Which `expect` a case has is
+//! [`scenario::load`]'s rule: the scenario's own as written, the safety invariants (with the
+//! policy's bounds) once a policy or `--set` changes the scenario.
 
 use std::path::PathBuf;
 
@@ -13,7 +15,7 @@ use super::progress::Progress;
 use super::seeds::SeedRange;
 use crate::check::INVARIANTS;
 use crate::run::{run, Invocation, RunReport};
-use crate::scenario::{self, Scenario};
+use crate::scenario::{self, ExpectSource, Scenario};
 
 /// What to check.
 #[derive(Clone, Debug, Default)]
@@ -22,6 +24,8 @@ pub struct CheckOptions {
     pub scenarios: Vec<PathBuf>,
     /// Policies; each scenario runs bare and then under each policy, separately.
     pub policies: Vec<PathBuf>,
+    /// `PATH=VALUE` overrides applied to every case after its policy (as `run --set`).
+    pub sets: Vec<String>,
     /// Seeds; `None` runs each scenario on its own `seed` only.
     pub seeds: Option<SeedRange>,
 }
@@ -42,8 +46,14 @@ pub struct CaseReport {
     pub scenario_path: String,
     /// Scenario `name`.
     pub scenario: String,
-    /// Policy file, or `None` for the scenario as written.
+    /// Policy file, or `None` for the scenario without a policy.
     pub policy: Option<String>,
+    /// `--set` overrides applied after the policy, as given.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sets: Vec<String>,
+    /// Where the checked `expect` came from: the scenario's own, or (once the policy or a
+    /// `--set` changes the scenario) the safety invariants and the policy's bounds.
+    pub expect_source: ExpectSource,
     /// Seeds run, ascending.
     pub seeds: Vec<u64>,
     /// Each rule of each `expect` bound, plus the conservation invariant.
@@ -55,6 +65,19 @@ pub struct CaseReport {
     pub violations: Vec<Violation>,
     /// Every check holds.
     pub passed: bool,
+}
+
+impl CaseReport {
+    /// The policy and `--set`s as reports show them: `policies/fixed.json`, `no policy`,
+    /// `no policy --set executor.timeout=15s`.
+    pub fn variant(&self) -> String {
+        let mut v = self.policy.as_deref().unwrap_or("no policy").to_string();
+        for set in &self.sets {
+            v.push_str(" --set ");
+            v.push_str(set);
+        }
+        v
+    }
 }
 
 /// An invariant and how many seeds violate it.
@@ -88,7 +111,9 @@ pub struct Violation {
 struct Case {
     path: PathBuf,
     policy: Option<PathBuf>,
+    sets: Vec<String>,
     scenario: Scenario,
+    expect_source: ExpectSource,
     seeds: Vec<u64>,
 }
 
@@ -101,7 +126,7 @@ impl Case {
                 .iter()
                 .map(|p| p.display().to_string())
                 .collect(),
-            sets: Vec::new(),
+            sets: self.sets.clone(),
         }
     }
 }
@@ -154,7 +179,8 @@ fn load_cases(opts: &CheckOptions) -> Result<Vec<Case>, GateError> {
     for path in scenario_files(&opts.scenarios)? {
         let policies = std::iter::once(None).chain(opts.policies.iter().cloned().map(Some));
         for policy in policies {
-            let scenario = scenario::load(&path, policy.as_slice(), &[])?;
+            let (scenario, expect_source) =
+                scenario::load_with_expect_source(&path, policy.as_slice(), &opts.sets)?;
             let seeds = match opts.seeds {
                 Some(r) => r.seeds(),
                 None => vec![scenario.seed],
@@ -162,7 +188,9 @@ fn load_cases(opts: &CheckOptions) -> Result<Vec<Case>, GateError> {
             cases.push(Case {
                 path: path.clone(),
                 policy,
+                sets: opts.sets.clone(),
                 scenario,
+                expect_source,
                 seeds,
             });
         }
@@ -196,6 +224,8 @@ fn case_report(c: &Case, runs: &[&RunReport]) -> CaseReport {
         scenario_path: c.path.display().to_string(),
         scenario: c.scenario.name.clone(),
         policy: c.policy.as_ref().map(|p| p.display().to_string()),
+        sets: c.sets.clone(),
+        expect_source: c.expect_source,
         seeds: c.seeds.clone(),
         passed: checks.iter().all(|k| k.ok),
         checks,

@@ -1,6 +1,7 @@
 //! `refundsim diff`: a baseline policy against a candidate on the same seeds (common random
 //! numbers), per metric: both means, the mean paired difference with its 95 % t interval, and a
-//! tolerance on the mean difference.
+//! tolerance on the mean difference; and, apart from the comparison, whether the candidate is
+//! safe in itself (the safety invariants on each of its seeds).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -8,13 +9,15 @@ use std::path::PathBuf;
 use rayon::prelude::*;
 use serde::Serialize;
 
+use super::bounds::invariant_of;
 use super::error::GateError;
 use super::inputs::scenario_files;
 use super::progress::Progress;
 use super::seeds::SeedRange;
 use super::stats::{mean, paired, welch, Interval};
+use super::units::unit_of;
 use crate::run::{run, Invocation, RunReport};
-use crate::scenario::{self, Scenario, METRICS};
+use crate::scenario::{self, Scenario, METRICS, SAFETY_METRICS};
 
 /// Tolerances applied when `--tolerance` does not name the metric: no increase (mean paired
 /// difference ≤ 0) in duplicated tickets, lost refunds or false failures.
@@ -41,6 +44,11 @@ pub struct DiffOptions {
     /// `METRIC=VALUE` tolerances on the mean difference (candidate − baseline), over the
     /// defaults ([`DEFAULT_TOLERANCES`]).
     pub tolerances: Vec<String>,
+    /// `PATH=VALUE` overrides applied to both sides after their policy (as `run --set`).
+    pub sets: Vec<String>,
+    /// Also fail when the candidate breaks a safety invariant on any seed (by default that is
+    /// reported, not gated: the comparison alone decides).
+    pub require_safe: bool,
 }
 
 /// The comparison over every scenario.
@@ -50,6 +58,9 @@ pub struct DiffReport {
     pub baseline: String,
     /// Candidate policy file.
     pub candidate: String,
+    /// `--set` overrides applied to both sides, as given.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sets: Vec<String>,
     /// Baseline seeds.
     pub seeds: String,
     /// Candidate seeds.
@@ -69,8 +80,27 @@ pub struct ScenarioDiff {
     pub scenario_path: String,
     /// One row per metric, in `METRICS` order.
     pub metrics: Vec<MetricDiff>,
-    /// No tolerance exceeded.
+    /// The candidate on its own: each safety invariant and the seeds that break it.
+    pub candidate_safety: Vec<SafetyCount>,
+    /// The candidate breaks no safety invariant on any seed.
+    pub candidate_safe: bool,
+    /// No tolerance exceeded (and, with `require_safe`, the candidate safe).
     pub passed: bool,
+}
+
+/// One safety invariant over the candidate's seeds.
+#[derive(Clone, Debug, Serialize)]
+pub struct SafetyCount {
+    /// Invariant name (DESIGN §3), e.g. `at_most_one_refund_per_ticket`.
+    pub invariant: String,
+    /// The metric that counts its violations, e.g. `duplicate_refund_tickets`.
+    pub metric: String,
+    /// Candidate seeds on which it is broken.
+    pub violating_seeds: u64,
+    /// Candidate seeds run.
+    pub seeds: u64,
+    /// The first breaking seed and its replay command.
+    pub first: Option<(u64, String)>,
 }
 
 /// One metric: means, difference, verdict.
@@ -78,6 +108,8 @@ pub struct ScenarioDiff {
 pub struct MetricDiff {
     /// Metric name.
     pub metric: String,
+    /// Its unit: `count`, `cents` or `ms` (see [`super::unit_of`]).
+    pub unit: &'static str,
     /// Mean under the baseline.
     pub baseline_mean: f64,
     /// Mean under the candidate.
@@ -166,11 +198,11 @@ pub fn diff_with_progress(
     for path in &files {
         for (policy, seeds) in [(&opts.baseline, opts.seeds), (&opts.candidate, cseeds)] {
             sides.push(Side {
-                scenario: scenario::load(path, std::slice::from_ref(policy), &[])?,
+                scenario: scenario::load(path, std::slice::from_ref(policy), &opts.sets)?,
                 how: Invocation {
                     scenario_path: path.display().to_string(),
                     policies: vec![policy.display().to_string()],
-                    sets: Vec::new(),
+                    sets: opts.sets.clone(),
                 },
                 seeds: seeds.seeds(),
             });
@@ -207,22 +239,48 @@ pub fn diff_with_progress(
                 )
             })
             .collect::<Vec<_>>();
+        let candidate_safety = safety(c, &sides[2 * k + 1].how);
+        let candidate_safe = candidate_safety.iter().all(|s| s.violating_seeds == 0);
         scenarios.push(ScenarioDiff {
             scenario_path: path.display().to_string(),
-            passed: metrics.iter().all(|m| m.ok),
+            passed: metrics.iter().all(|m| m.ok) && (candidate_safe || !opts.require_safe),
             metrics,
+            candidate_safety,
+            candidate_safe,
         });
         reports = rest;
     }
     Ok(DiffReport {
         baseline: opts.baseline.display().to_string(),
         candidate: opts.candidate.display().to_string(),
+        sets: opts.sets.clone(),
         seeds: opts.seeds.to_string(),
         candidate_seeds: cseeds.to_string(),
         paired: paired_seeds,
         passed: scenarios.iter().all(|s| s.passed),
         scenarios,
     })
+}
+
+/// The safety invariants ([`SAFETY_METRICS`], the default `expect`) over the candidate's runs.
+fn safety(c: &[RunReport], candidate: &Invocation) -> Vec<SafetyCount> {
+    SAFETY_METRICS
+        .iter()
+        .map(|&metric| {
+            let broken: Vec<u64> = c
+                .iter()
+                .filter(|r| r.metrics.get(metric).unwrap_or(0.0) > 0.0)
+                .map(|r| r.seed)
+                .collect();
+            SafetyCount {
+                invariant: invariant_of(metric).unwrap_or(metric).to_string(),
+                metric: metric.to_string(),
+                violating_seeds: broken.len() as u64,
+                seeds: c.len() as u64,
+                first: broken.first().map(|&s| (s, candidate.command(s))),
+            }
+        })
+        .collect()
 }
 
 fn metric_diff(
@@ -250,6 +308,7 @@ fn metric_diff(
     });
     MetricDiff {
         metric: metric.to_string(),
+        unit: unit_of(metric),
         baseline_mean: mean(&bv),
         candidate_mean: mean(&cv),
         difference,

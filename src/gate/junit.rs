@@ -1,22 +1,20 @@
-//! JUnit XML for `check --junit`: one `<testsuite>` per scenario file, one `<testcase>` per
+//! JUnit XML for `check --junit`, written by [`quick_junit`] (nextest's JUnit writer, which
+//! escapes text and attributes): one `<testsuite>` per scenario file, one `<testcase>` per
 //! scenario × policy; a failing case carries a `<failure>` whose text holds each failed rule,
 //! its seed and the replay command. The shape GitHub Actions (test-reporter actions), GitLab
-//! (`artifacts:reports:junit`) and Jenkins (`junit` step) read.
+//! (`artifacts:reports:junit`) and Jenkins (`junit` step) read. No `time` or `timestamp`: the
+//! report is deterministic, wall-clock time is not part of it.
 
 use std::fmt::Write;
+
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
 use super::bounds::fmt_num;
 use super::check::{CaseReport, CheckReport};
 
 /// The report as JUnit XML (UTF-8, with a trailing newline).
 pub fn junit_xml(r: &CheckReport) -> String {
-    let failures = r.cases.iter().filter(|c| !c.passed).count();
-    let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let _ = writeln!(
-        s,
-        "<testsuites name=\"refundsim check\" tests=\"{}\" failures=\"{failures}\" errors=\"0\">",
-        r.cases.len()
-    );
+    let mut report = Report::new("refundsim check");
     let mut i = 0;
     while i < r.cases.len() {
         let path = &r.cases[i].scenario_path;
@@ -24,47 +22,50 @@ pub fn junit_xml(r: &CheckReport) -> String {
             .iter()
             .take_while(|c| &c.scenario_path == path)
             .count();
-        suite(&mut s, &r.cases[i..i + n]);
+        let mut suite = TestSuite::new(path.as_str());
+        suite.add_test_cases(r.cases[i..i + n].iter().map(testcase));
+        report.add_test_suite(suite);
         i += n;
     }
-    s.push_str("</testsuites>\n");
-    s
+    let mut xml = report
+        .to_string()
+        .expect("serializing to a String cannot fail: no I/O, and quick-junit escapes all text");
+    if !xml.ends_with('\n') {
+        xml.push('\n');
+    }
+    xml
 }
 
-fn suite(s: &mut String, cases: &[CaseReport]) {
-    let failures = cases.iter().filter(|c| !c.passed).count();
-    let _ = writeln!(
-        s,
-        "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"0\">",
-        esc(&cases[0].scenario_path),
-        cases.len()
-    );
-    for c in cases {
-        testcase(s, c);
-    }
-    s.push_str("  </testsuite>\n");
+fn testcase(c: &CaseReport) -> TestCase {
+    let name = format!("{} × {}", c.scenario_path, c.variant());
+    let status = if c.passed {
+        TestCaseStatus::success()
+    } else {
+        let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+        status
+            .set_type("expect")
+            .set_message(message(c))
+            .set_description(body(c));
+        status
+    };
+    let mut case = TestCase::new(name, status);
+    case.set_classname(format!("refundsim.check.{}", c.scenario));
+    case
 }
 
-fn testcase(s: &mut String, c: &CaseReport) {
-    let _ = write!(
-        s,
-        "    <testcase classname=\"refundsim.check.{}\" name=\"{}\"",
-        esc(&c.scenario),
-        esc(&format!(
-            "{} × {}",
-            c.scenario_path,
-            c.policy.as_deref().unwrap_or("no policy")
-        ))
-    );
-    if c.passed {
-        s.push_str("/>\n");
-        return;
+/// The first failed rule and its replay command.
+fn message(c: &CaseReport) -> String {
+    match c.violations.first() {
+        Some(v) => format!(
+            "{} {} failed on seed {}: {}",
+            v.metric, v.rule, v.seed, v.replay
+        ),
+        None => "failed".to_string(),
     }
-    let first = &c.violations[0];
-    let message = format!(
-        "{} {} failed on seed {}: {}",
-        first.metric, first.rule, first.seed, first.replay
-    );
+}
+
+/// Every failed rule with its seed, value, replay command and the first offending ticket's story.
+fn body(c: &CaseReport) -> String {
     let mut body = String::new();
     for v in &c.violations {
         let _ = writeln!(
@@ -83,41 +84,79 @@ fn testcase(s: &mut String, c: &CaseReport) {
             }
         }
     }
-    let _ = write!(
-        s,
-        ">\n      <failure type=\"expect\" message=\"{}\">{}</failure>\n    </testcase>\n",
-        esc(&message),
-        esc(&body)
-    );
-}
-
-/// Escapes text for XML attributes and content; drops characters XML 1.0 forbids.
-fn esc(t: &str) -> String {
-    let mut o = String::with_capacity(t.len());
-    for ch in t.chars() {
-        match ch {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&apos;"),
-            '\t' | '\n' | '\r' => o.push(ch),
-            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => {}
-            c => o.push(c),
-        }
-    }
-    o
+    body
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gate::check::Violation;
+    use crate::scenario::ExpectSource;
+
+    fn case(name: &str, passed: bool) -> CaseReport {
+        CaseReport {
+            scenario_path: "s/<a & b>.json".into(),
+            scenario: name.into(),
+            policy: Some("p\"'.json".into()),
+            sets: vec!["executor.timeout=15s".into()],
+            expect_source: ExpectSource::SafetyInvariants,
+            seeds: vec![1],
+            checks: Vec::new(),
+            invariants: Vec::new(),
+            violations: if passed {
+                Vec::new()
+            } else {
+                vec![Violation {
+                    metric: "duplicate_refund_tickets".into(),
+                    rule: "≤ 0 per seed".into(),
+                    seed: 1,
+                    value: 3.0,
+                    ticket: Some(7),
+                    story: vec!["a <story> line\u{1}".into()],
+                    replay: "refundsim run x --seed 1".into(),
+                }]
+            },
+            passed,
+        }
+    }
 
     #[test]
-    fn escapes_markup_and_drops_control_characters() {
-        assert_eq!(
-            esc("a<b & 'c' \"d\">\u{1}"),
-            "a&lt;b &amp; &apos;c&apos; &quot;d&quot;&gt;"
+    fn markup_is_escaped_and_control_characters_dropped() {
+        let r = CheckReport {
+            cases: vec![case("ok<", true), case("bad&", false)],
+            passed: false,
+        };
+        let xml = junit_xml(&r);
+        assert!(
+            xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>"),
+            "{xml}"
         );
+        assert!(xml.ends_with("</testsuites>\n"), "{xml}");
+        assert!(!xml.contains('\u{1}'), "{xml}");
+        assert!(xml.contains("name=\"s/&lt;a &amp; b&gt;.json\""), "{xml}");
+        assert!(
+            xml.contains("classname=\"refundsim.check.bad&amp;\""),
+            "{xml}"
+        );
+        assert!(xml.contains("a &lt;story&gt; line"), "{xml}");
+        assert!(
+            xml.contains("tests=\"2\"") && xml.contains("failures=\"1\""),
+            "{xml}"
+        );
+        // Well-formed: a reader gets to the end without an error.
+        let mut reader = quick_xml::Reader::from_str(&xml);
+        let mut cases = 0;
+        loop {
+            match reader.read_event().unwrap() {
+                quick_xml::events::Event::Eof => break,
+                quick_xml::events::Event::Start(e) | quick_xml::events::Event::Empty(e)
+                    if e.name().as_ref() == b"testcase" =>
+                {
+                    cases += 1
+                }
+                _ => {}
+            }
+        }
+        assert_eq!(cases, 2);
     }
 }

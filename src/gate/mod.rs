@@ -1,12 +1,14 @@
 //! The CI regression gate (`refundsim check`, `refundsim diff`): scenarios × policies × seeds
 //! checked against their `expect` bounds, paired policy comparisons, and JUnit XML reports.
 //!
-//! **What fails the gate.** A scenario's `expect` bounds are its contract: `check` fails when
+//! **What fails the gate.** A case's `expect` bounds are its contract: `check` fails when
 //! any bound fails (per seed `min` / `max`, or over the seeds `mean_min`, `mean_max`, `p90_max`,
 //! with `violating_seeds_max` tolerating a fraction of failing seeds), and always when the
-//! `conservation` invariant breaks (a model bug). The other invariants of DESIGN §3 are counted
-//! and shown but do not fail on their own: a scenario that *demonstrates* duplicates says so in
-//! its `expect`. A scenario without `expect` gets the default, the safety invariants holding.
+//! `conservation` invariant breaks (a model bug). Which `expect`: the scenario's own for the
+//! scenario as written (a scenario that *demonstrates* duplicates says so in it); once a policy
+//! or `--set` changes what is simulated, the safety invariants, each replaced by the bound the
+//! policy's `expect` names (see [`crate::scenario::load`]). The invariants of DESIGN §3 are
+//! also counted and shown.
 
 mod atomic;
 mod bounds;
@@ -19,6 +21,7 @@ mod progress;
 mod seeds;
 mod stats;
 mod text;
+mod units;
 
 pub use atomic::write_atomically;
 pub use bounds::{check_bounds, fmt_num, invariant_of, BoundCheck, Rule};
@@ -26,7 +29,8 @@ pub use check::{
     check, check_with_progress, CaseReport, CheckOptions, CheckReport, InvariantCount, Violation,
 };
 pub use diff::{
-    diff, diff_with_progress, DiffOptions, DiffReport, MetricDiff, ScenarioDiff, DEFAULT_TOLERANCES,
+    diff, diff_with_progress, DiffOptions, DiffReport, MetricDiff, SafetyCount, ScenarioDiff,
+    DEFAULT_TOLERANCES,
 };
 pub use error::GateError;
 pub use inputs::scenario_files;
@@ -35,3 +39,4 @@ pub use progress::Progress;
 pub use seeds::{SeedRange, MAX_SEEDS};
 pub use stats::{mean, paired, percentile, t975, welch, Interval};
 pub use text::{check_text, diff_text};
+pub use units::unit_of;

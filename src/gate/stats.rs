@@ -1,4 +1,5 @@
-//! Means, nearest-rank percentiles and 95 % confidence intervals (Student's t).
+//! Means, nearest-rank percentiles and 95 % confidence intervals (Student's t quantiles from
+//! `statrs`).
 
 /// Arithmetic mean; 0 for an empty sample.
 pub fn mean(xs: &[f64]) -> f64 {
@@ -28,26 +29,28 @@ pub fn percentile(xs: &[f64], p: f64) -> f64 {
     v[i]
 }
 
-/// Two-sided 95 % critical values of Student's t, `t(0.975, df)` for df 1..=30.
-const T975: [f64; 30] = [
-    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-    2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-    2.052, 2.048, 2.045, 2.042,
-];
-
-/// `t(0.975, df)`: the table for df ≤ 30; beyond, the value at the next tabulated df below
-/// (40: 2.021, 60: 2.000, 120: 1.980; 1.960 from 1000), which errs wide. `df` is rounded down.
+/// `t(0.975, df)`: the 0.975 quantile of Student's t with `df` degrees of freedom (the
+/// two-sided 95 % critical value), from [`statrs`]' inverse CDF. `df` may be fractional (Welch);
+/// below 1 it is taken as 1. E.g. `t975(3.0)` ≈ 3.182, `t975(29.0)` ≈ 2.045.
+///
+/// Beyond [`T_NORMAL_DF`] degrees of freedom it is the normal quantile 1.959964: statrs' inverse
+/// loses precision there (1.8266 at df 10⁷), and t and normal differ by less than 2·10⁻⁵. `diff`
+/// never gets there (its df is at most 2 × [`super::MAX_SEEDS`]).
 pub fn t975(df: f64) -> f64 {
-    let d = df.floor().max(1.0) as usize;
-    match d {
-        1..=30 => T975[d - 1],
-        31..=39 => T975[29],
-        40..=59 => 2.021,
-        60..=119 => 2.000,
-        120..=999 => 1.980,
-        _ => 1.960,
+    use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
+    let df = if df.is_nan() { 1.0 } else { df.max(1.0) };
+    if df > T_NORMAL_DF {
+        return Normal::new(0.0, 1.0)
+            .expect("mean 0, sd 1 is valid")
+            .inverse_cdf(0.975);
     }
+    StudentsT::new(0.0, 1.0, df)
+        .expect("location 0, scale 1 and df ≥ 1 are valid")
+        .inverse_cdf(0.975)
 }
+
+/// Degrees of freedom beyond which [`t975`] is the normal quantile: 10⁵.
+pub const T_NORMAL_DF: f64 = 1e5;
 
 /// A mean with its 95 % confidence interval.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
@@ -109,7 +112,7 @@ mod tests {
 
     #[test]
     fn paired_interval_matches_a_hand_computation() {
-        // d = 1, 2, 3, 4: mean 2.5, s = 1.2910, se = 0.6455, t(3) = 3.182 → ±2.054.
+        // d = 1, 2, 3, 4: mean 2.5, s = 1.2910, se = 0.6455, t(3) = 3.1824 → ±2.054.
         let i = paired(&[1.0, 2.0, 3.0, 4.0]);
         assert_eq!(i.mean, 2.5);
         assert!((i.high - 4.554).abs() < 1e-3, "{i:?}");
@@ -118,19 +121,36 @@ mod tests {
 
     #[test]
     fn welch_of_equal_spreads() {
-        // b = 0,2 (var 2), c = 3,5 (var 2): diff 3, se = √2, df = 2 → t 4.303.
+        // b = 0,2 (var 2), c = 3,5 (var 2): diff 3, se = √2, df = 2 → t 4.3027.
         let i = welch(&[0.0, 2.0], &[3.0, 5.0]);
         assert_eq!(i.mean, 3.0);
-        assert!((i.high - (3.0 + 4.303 * 2f64.sqrt())).abs() < 1e-9);
+        assert!(
+            (i.high - (3.0 + 4.302_653 * 2f64.sqrt())).abs() < 1e-4,
+            "{i:?}"
+        );
     }
 
     #[test]
-    fn percentiles_and_t_table() {
+    fn percentiles_and_t_quantiles() {
         let xs: Vec<f64> = (1..=10).map(f64::from).collect();
         assert_eq!(percentile(&xs, 0.9), 9.0);
         assert_eq!(percentile(&[], 0.9), 0.0);
-        assert_eq!(t975(29.0), 2.045);
-        assert_eq!(t975(45.7), 2.021);
-        assert_eq!(t975(5000.0), 1.960);
+        // The textbook table (3 decimals) for df 1, 3, 29, 40, 60, 120; ∞ is 1.95996.
+        for (df, t) in [
+            (1.0, 12.706),
+            (3.0, 3.182),
+            (29.0, 2.045),
+            (40.0, 2.021),
+            (60.0, 2.000),
+            (120.0, 1.980),
+        ] {
+            assert!((t975(df) - t).abs() < 5e-4, "df {df}: {} vs {t}", t975(df));
+        }
+        // Large df: 20 000 (2 × MAX_SEEDS) from statrs (exact 1.960083), 10⁷ the normal.
+        assert!((t975(2e4) - 1.960_083).abs() < 1e-5, "{}", t975(2e4));
+        assert!((t975(1e7) - 1.959_964).abs() < 1e-5, "{}", t975(1e7));
+        // Fractional df (Welch) falls between its neighbours; below 1 counts as 1.
+        assert!(t975(45.7) < t975(45.0) && t975(45.7) > t975(46.0));
+        assert_eq!(t975(0.2), t975(1.0));
     }
 }

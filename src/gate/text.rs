@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use super::bounds::{fmt_num, BoundCheck, Rule};
 use super::check::{CaseReport, CheckReport, Violation};
-use super::diff::{DiffReport, MetricDiff};
+use super::diff::{DiffReport, MetricDiff, ScenarioDiff};
 
 /// `check`'s report as text.
 pub fn check_text(r: &CheckReport) -> String {
@@ -39,10 +39,11 @@ fn case_text(s: &mut String, c: &CaseReport) {
         "{} ({}) × {} — {} — {}",
         c.scenario,
         c.scenario_path,
-        c.policy.as_deref().unwrap_or("no policy"),
+        c.variant(),
         seeds_label(&c.seeds),
         if c.passed { "ok" } else { "FAILED" }
     );
+    let _ = writeln!(s, "  expect: {}", c.expect_source.describe());
     let _ = writeln!(
         s,
         "  {:<26} {:<32} {:>10} {:>14}  verdict",
@@ -58,7 +59,7 @@ fn case_text(s: &mut String, c: &CaseReport) {
         .collect();
     let _ = writeln!(
         s,
-        "  invariants violated (shown; only conservation gates): {}",
+        "  invariants violated (counted; the rules above gate): {}",
         inv.join(", ")
     );
     for v in &c.violations {
@@ -120,9 +121,15 @@ pub fn diff_text(r: &DiffReport) -> String {
             r.seeds, r.candidate_seeds
         )
     };
+    let sets: String = r.sets.iter().map(|a| format!(" --set {a}")).collect();
+    let both = if sets.is_empty() {
+        String::new()
+    } else {
+        format!(" (both with{sets})")
+    };
     let _ = writeln!(
         s,
-        "baseline {} vs candidate {} — {how}",
+        "baseline {} vs candidate {}{both} — {how}",
         r.baseline, r.candidate
     );
     for sc in &r.scenarios {
@@ -132,10 +139,11 @@ pub fn diff_text(r: &DiffReport) -> String {
             sc.scenario_path,
             if sc.passed { "ok" } else { "FAILED" }
         );
+        safety_text(&mut s, sc);
         let _ = writeln!(
             s,
-            "  {:<26} {:>12} {:>12} {:>12} {:>25} {:>10}  verdict",
-            "metric", "baseline", "candidate", "difference", "95% CI", "tolerance"
+            "  {:<26} {:>5} {:>12} {:>12} {:>12} {:>25} {:>10}  verdict",
+            "metric", "unit", "baseline", "candidate", "difference", "95% CI", "tolerance"
         );
         for m in &sc.metrics {
             diff_row(&mut s, m);
@@ -146,8 +154,8 @@ pub fn diff_text(r: &DiffReport) -> String {
                     s,
                     "  FAILED {}: mean difference {} > tolerance {}; worst seed {seed}: {cmd}",
                     m.metric,
-                    fmt_num(m.difference.mean),
-                    fmt_num(m.tolerance.unwrap_or(0.0))
+                    shown(m.unit, m.difference.mean),
+                    shown(m.unit, m.tolerance.unwrap_or(0.0))
                 );
             }
         }
@@ -156,21 +164,64 @@ pub fn diff_text(r: &DiffReport) -> String {
     s
 }
 
+/// The candidate on its own: safe, or which safety invariants break on how many seeds.
+fn safety_text(s: &mut String, sc: &ScenarioDiff) {
+    let counts: Vec<String> = sc
+        .candidate_safety
+        .iter()
+        .map(|c| format!("{} {}/{}", c.invariant, c.violating_seeds, c.seeds))
+        .collect();
+    let _ = writeln!(
+        s,
+        "  candidate in itself: {} (safety invariants violated: {})",
+        if sc.candidate_safe { "safe" } else { "UNSAFE" },
+        counts.join(", ")
+    );
+    if let Some((seed, cmd)) = sc.candidate_safety.iter().find_map(|c| c.first.as_ref()) {
+        let _ = writeln!(s, "    first unsafe seed {seed}: {cmd}");
+    }
+}
+
+/// A value in its unit: cents as dollars (`$12.34`), the others as numbers.
+fn shown(unit: &str, v: f64) -> String {
+    if unit == "cents" {
+        let d = v / 100.0;
+        if d < 0.0 {
+            format!("-${:.2}", -d)
+        } else {
+            format!("${d:.2}")
+        }
+    } else {
+        fmt_num(v)
+    }
+}
+
+/// The unit column: `$` for cents (shown in dollars), `ms`, or `count`.
+fn unit_label(unit: &str) -> &'static str {
+    match unit {
+        "cents" => "$",
+        "ms" => "ms",
+        _ => "count",
+    }
+}
+
 fn diff_row(s: &mut String, m: &MetricDiff) {
+    let u = m.unit;
     let ci = format!(
         "[{}, {}]",
-        fmt_num(m.difference.low),
-        fmt_num(m.difference.high)
+        shown(u, m.difference.low),
+        shown(u, m.difference.high)
     );
     let line = format!(
-        "  {:<26} {:>12} {:>12} {:>12} {:>25} {:>10}  {}",
+        "  {:<26} {:>5} {:>12} {:>12} {:>12} {:>25} {:>10}  {}",
         m.metric,
-        fmt_num(m.baseline_mean),
-        fmt_num(m.candidate_mean),
-        fmt_num(m.difference.mean),
+        unit_label(u),
+        shown(u, m.baseline_mean),
+        shown(u, m.candidate_mean),
+        shown(u, m.difference.mean),
         ci,
         m.tolerance
-            .map(|t| format!("≤ {}", fmt_num(t)))
+            .map(|t| format!("≤ {}", shown(u, t)))
             .unwrap_or_else(|| "-".into()),
         if m.tolerance.is_none() {
             ""

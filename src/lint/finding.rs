@@ -66,6 +66,10 @@ pub struct LintedFile {
     pub file: String,
     /// `scenario`, `policy` or `tools`.
     pub kind: &'static str,
+    /// The policies (`policy FILE`) and overrides (`--set PATH=VALUE`) merged into the scenario
+    /// before linting, in order; empty for a file linted as written.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub applied: Vec<String>,
 }
 
 /// What `lint` found in its files, in file order then rule order.
@@ -122,7 +126,13 @@ pub fn lint_text(r: &LintReport) -> String {
     let kinds: Vec<String> = r
         .files
         .iter()
-        .map(|f| format!("{} ({})", f.file, f.kind))
+        .map(|f| {
+            if f.applied.is_empty() {
+                format!("{} ({})", f.file, f.kind)
+            } else {
+                format!("{} ({} after {})", f.file, f.kind, f.applied.join(", "))
+            }
+        })
         .collect();
     let _ = writeln!(
         s,

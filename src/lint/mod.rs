@@ -13,7 +13,8 @@
 //! (`src/lint/deliveries.rs`) `consumer-without-event-dedup`,
 //! `key-conflict-retried-under-new-key`; and on tools alone
 //! `tool-annotations-missing`. A tool list alone only gets tool rules; a policy alone is linted
-//! over the defaults ([`DEFAULTS_BASE`]).
+//! over the defaults ([`DEFAULTS_BASE`]); a scenario with `--policy`/`--set`
+//! ([`lint_files_with`]) is linted merged, as `refundsim show` prints it.
 //!
 //! Besides findings, each scenario or policy gets the pool's queueing oracle (Erlang C and
 //! Allen–Cunneen with their inputs λ, E[S], c, ρ; "unstable" when ρ ≥ 1; see
@@ -51,15 +52,44 @@ pub fn lint_input(input: &LintInput) -> Vec<Finding> {
 /// Reads every file first (any bad input is an error before any finding is reported), then
 /// lints each.
 pub fn lint_files(files: &[PathBuf]) -> Result<LintReport, LintError> {
+    lint_files_with(files, &[], &[])
+}
+
+/// [`lint_files`], with each scenario merged with `policies` and `sets` first: the scenario
+/// linted is exactly the one `refundsim show SCENARIO --policy … --set …` prints (both come
+/// from [`crate::scenario::load`]). With policies or sets, every file must be a scenario.
+///
+/// # Errors
+/// [`LintError`] naming the file (or the `--set`) at fault; a policy or tool list given with
+/// `--policy`/`--set` is an error that says to lint it alone.
+pub fn lint_files_with(
+    files: &[PathBuf],
+    policies: &[PathBuf],
+    sets: &[String],
+) -> Result<LintReport, LintError> {
+    let applied: Vec<String> = policies
+        .iter()
+        .map(|p| format!("policy {}", p.display()))
+        .chain(sets.iter().map(|a| format!("--set {a}")))
+        .collect();
     let inputs = files
         .iter()
-        .map(|f| read_input(f).map(|i| (f.display().to_string(), i)))
-        .collect::<Result<Vec<_>, _>>()?;
+        .map(|f| {
+            let input = read_input(f)?;
+            let input = if applied.is_empty() {
+                input
+            } else {
+                merged(f, &input, policies, sets)?
+            };
+            Ok((f.display().to_string(), input))
+        })
+        .collect::<Result<Vec<_>, LintError>>()?;
     let mut report = LintReport::default();
     for (file, input) in &inputs {
         report.files.push(LintedFile {
             file: file.clone(),
             kind: input.kind(),
+            applied: applied.clone(),
         });
         report
             .findings
@@ -72,4 +102,26 @@ pub fn lint_files(files: &[PathBuf]) -> Result<LintReport, LintError> {
         }
     }
     Ok(report)
+}
+
+/// A scenario file read again with policies and sets applied.
+fn merged(
+    file: &std::path::Path,
+    input: &LintInput,
+    policies: &[PathBuf],
+    sets: &[String],
+) -> Result<LintInput, LintError> {
+    if !matches!(input, LintInput::Scenario(_)) {
+        return Err(LintError::Shape {
+            file: file.display().to_string(),
+            path: String::new(),
+            message: format!(
+                "--policy and --set apply to scenarios, and this is a {}; expected a scenario file \
+                 (lint a policy over its scenario: refundsim lint SCENARIO --policy POLICY, or alone)",
+                input.kind()
+            ),
+        });
+    }
+    let s = crate::scenario::load(file, policies, sets)?;
+    Ok(LintInput::Scenario(Box::new(s)))
 }

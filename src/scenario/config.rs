@@ -97,10 +97,16 @@ pub struct Scenario {
     /// them. Default: the built-in layers alone (the first model's fixed path).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stack: Option<Vec<String>>,
-    /// Bounds on report metrics, by metric name (e.g. `{"duplicate_refund_tickets": {"max": 0}}`).
-    /// Default: the safety invariants hold (no duplicates, no over-refund, no lost refund, no
-    /// conservation violation).
+    /// Bounds on report metrics, by metric name (e.g. `{"duplicate_refund_tickets": {"max": 0}}`),
+    /// counts and cents as the report has them, latency percentiles in ms as
+    /// `latency_{tool_call,pool_wait,stripe}_{p50,p99,max}_ms` (e.g.
+    /// `{"latency_tool_call_p99_ms": {"max": 9000}}`). Default: the safety invariants hold (no
+    /// duplicates, no over-refund, no lost refund, no conservation violation). Holds for the
+    /// scenario as written: once a policy or `--set` changes what is simulated, the safety
+    /// invariants apply instead, each replaced by the bound a policy's `expect` names for that
+    /// metric (`null` drops one).
     #[serde(default = "default_expect")]
+    #[schemars(schema_with = "expect_schema")]
     pub expect: BTreeMap<String, Bound>,
     /// Exploration mode: same-instant (and near-tie) events run in an order chosen by a seeded
     /// tie-break instead of schedule order. Written by `refundsim explore` into the minimal
@@ -159,17 +165,33 @@ pub fn default_tools() -> Vec<ToolDefinition> {
     vec![t]
 }
 
-/// The default `expect`: the safety invariants of DESIGN §3 hold.
+/// `expect`'s schema: a map of bounds whose keys are the names in [`super::METRICS`], so an
+/// editor checks and completes them.
+fn expect_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let mut schema = <BTreeMap<String, Bound>>::json_schema(generator);
+    schema.insert(
+        "propertyNames".to_string(),
+        serde_json::json!({ "enum": super::METRICS }),
+    );
+    schema
+}
+
+/// The metrics of the safety invariants of DESIGN §3 (at most one refund per ticket, no
+/// over-refund, no lost refund, conservation), each 0 when its invariant holds.
+pub const SAFETY_METRICS: &[&str] = &[
+    "duplicate_refund_tickets",
+    "over_refund_cents",
+    "lost_refunds",
+    "conservation_violations",
+];
+
+/// The default `expect`: the safety invariants of DESIGN §3 hold ([`SAFETY_METRICS`] ≤ 0).
 pub fn default_expect() -> BTreeMap<String, Bound> {
-    [
-        "duplicate_refund_tickets",
-        "over_refund_cents",
-        "lost_refunds",
-        "conservation_violations",
-    ]
-    .into_iter()
-    .map(|m| (m.to_string(), Bound::at_most(0.0)))
-    .collect()
+    SAFETY_METRICS
+        .iter()
+        .copied()
+        .map(|m| (m.to_string(), Bound::at_most(0.0)))
+        .collect()
 }
 
 /// Inclusive bounds on one metric. `min` / `max` hold per run (per seed: `refundsim run` and

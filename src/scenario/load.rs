@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use super::config::Scenario;
 use super::error::{Location, ScenarioError, POLICY_EXPECTED, SCENARIO_EXPECTED};
+use super::gate_expect::{changed_world_expect, changes_world, ExpectSource};
 use super::locate::{json_pointer, locate, offset_to_line_col};
 use super::serde_error::{data_error, is_syntax, kind, line_col, parse_value, segments, syntax};
 use super::set::apply_set;
@@ -29,43 +30,91 @@ use super::validate::validate;
 /// a string, so `executor.timeout=15s` and `refunds_service.pool_size=20` both work (write
 /// `name="123"` for a string that looks like JSON). `VALUE` `null` removes the field, like a merge
 /// patch, so its default applies.
+///
+/// `expect` follows the gate's rule (`src/scenario/gate_expect.rs`): the scenario's own while
+/// the policies and sets leave the simulated world as written; once they change it, the safety
+/// invariants, with the bounds a policy's `expect` states replacing theirs. This is the one
+/// function from "scenario + policies + sets" to the merged scenario that `run`, `show`,
+/// `check`, `diff`, `lint` and `explore` share.
+///
+/// # Errors
+/// [`ScenarioError`], naming the file (or the `--set`) at fault, the JSON path and what was
+/// expected.
 pub fn load(path: &Path, policies: &[PathBuf], sets: &[String]) -> Result<Scenario, ScenarioError> {
+    load_with_expect_source(path, policies, sets).map(|(s, _)| s)
+}
+
+/// [`load`], also telling where the scenario's `expect` came from.
+///
+/// # Errors
+/// As [`load`].
+pub fn load_with_expect_source(
+    path: &Path,
+    policies: &[PathBuf],
+    sets: &[String],
+) -> Result<(Scenario, ExpectSource), ScenarioError> {
     let origin = path.display().to_string();
     let text = read(path)?;
     let (scenario, base) = parse(&text, &origin)?;
     if policies.is_empty() && sets.is_empty() {
-        return checked(scenario, &text, &origin, None);
+        return checked(scenario, &text, &origin, None).map(|s| (s, ExpectSource::Scenario));
     }
 
     let mut doc = base.clone();
     let mut applied = Vec::new();
+    let mut patches = Vec::new();
     for policy in policies {
         let patch = read_policy(policy)?;
         json_patch::merge(&mut doc, &patch);
+        patches.push(patch);
         applied.push(format!("policy {}", policy.display()));
     }
     for set in sets {
         apply_set(&mut doc, set)?;
         applied.push(format!("--set {set}"));
     }
-    if let Err((segs, message)) = check_shape(&doc) {
+    let merged = deserialize_patched(&doc, &origin, &applied)?;
+    let mut source = ExpectSource::Scenario;
+    let merged = if changes_world(&scenario, &merged) {
+        let (expect, from) = changed_world_expect(&patches, sets)?;
+        source = from;
+        let map = doc
+            .as_object_mut()
+            .expect("a deserialized scenario is an object");
+        match expect {
+            Some(e) => map.insert("expect".to_string(), e),
+            None => map.remove("expect"),
+        };
+        deserialize_patched(&doc, &origin, &applied)?
+    } else {
+        merged
+    };
+    checked(merged, &text, &origin, Some((&base, &doc, applied))).map(|s| (s, source))
+}
+
+/// The scenario of a patched document; errors name the patches applied.
+fn deserialize_patched(
+    doc: &Value,
+    origin: &str,
+    applied: &[String],
+) -> Result<Scenario, ScenarioError> {
+    if let Err((segs, message)) = check_shape(doc) {
         return Err(ScenarioError::Invalid {
-            at: Location::new(&origin, None),
+            at: Location::new(origin, None),
             path: segs.join("."),
             message,
-            applied,
+            applied: applied.to_vec(),
         });
     }
-    let scenario: Scenario = serde_path_to_error::deserialize(&doc).map_err(|e| {
+    serde_path_to_error::deserialize(doc).map_err(|e| {
         let (path, message) = data_error(segments(e.path()), e.inner());
         ScenarioError::Invalid {
-            at: Location::new(&origin, None),
+            at: Location::new(origin, None),
             path,
             message,
-            applied: applied.clone(),
+            applied: applied.to_vec(),
         }
-    })?;
-    checked(scenario, &text, &origin, Some((&base, &doc, applied)))
+    })
 }
 
 /// Parses and validates scenario text; `origin` names it in errors.

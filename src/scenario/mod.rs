@@ -6,6 +6,7 @@ mod config;
 mod deliveries;
 mod dupkeys;
 mod error;
+mod gate_expect;
 mod latency;
 pub mod layers;
 mod load;
@@ -22,10 +23,11 @@ mod validate;
 pub use config::*;
 pub use deliveries::{ConsumerDedup, Deliveries};
 pub use error::{Location, ScenarioError, ValidationError};
+pub use gate_expect::ExpectSource;
 pub use layers::{
     compiled, layers_at, stack_of, Backoff, BackoffKind, Jitter, LayerKind, Position,
     ReportTimeout, RetryBudget, RetryLayer, RetryOn,
 };
-pub use load::{load, load_str, schema_json};
+pub use load::{load, load_str, load_with_expect_source, schema_json};
 pub use provider::{Provider, ProviderKind, Settle};
 pub use validate::{validate, MAX_DURATION, MAX_FIRST_TICKET_ID, MAX_HORIZON, METRICS};

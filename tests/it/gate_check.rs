@@ -253,3 +253,196 @@ fn bad_input_exits_2_with_one_line_and_writes_no_junit() {
         "error: --junit /nonexistent/dir/j.xml: directory /nonexistent/dir does not exist\n"
     );
 }
+
+/// A fix that only raises the executor's timeout to 9 s: still 8 duplicate tickets on seed 157.
+const TIMEOUT_9S: &str = r#"{"executor":{"timeout":"9s"}}"#;
+
+fn check_json(args: &[&str]) -> (i32, serde_json::Value) {
+    let out = refundsim()
+        .arg("check")
+        .args(args)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let code = out.status.code().unwrap();
+    assert!(code <= 1, "{}", String::from_utf8_lossy(&out.stderr));
+    (code, serde_json::from_slice(&out.stdout).unwrap())
+}
+
+/// Each check of a case as (metric, rule, ok).
+fn rules(case: &serde_json::Value) -> Vec<(String, String, bool)> {
+    case["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            (
+                k["metric"].as_str().unwrap().to_string(),
+                k["rule"].as_str().unwrap().to_string(),
+                k["ok"].as_bool().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_correct_fix_passes_on_the_safety_invariants_without_restating_expect() {
+    // fixed.json's expect names only false_failures; the incident's "≥ 1 duplicate" is not
+    // carried over, the safety invariants are the gate.
+    // Seeds 2..4: the incident as written has duplicates on each (seed 1 has none).
+    let (code, v) = check_json(&[
+        "scenarios/",
+        "--policy",
+        "policies/fixed.json",
+        "--seeds",
+        "2..4",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["cases"][0]["expect_source"], "scenario");
+    assert_eq!(v["cases"][1]["expect_source"], "policies");
+    let max0 = |m: &str| (m.to_string(), "max".to_string(), true);
+    assert_eq!(
+        rules(&v["cases"][1]),
+        vec![
+            max0("conservation_violations"),
+            max0("duplicate_refund_tickets"),
+            max0("false_failures"),
+            max0("lost_refunds"),
+            max0("over_refund_cents"),
+        ]
+    );
+}
+
+#[test]
+fn a_broken_fix_without_expect_fails_on_the_safety_invariants() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = temp_policy(&dir, "timeout-9s.json", TIMEOUT_9S);
+    let (code, v) = check_json(&[INCIDENT, "--policy", &policy]);
+    assert_eq!(code, 1);
+    let case = &v["cases"][1];
+    assert_eq!(case["expect_source"], "safety_invariants");
+    let failed: Vec<(String, String, bool)> = rules(case).into_iter().filter(|r| !r.2).collect();
+    assert_eq!(
+        failed,
+        vec![
+            ("duplicate_refund_tickets".into(), "max".into(), false),
+            ("over_refund_cents".into(), "max".into(), false),
+        ]
+    );
+    assert_eq!(case["violations"][0]["value"], 8.0);
+    // The incident as written still passes on its own expect.
+    assert_eq!(v["cases"][0]["passed"], true);
+}
+
+#[test]
+fn set_changes_the_scenario_like_a_policy_and_is_in_the_replay_command() {
+    let out = refundsim()
+        .args(["check", INCIDENT, "--set", "executor.timeout=9s"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.starts_with("carrier-outage (scenarios/carrier-outage.json) × no policy --set executor.timeout=9s — seed 157 — FAILED\n  expect: the safety invariants"), "{text}");
+    assert!(text.contains("    replay: refundsim run scenarios/carrier-outage.json --seed 157 --set executor.timeout=9s\n"), "{text}");
+    // A per-ticket key alone removes the duplicates on seed 157: exit 0, with the key set on
+    // the bare case and on the policy's.
+    let (code, v) = check_json(&[
+        INCIDENT,
+        "--policy",
+        "policies/timeout-15s-only.json",
+        "--set",
+        "refunds_service.idempotency_key=per_ticket",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        v["cases"][0]["sets"][0],
+        "refunds_service.idempotency_key=per_ticket"
+    );
+    assert_eq!(v["cases"][0]["expect_source"], "safety_invariants");
+    assert_eq!(v["cases"][1]["expect_source"], "policies");
+    // A --set that only bounds the scenario's own expect keeps the scenario as written.
+    let (code, v) = check_json(&[
+        INCIDENT,
+        "--set",
+        "expect.duplicate_refund_tickets.mean_min=50",
+    ]);
+    assert_eq!(code, 1);
+    assert_eq!(v["cases"][0]["expect_source"], "scenario");
+}
+
+#[test]
+fn a_bad_set_exits_2_and_names_the_set() {
+    // (arg, what the one-line message holds); diff also names the policy applied before it.
+    let cases = [
+        (
+            "refunds_service.pool_size=0",
+            vec![
+                "error: scenarios/carrier-outage.json: refunds_service.pool_size: invalid value: expected an integer ≥ 1, got 0 (after applying ",
+                "--set refunds_service.pool_size=0)\n",
+            ],
+        ),
+        (
+            "executor.timeout",
+            vec!["error: --set executor.timeout: expected PATH=VALUE, e.g. executor.timeout=15s or refunds_service.pool_size=20\n"],
+        ),
+    ];
+    for (set, want) in cases {
+        for cmd in [
+            vec!["check", INCIDENT, "--set", set],
+            vec![
+                "diff",
+                INCIDENT,
+                "--baseline",
+                "policies/key-only.json",
+                "--candidate",
+                "policies/fixed.json",
+                "--set",
+                set,
+            ],
+        ] {
+            let out = refundsim().args(&cmd).output().unwrap();
+            let err = String::from_utf8(out.stderr).unwrap();
+            assert_eq!(out.status.code(), Some(2), "{cmd:?}");
+            assert!(out.stdout.is_empty(), "{cmd:?}");
+            assert_eq!(err.lines().count(), 1, "{err}");
+            assert!(err.starts_with(want[0]), "{cmd:?}: {err}");
+            assert!(err.ends_with(want[want.len() - 1]), "{cmd:?}: {err}");
+        }
+    }
+}
+
+#[test]
+fn latency_percentiles_are_expect_bounds() {
+    let dir = tempfile::tempdir().unwrap();
+    // Seed 157's p99 tool call is 8.3 s (docs/ci.md).
+    let tight = temp_policy(
+        &dir,
+        "p99.json",
+        r#"{"executor":{"timeout":"15s"},"expect":{"latency_tool_call_p99_ms":{"max":5000}}}"#,
+    );
+    let (code, v) = check_json(&[INCIDENT, "--policy", &tight]);
+    assert_eq!(code, 1);
+    let k = v["cases"][1]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["metric"] == "latency_tool_call_p99_ms")
+        .unwrap()
+        .clone();
+    assert_eq!(k["ok"], false);
+    let p99 = run_json(&[INCIDENT, "--policy", &tight])["latency"]["tool_call"]["p99_ms"]
+        .as_f64()
+        .unwrap();
+    assert_eq!(k["value"].as_f64().unwrap(), p99);
+    assert!(p99 > 5000.0, "{p99}");
+    let loose = temp_policy(
+        &dir,
+        "p99-loose.json",
+        &format!(
+            r#"{{"executor":{{"timeout":"15s"}},"expect":{{"latency_tool_call_p99_ms":{{"max":{}}}}}}}"#,
+            p99.ceil()
+        ),
+    );
+    let (code, _) = check_json(&[INCIDENT, "--policy", &loose]);
+    assert_eq!(code, 0);
+}

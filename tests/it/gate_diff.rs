@@ -151,7 +151,11 @@ fn text_output_is_a_table_with_a_verdict() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.starts_with("baseline policies/fixed.json vs candidate policies/fixed.json — paired on seeds 1..3\n"), "{text}");
-    assert!(text.contains("  duplicate_refund_tickets              0            0            0                    [0, 0]        ≤ 0  ok\n"), "{text}");
+    assert!(text.contains("  duplicate_refund_tickets   count            0            0            0                    [0, 0]        ≤ 0  ok\n"), "{text}");
+    assert!(
+        text.contains("  candidate in itself: safe (safety invariants violated: at_most_one_refund_per_ticket 0/3, no_over_refund 0/3, no_lost_refund 0/3, conservation 0/3)\n"),
+        "{text}"
+    );
     assert!(text.ends_with("\ndiff ok\n"), "{text}");
 }
 
@@ -206,4 +210,128 @@ fn one_seed_is_refused_because_an_interval_needs_two() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("at least 2 seeds"));
+}
+
+#[test]
+fn the_candidate_is_judged_safe_or_not_apart_from_the_comparison() {
+    let dir = tempfile::tempdir().unwrap();
+    let none = empty_policy(&dir);
+    // The incident against itself: no difference, so the comparison passes, but on seeds 2 and
+    // 3 the candidate duplicates refunds (tests/pinned/carrier-outage.csv: 0, 25, 89).
+    let args = [
+        INCIDENT,
+        "--baseline",
+        &none,
+        "--candidate",
+        &none,
+        "--seeds",
+        "1..3",
+    ];
+    let (code, v) = diff_json(&args);
+    assert_eq!(code, 0);
+    let sc = &v["scenarios"][0];
+    assert_eq!(sc["candidate_safe"], false);
+    let dup = &sc["candidate_safety"][0];
+    assert_eq!(dup["invariant"], "at_most_one_refund_per_ticket");
+    assert_eq!(
+        (dup["violating_seeds"].as_u64(), dup["seeds"].as_u64()),
+        (Some(2), Some(3))
+    );
+    assert_eq!(
+        dup["first"],
+        serde_json::json!([
+            2,
+            format!("refundsim run scenarios/carrier-outage.json --seed 2 --policy {none}")
+        ])
+    );
+    assert_eq!(sc["candidate_safety"][2]["invariant"], "no_lost_refund");
+    assert_eq!(sc["candidate_safety"][2]["violating_seeds"], 0);
+    // --require-safe makes it fail the diff.
+    let mut strict = args.to_vec();
+    strict.push("--require-safe");
+    let (code, v) = diff_json(&strict);
+    assert_eq!((code, &v["passed"]), (1, &serde_json::json!(false)));
+}
+
+#[test]
+fn text_shows_units_money_in_dollars_and_latency_in_ms() {
+    let dir = tempfile::tempdir().unwrap();
+    let none = empty_policy(&dir);
+    let out = refundsim()
+        .args([
+            "diff",
+            INCIDENT,
+            "--baseline",
+            &none,
+            "--candidate",
+            &none,
+            "--seeds",
+            "2..4",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("  candidate in itself: UNSAFE (safety invariants violated: at_most_one_refund_per_ticket 3/3, no_over_refund 3/3, no_lost_refund 0/3, conservation 0/3)\n"), "{text}");
+    // over_refund_cents on seeds 2, 3, 4: 342937, 1586106, 1470284 cents, mean $11331.09
+    // (tests/pinned/carrier-outage.csv).
+    let money = text
+        .lines()
+        .find(|l| l.starts_with("  over_refund_cents "))
+        .unwrap();
+    assert_eq!(
+        money.split_whitespace().take(5).collect::<Vec<_>>(),
+        ["over_refund_cents", "$", "$11331.09", "$11331.09", "$0.00"],
+        "{money}"
+    );
+    let p99 = text
+        .lines()
+        .find(|l| l.starts_with("  latency_tool_call_p99_ms "))
+        .unwrap();
+    assert_eq!(p99.split_whitespace().nth(1), Some("ms"), "{p99}");
+    assert!(
+        text.contains("\n  metric                      unit     baseline"),
+        "{text}"
+    );
+}
+
+#[test]
+fn set_applies_to_both_sides_and_their_replay_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let none = empty_policy(&dir);
+    let (code, v) = diff_json(&[
+        INCIDENT,
+        "--baseline",
+        &none,
+        "--candidate",
+        "policies/key-only.json",
+        "--seeds",
+        "2..3",
+        "--set",
+        "executor.timeout=9s",
+        "--tolerance",
+        "false_failures=-1000",
+    ]);
+    assert_eq!(code, 1);
+    assert_eq!(v["sets"], serde_json::json!(["executor.timeout=9s"]));
+    let ff = row(&v, "false_failures");
+    assert_eq!(
+        ff["worst"][1].as_str().unwrap(),
+        format!(
+            "refundsim run scenarios/carrier-outage.json --seed {} --policy policies/key-only.json --set executor.timeout=9s",
+            ff["worst"][0]
+        )
+    );
+    // The baseline side is the incident with a 9 s timeout: its mean is that run's.
+    let dup = |seed: &str| {
+        run_json(&[INCIDENT, "--seed", seed, "--set", "executor.timeout=9s"])
+            ["duplicate_refund_tickets"]
+            .as_f64()
+            .unwrap()
+    };
+    let want = (dup("2") + dup("3")) / 2.0;
+    assert_eq!(
+        f(&row(&v, "duplicate_refund_tickets")["baseline_mean"]),
+        want
+    );
 }

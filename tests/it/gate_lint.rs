@@ -496,3 +496,106 @@ fn empty_and_non_json_files_say_what_was_expected() {
         assert!(err.contains(needle) && err.lines().count() == 1, "{err}");
     }
 }
+
+/// `refundsim lint ARGS --json`: the exit code and the report.
+fn lint_args(args: &[&str]) -> (i32, serde_json::Value) {
+    let out = refundsim()
+        .arg("lint")
+        .args(args)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let code = out.status.code().unwrap();
+    assert!(code <= 1, "{}", String::from_utf8_lossy(&out.stderr));
+    (code, serde_json::from_slice(&out.stdout).unwrap())
+}
+
+/// Every finding as (id, severity, path, message), without the file.
+fn findings(v: &serde_json::Value) -> Vec<[String; 4]> {
+    v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| ["id", "severity", "path", "message"].map(|k| f[k].as_str().unwrap().to_string()))
+        .collect()
+}
+
+#[test]
+fn a_scenario_with_policy_and_set_is_linted_as_show_prints_it() {
+    let (code, merged) = lint_args(&[INCIDENT, "--policy", "policies/fixed.json"]);
+    assert_eq!(code, 0, "{merged}");
+    assert_eq!(
+        merged["files"][0],
+        serde_json::json!({"file": INCIDENT, "kind": "scenario", "applied": ["policy policies/fixed.json"]})
+    );
+    // The same findings as linting what `show` prints for the same arguments.
+    let dir = tempfile::tempdir().unwrap();
+    for extra in [vec![], vec!["--set", "executor.timeout=9s"]] {
+        let mut args = vec![INCIDENT, "--policy", "policies/fixed.json"];
+        args.extend(&extra);
+        let shown = refundsim().arg("show").args(&args).output().unwrap();
+        assert_eq!(shown.status.code(), Some(0));
+        let file = dir.path().join("shown.json");
+        std::fs::write(&file, &shown.stdout).unwrap();
+        let (code_shown, of_shown) = lint_args(&[file.to_str().unwrap()]);
+        let (code_merged, of_merged) = lint_args(&args);
+        assert_eq!(code_shown, code_merged, "{extra:?}");
+        assert_eq!(findings(&of_shown), findings(&of_merged), "{extra:?}");
+    }
+    // A --set alone: the incident with a 9 s timeout still fails the burst rule (10.8 s).
+    let (code, v) = lint_args(&[INCIDENT, "--set", "executor.timeout=9s"]);
+    assert_eq!(code, 1);
+    let burst = findings(&v)
+        .into_iter()
+        .find(|f| f[0] == "timeout-below-burst-p99")
+        .unwrap();
+    assert!(
+        burst[3].starts_with("executor timeout 9s is below"),
+        "{burst:?}"
+    );
+    // The text names what was merged.
+    let out = refundsim()
+        .args(["lint", INCIDENT, "--policy", "policies/fixed.json"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.ends_with(
+            "in scenarios/carrier-outage.json (scenario after policy policies/fixed.json)\n"
+        ),
+        "{text}"
+    );
+    // The policy alone still lints over the defaults (CI uses it).
+    let (code, alone) = lint_args(&["policies/fixed.json"]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        alone["files"][0],
+        serde_json::json!({"file": "policies/fixed.json", "kind": "policy"})
+    );
+}
+
+#[test]
+fn policy_and_set_need_scenarios_and_bad_sets_are_named() {
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &["policies/fixed.json", "--policy", "policies/key-only.json"],
+            "error: policies/fixed.json: --policy and --set apply to scenarios, and this is a policy; expected a scenario file",
+        ),
+        (
+            &[INCIDENT, "--set", "refunds_service.pool_size=0"],
+            "error: scenarios/carrier-outage.json: refunds_service.pool_size: invalid value: expected an integer ≥ 1, got 0 (after applying --set refunds_service.pool_size=0)",
+        ),
+        (
+            &[INCIDENT, "--set", "=3"],
+            "error: --set =3: empty PATH",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = refundsim().arg("lint").args(args).output().unwrap();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with(want), "{args:?}: {err}");
+    }
+}

@@ -52,6 +52,9 @@ fn every_recipe_shows_its_duplicates_and_its_fix_removes_them() {
         assert_eq!(f["duplicate_refund_tickets"], 0, "{name} under its fix");
         assert_eq!(f["extra_refunds"], 0, "{name} under its fix");
         assert_eq!(f["lost_refunds"], 0, "{name} under its fix");
+        // The fix changes the world, so the safety invariants gate it (not the recipe's
+        // "at least 3 duplicates"), without the fix restating `expect`.
+        assert_eq!(f["expectations_met"], true, "{name} under its fix");
         assert_eq!(f["tickets"], r["tickets"], "{name}: same tickets");
     }
 }
@@ -451,9 +454,15 @@ fn deliveries_at_probability_zero_change_nothing() {
         "--set",
         "deliveries.consumer_dedup=event_id",
     ]);
-    // The replay command names the `--set`s; everything else is the same.
-    plain["replay"] = serde_json::Value::Null;
-    zero["replay"] = serde_json::Value::Null;
+    // The replay command names the `--set`s; and since the `--set`s change a field, the gate is
+    // the safety invariants instead of the recipe's own `expect` (docs/ci.md, "Which expect").
+    // Everything the run computes is the same.
+    assert_eq!(plain["expectations_met"], true);
+    assert_eq!(zero["expectations_met"], false);
+    for key in ["replay", "expectations", "expectations_met"] {
+        plain[key] = serde_json::Value::Null;
+        zero[key] = serde_json::Value::Null;
+    }
     assert_eq!(plain, zero);
     assert!(plain.get("duplicate_deliveries").is_none());
 }

@@ -25,7 +25,9 @@ use super::rules::{fail, fmt_d, Check};
 
 /// Metric names a scenario's `expect` may bound. This list must match the metric names of the
 /// run report (`metrics` / `report`); a name missing here cannot be bounded, a name here that the
-/// report lacks would never be checked.
+/// report lacks would never be checked. The `latency_*_ms` names are the report's
+/// `latency.{tool_call,pool_wait,stripe}.{p50_ms,p99_ms,max_ms}`, in ms (one word each, so a
+/// `--set expect.NAME.max=…` path can name them).
 pub const METRICS: &[&str] = &[
     "tickets",
     "tool_calls",
@@ -56,6 +58,15 @@ pub const METRICS: &[&str] = &[
     "reconciliation_alerts",
     "duplicate_deliveries",
     "deliveries_deduped",
+    "latency_tool_call_p50_ms",
+    "latency_tool_call_p99_ms",
+    "latency_tool_call_max_ms",
+    "latency_pool_wait_p50_ms",
+    "latency_pool_wait_p99_ms",
+    "latency_pool_wait_max_ms",
+    "latency_stripe_p50_ms",
+    "latency_stripe_p99_ms",
+    "latency_stripe_max_ms",
 ];
 
 /// Longest allowed horizon: 30 days.
