@@ -8,7 +8,8 @@ use super::finding::{Finding, Severity};
 use super::layers::stable_service_key;
 use super::tools::ToolFacts;
 use crate::scenario::{
-    Cancellation, KeyMode, LatencyDist, OnTimeout, OnUnknownOutcome, Scenario, UnknownOutcomeRecord,
+    Cancellation, KeyMode, LatencyDist, OnTimeout, OnUnknownOutcome, ProviderKind, Scenario,
+    UnknownOutcomeRecord,
 };
 
 fn s_(d: std::time::Duration) -> String {
@@ -81,18 +82,20 @@ pub fn acquire_retries_past_timeout(s: &Scenario, tool: &ToolFacts) -> Vec<Findi
     )]
 }
 
-/// `unknown-outcome-as-failure`: with no per-ticket key, the service answers an unknown outcome
-/// from the provider (5xx, dropped connection, SDK timeout) as a failure, and a layer above retries
-/// failures (any retry rule, layer or executor retry): the refund that may exist is repeated.
+/// `unknown-outcome-as-failure`: with nothing the provider recognises a ticket's retry by, the
+/// service answers an unknown outcome from the provider (5xx, dropped connection, SDK timeout)
+/// as a failure, and a layer above retries failures (any retry rule, layer or executor retry):
+/// the refund that may exist is repeated. What the provider recognises a retry by is
+/// [`provider_recognises_retry`]; the hint names the mitigations that work on that provider
+/// ([`unknown_outcome_hint`]).
 pub fn unknown_outcome_as_failure(
     s: &Scenario,
     tool: &ToolFacts,
     retried_above: bool,
 ) -> Vec<Finding> {
-    let svc = &s.refunds_service;
     if !retried_above
-        || svc.idempotency_key == KeyMode::PerTicket
-        || svc.on_unknown_outcome == OnUnknownOutcome::Lookup
+        || provider_recognises_retry(s)
+        || s.refunds_service.on_unknown_outcome == OnUnknownOutcome::Lookup
     {
         return Vec::new();
     }
@@ -104,8 +107,45 @@ pub fn unknown_outcome_as_failure(
             "the service answers a 5xx, a dropped connection or an SDK timeout from the provider as a failure (502) and a layer above retries `{}`: the refund that may already exist is made again",
             tool.name
         ),
-        "set refunds_service.on_unknown_outcome to \"lookup\" (look the charge's refunds up before answering), or send a per-ticket idempotency key",
+        unknown_outcome_hint(s),
     )]
+}
+
+/// Whether the provider (`provider.kind`) recognises a retry of a ticket's refund by something
+/// the service sends once per ticket: Stripe by a per-ticket idempotency key
+/// (`refunds_service.idempotency_key: per_ticket`), a `business_id` provider by a per-ticket
+/// business id (`refunds_service.business_id: per_ticket`; it ignores keys). A `keys_ignored`
+/// provider and a `dedup_window` provider (identical parameters within the window, no keys)
+/// recognise nothing the service can send, so no key helps there.
+fn provider_recognises_retry(s: &Scenario) -> bool {
+    let svc = &s.refunds_service;
+    match s.provider.kind {
+        ProviderKind::Stripe => svc.idempotency_key == KeyMode::PerTicket,
+        ProviderKind::BusinessId => svc.business_id == KeyMode::PerTicket,
+        ProviderKind::KeysIgnored | ProviderKind::DedupWindow => false,
+    }
+}
+
+/// The fix of `unknown-outcome-as-failure` for the scenario's provider: always a lookup on an
+/// unknown outcome; then, on Stripe, a per-ticket idempotency key; on a `business_id` provider,
+/// one business id per ticket; on a provider without keys (`keys_ignored`, `dedup_window`), no
+/// key but a check before creating and the service's own dedup.
+fn unknown_outcome_hint(s: &Scenario) -> String {
+    const LOOKUP: &str = "set refunds_service.on_unknown_outcome to \"lookup\" (look the charge's refunds up before answering)";
+    const NO_KEY: &str = "so an idempotency key does not help: also look the charge's refunds up before creating one (refunds_service.lookup_before_create: true) or dedup in the service (refunds_service.local_dedup: true)";
+    match s.provider.kind {
+        ProviderKind::Stripe => format!("{LOOKUP}, or send a per-ticket idempotency key"),
+        ProviderKind::BusinessId => format!(
+            "{LOOKUP}, or send one business id per ticket (refunds_service.business_id: \"per_ticket\"): provider.kind \"business_id\" ignores idempotency keys"
+        ),
+        ProviderKind::KeysIgnored => format!(
+            "{LOOKUP}; provider.kind \"keys_ignored\" ignores idempotency keys, {NO_KEY}"
+        ),
+        ProviderKind::DedupWindow => format!(
+            "{LOOKUP}; provider.kind \"dedup_window\" takes no keys and recognises a retry only within provider.dedup_window ({}), {NO_KEY}",
+            s_(s.provider.dedup_window)
+        ),
+    }
 }
 
 /// The provider's latency p99 and where it comes from: `stripe.latency_choices` when set (each
@@ -183,4 +223,92 @@ pub fn sdk_timeout_probe_race(s: &Scenario, tool: &ToolFacts) -> Vec<Finding> {
             s_(p99)
         ),
     )]
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::lint::scenario_rules;
+    use crate::scenario::load_str;
+
+    /// The `unknown-outcome-as-failure` finding's hint on the defaults (whose model retries any
+    /// tool) plus `extra`, or `None` when the rule is silent.
+    fn hint(extra: &str) -> Option<String> {
+        let text = format!(
+            r#"{{"name":"t","horizon":"1h","arrivals":{{"schedule":[{{"duration":"1m","rate_per_s":1}}]}}{extra}}}"#
+        );
+        let s = load_str(&text, "t.json").unwrap();
+        scenario_rules(&s)
+            .into_iter()
+            .find(|f| f.id == "unknown-outcome-as-failure")
+            .map(|f| f.hint)
+    }
+
+    #[test]
+    fn unknown_outcome_hint_on_stripe_suggests_a_key_and_a_key_silences_it() {
+        assert_eq!(
+            hint("").as_deref(),
+            Some("set refunds_service.on_unknown_outcome to \"lookup\" (look the charge's refunds up before answering), or send a per-ticket idempotency key")
+        );
+        assert_eq!(
+            hint(r#","refunds_service":{"idempotency_key":"per_ticket"}"#),
+            None
+        );
+        assert_eq!(
+            hint(r#","refunds_service":{"on_unknown_outcome":"lookup"}"#),
+            None
+        );
+    }
+
+    #[test]
+    fn unknown_outcome_hint_on_a_keyless_provider_never_suggests_a_key_and_a_key_does_not_silence_it(
+    ) {
+        let keyed = r#","refunds_service":{"idempotency_key":"per_ticket"}"#;
+        for (kind, says) in [
+            (
+                "keys_ignored",
+                "provider.kind \"keys_ignored\" ignores idempotency keys",
+            ),
+            (
+                "dedup_window",
+                "recognises a retry only within provider.dedup_window (20s)",
+            ),
+        ] {
+            let provider =
+                format!(r#","provider":{{"kind":"{kind}","dedup_window":"20s"}}{keyed}"#);
+            let h = hint(&provider).unwrap_or_else(|| panic!("{kind}: silenced by a key"));
+            assert!(h.contains(says), "{kind}: {h}");
+            assert!(
+                h.contains("refunds_service.lookup_before_create: true")
+                    && h.contains("refunds_service.local_dedup: true"),
+                "{kind}: {h}"
+            );
+            assert!(
+                !h.contains("send a per-ticket idempotency key"),
+                "{kind}: {h}"
+            );
+            let looked_up = format!(
+                r#","provider":{{"kind":"{kind}"}},"refunds_service":{{"on_unknown_outcome":"lookup"}}"#
+            );
+            assert_eq!(hint(&looked_up), None, "{kind}");
+        }
+    }
+
+    #[test]
+    fn unknown_outcome_hint_on_a_business_id_provider_suggests_a_business_id_per_ticket() {
+        let h = hint(r#","provider":{"kind":"business_id"},"refunds_service":{"idempotency_key":"per_ticket"}"#)
+            .expect("a per-ticket key does not silence it: the provider ignores keys");
+        assert!(
+            h.contains(
+                "send one business id per ticket (refunds_service.business_id: \"per_ticket\")"
+            ),
+            "{h}"
+        );
+        assert!(!h.contains("send a per-ticket idempotency key"), "{h}");
+        assert_eq!(
+            hint(
+                r#","provider":{"kind":"business_id"},"refunds_service":{"business_id":"per_ticket"}"#
+            ),
+            None
+        );
+    }
 }

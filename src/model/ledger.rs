@@ -15,11 +15,25 @@ pub struct TicketRow {
     pub nonce: Option<String>,
     /// Local dedup: the request that holds the ticket's pending row (first come, first served).
     pub owner: Option<u64>,
-    /// How many nonces this ticket has had (more than one only with `new_nonce_after_error`).
+    /// How many nonces this ticket has had (more than one only after a rotation: `rotate_key`,
+    /// `new_nonce_after_error` or `on_key_conflict: retry_new_key`).
     pub nonce_generation: u64,
     /// A call for this ticket ended without a definite answer and was recorded as unknown
     /// (`sdk_timeout_recorded_as: unknown`).
     pub unknown_outcome: bool,
+}
+
+impl TicketRow {
+    /// Rotates the ticket's per-ticket key: drops its nonce, so the next
+    /// `idempotency_key` writes a new one drawn from the `nonce` stream of the next generation.
+    /// Counts a generation only when a nonce was written (a ticket without a per-ticket key
+    /// has nothing to rotate). The one path for every rotation: `rotate_key` after a failed
+    /// answer and `on_key_conflict: retry_new_key`.
+    pub fn rotate_nonce(&mut self) {
+        if self.nonce.take().is_some() {
+            self.nonce_generation += 1;
+        }
+    }
 }
 
 /// Rows by ticket id.

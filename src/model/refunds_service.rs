@@ -122,8 +122,8 @@ pub async fn issue(w: Rc<World>, req: ServiceRequest, caller: Rc<CallerState>) -
                 row.refund_id.get_or_insert_with(|| id.clone());
             }
             failed => {
-                if rotates_key(&w.cfg.refunds_service, failed) && row.nonce.take().is_some() {
-                    row.nonce_generation += 1;
+                if rotates_key(&w.cfg.refunds_service, failed) {
+                    row.rotate_nonce();
                 }
                 if w.cfg.refunds_service.sdk_timeout_recorded_as == UnknownOutcomeRecord::Unknown
                     && is_unknown_outcome(failed)
@@ -327,8 +327,9 @@ fn crashes_before_ledger_write(w: &World, req: &ServiceRequest) -> bool {
 }
 
 /// `on_key_conflict: retry_new_key` (the bug): the service takes the conflict to mean its key
-/// is bad, writes a new nonce for the ticket (a new `per_ticket` key; a `per_attempt` key gets
-/// a `_retry` suffix), waits for a connection again and sends the request once more. Stripe
+/// is bad, writes a new nonce for the ticket through the same rotation as `rotate_key`
+/// ([`TicketRow::rotate_nonce`](super::ledger::TicketRow::rotate_nonce): a new `per_ticket` key;
+/// a `per_attempt` key, which has no nonce, gets a `_retry` suffix), waits for a connection again and sends the request once more. Stripe
 /// sees a key it has never seen and makes a new refund, while the request holding the old key
 /// makes its own. Traced as a `layer_retry` of layer `refunds_service` (reason `retriable-4xx`,
 /// try 1, no backoff). The retry's Stripe draws are keyed by a `("key_conflict_retry", 1)` entry
@@ -339,18 +340,11 @@ async fn retry_under_new_key(
     ids: Ids,
     caller: &CallerState,
 ) -> ServiceResult {
-    let key = {
-        let mut ledger = w.ledger.borrow_mut();
-        let row = ledger.row(req.ticket);
-        if row.nonce.take().is_some() {
-            row.nonce_generation += 1;
-        }
-        drop(ledger);
-        idempotency_key(w, req).map(|k| match w.cfg.refunds_service.idempotency_key {
-            KeyMode::PerTicket => k,
-            _ => format!("{k}_retry"),
-        })
-    };
+    w.ledger.borrow_mut().row(req.ticket).rotate_nonce();
+    let key = idempotency_key(w, req).map(|k| match w.cfg.refunds_service.idempotency_key {
+        KeyMode::PerTicket => k,
+        _ => format!("{k}_retry"),
+    });
     w.record(
         ids,
         EventKind::LayerRetry {

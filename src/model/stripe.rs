@@ -1362,6 +1362,56 @@ mod tests {
         assert_eq!(s.refunds_for_charge("ch_1").len(), 3);
     }
 
+    /// `settle` moves exactly the named refund, only while it is `pending`: two pending refunds
+    /// on one charge, the second settled by id (not the first pending one), a settled refund not
+    /// settled again, an unknown charge or id left alone; a failed settlement gives the money back.
+    #[test]
+    fn settle_moves_only_the_named_pending_refund_once() {
+        let mut s = account();
+        for (i, at) in [(1, 0), (2, 1_000)] {
+            let t = must_execute(&mut s, ms(at), req(None, 3_000, i));
+            delivered(s.commit(ms(at + 400), t, RefundStatus::Pending, CommitFault::None));
+        }
+        assert_eq!(s.remaining_cents("ch_1"), Some(4_000));
+        let settled = s
+            .settle("ch_1", "re_00000002", RefundStatus::Failed)
+            .expect("pending");
+        assert_eq!(
+            (settled.id.as_str(), settled.status),
+            ("re_00000002", RefundStatus::Failed)
+        );
+        let statuses: Vec<_> = s
+            .refunds_for_charge("ch_1")
+            .iter()
+            .map(|r| r.status)
+            .collect();
+        assert_eq!(statuses, [RefundStatus::Pending, RefundStatus::Failed]);
+        assert_eq!(
+            s.remaining_cents("ch_1"),
+            Some(7_000),
+            "a failed refund gives it back"
+        );
+        assert_eq!(
+            s.settle("ch_1", "re_00000002", RefundStatus::Succeeded),
+            None
+        );
+        assert_eq!(
+            s.settle("ch_2", "re_00000001", RefundStatus::Succeeded),
+            None
+        );
+        assert_eq!(
+            s.settle("ch_1", "re_00000009", RefundStatus::Succeeded),
+            None
+        );
+        let first = s
+            .settle("ch_1", "re_00000001", RefundStatus::Succeeded)
+            .unwrap();
+        assert_eq!(
+            (first.id.as_str(), first.status),
+            ("re_00000001", RefundStatus::Succeeded)
+        );
+    }
+
     #[test]
     #[should_panic(expected = "not in flight")]
     fn double_commit_panics() {

@@ -2,7 +2,6 @@
 //! (the first `cargo test` builds much faster). Each module is a former `tests/NAME.rs`; run one
 //! with `cargo test --test it NAME::`, e.g. `cargo test --test it prop_safety::holds`.
 
-#[path = "../common/mod.rs"]
 mod common;
 
 mod cli;

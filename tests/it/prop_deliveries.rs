@@ -3,31 +3,19 @@
 //! (`strategy::world_with_deliveries`): the claim holds with them, and the absence of each
 //! mitigation — consumer dedup on the event id, "409 means in progress, look it up" — is found
 //! and shrinks to a small world.
+//!
+//! Fixed proptest seeds and case budgets, which `PROPTEST_CASES` overrides
+//! (`common::prop::runner`).
 
 use proptest::strategy::Strategy;
-use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
+use proptest::test_runner::TestCaseError;
 
 use refundsim::explore::strategy::{world, world_with_deliveries};
 use refundsim::explore::{check_case, check_case_claim, policy, Case};
 use refundsim::run::run;
 use refundsim::scenario::{ConsumerDedup, KeyMode, LatencyDist, OnKeyConflict, Scenario};
 
-fn runner(cases: u32, seed: u8) -> TestRunner {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(cases);
-    let config = Config {
-        cases,
-        failure_persistence: None,
-        max_shrink_iters: 4096,
-        ..Config::default()
-    };
-    TestRunner::new_with_rng(
-        config,
-        TestRng::from_seed(RngAlgorithm::ChaCha, &[seed; 32]),
-    )
-}
+use crate::common::prop::{counterexample_in, runner};
 
 /// The claim (`policies/keys-and-probe.json`) over worlds that also deliver events twice, with
 /// or without consumer dedup and with every `on_key_conflict` the claim allows: the per-ticket
@@ -65,21 +53,15 @@ fn delivered_twice(s: &mut Scenario, delay: u64) {
     s.deliveries.consumer_dedup = ConsumerDedup::None;
 }
 
-/// Searches worlds under `fix` and returns the shrunk counterexample.
-fn counterexample(fix: impl Fn(&mut Scenario) + Clone + 'static, seed: u8) -> Case {
-    let mut r = runner(256, seed);
-    let result = r.run(
-        &(world(), 1u64..=40_000).prop_map(move |(mut c, delay)| {
-            fix(&mut c.scenario);
-            delivered_twice(&mut c.scenario, delay);
-            c
-        }),
-        |case| check_case(&case).map_err(|v| TestCaseError::fail(v.to_string())),
-    );
-    match result {
-        Err(TestError::Fail(_, minimal)) => minimal,
-        other => panic!("expected a counterexample, got {other:?}"),
-    }
+/// Searches worlds under `fix`, every event delivered twice (1 ms to 40 s apart), 256 cases,
+/// and returns the shrunk counterexample.
+fn counterexample(fix: fn(&mut Scenario), seed: u8) -> Case {
+    let twice = (world(), 1u64..=40_000).prop_map(move |(mut c, delay)| {
+        fix(&mut c.scenario);
+        delivered_twice(&mut c.scenario, delay);
+        c
+    });
+    counterexample_in(twice, 256, seed)
 }
 
 /// Nothing but the delivery can repeat the refund: no key, no retries anywhere, no humans.

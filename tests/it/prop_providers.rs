@@ -3,41 +3,17 @@
 //! `prop_safety::holds_keys_and_probe_with_retries_allowed_at_every_layer`, whose worlds draw
 //! them); each mitigation's absence has a counterexample that shrinks to at most 3 tickets; and
 //! the worlds do draw the new parts.
+//!
+//! Fixed proptest seeds and case budgets, which `PROPTEST_CASES` overrides
+//! (`common::prop::runner`).
 
-use proptest::prelude::*;
-use proptest::strategy::ValueTree;
-use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
+use proptest::strategy::{Strategy, ValueTree};
+use proptest::test_runner::TestCaseError;
 
 use refundsim::explore::{check_case, policy, strategy::world, Case};
-use refundsim::scenario::{LayerKind, ProviderKind, Scenario};
+use refundsim::scenario::{LayerKind, ProviderKind};
 
-fn runner(cases: u32, seed: u8) -> TestRunner {
-    let config = Config {
-        cases,
-        failure_persistence: None,
-        max_shrink_iters: 4096,
-        ..Config::default()
-    };
-    TestRunner::new_with_rng(
-        config,
-        TestRng::from_seed(RngAlgorithm::ChaCha, &[seed; 32]),
-    )
-}
-
-fn counterexample(twin: fn(&mut Scenario), seed: u8) -> Case {
-    let mut r = runner(512, seed);
-    let result = r.run(
-        &world().prop_map(move |mut c| {
-            twin(&mut c.scenario);
-            c
-        }),
-        |case| check_case(&case).map_err(|v| TestCaseError::fail(v.to_string())),
-    );
-    match result {
-        Err(TestError::Fail(_, minimal)) => minimal,
-        other => panic!("expected a counterexample, got {other:?}"),
-    }
-}
+use crate::common::prop::{counterexample, runner, sampler};
 
 #[test]
 fn breaks_each_provider_mitigation_taken_away_with_a_small_counterexample() {
@@ -80,10 +56,7 @@ fn holds_each_provider_with_its_mitigation() {
 /// LLM error with a run-level retry, the object lock and `Retry-After`.
 #[test]
 fn worlds_draw_providers_and_failures() {
-    let mut r = TestRunner::new_with_rng(
-        Config::default(),
-        TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]),
-    );
+    let mut r = sampler(7);
     let strategy = world();
     let mut kinds = std::collections::BTreeSet::new();
     let (mut crash, mut conflict, mut llm, mut lock, mut after) = (0, 0, 0, 0, 0);

@@ -7,7 +7,7 @@
 
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
-use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
+use proptest::test_runner::TestCaseError;
 
 use refundsim::explore::{check_case, check_case_claim, policy, strategy::world, Case};
 use refundsim::history::Keep;
@@ -16,22 +16,7 @@ use refundsim::run::run_keeping;
 use refundsim::scenario::StatusSource;
 use refundsim::scenario::{Cancellation, KeyRotation, LayerKind};
 
-fn runner(cases: u32, seed: u8) -> TestRunner {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(cases);
-    let config = Config {
-        cases,
-        failure_persistence: None,
-        max_shrink_iters: 4096,
-        ..Config::default()
-    };
-    TestRunner::new_with_rng(
-        config,
-        TestRng::from_seed(RngAlgorithm::ChaCha, &[seed; 32]),
-    )
-}
+use crate::common::prop::{counterexample, runner, sampler};
 
 #[test]
 fn holds_full_fix_never_double_refunds_over_refunds_or_loses_a_refund() {
@@ -68,10 +53,7 @@ fn holds_keys_and_probe_with_retries_allowed_at_every_layer() {
 /// and under faults that lose responses or answer 500 after committing.
 #[test]
 fn keys_and_probe_worlds_retry_and_fault() {
-    let mut r = TestRunner::new_with_rng(
-        Config::default(),
-        TestRng::from_seed(RngAlgorithm::ChaCha, &[3; 32]),
-    );
+    let mut r = sampler(3);
     let strategy = world();
     let (mut worlds_retrying, mut retries, mut noncompliant, mut faults, mut probes) =
         (0, 0, 0, 0, 0);
@@ -134,22 +116,6 @@ fn per_ticket_key_makes_the_naive_status_source_harmless_to_money() {
     );
 }
 
-/// Runs the search for one single fix and returns the shrunk counterexample.
-fn counterexample(fix: fn(&mut refundsim::scenario::Scenario), seed: u8) -> Case {
-    let mut r = runner(512, seed);
-    let result = r.run(
-        &world().prop_map(move |mut c| {
-            fix(&mut c.scenario);
-            c
-        }),
-        |case| check_case(&case).map_err(|v| TestCaseError::fail(v.to_string())),
-    );
-    match result {
-        Err(TestError::Fail(_, minimal)) => minimal,
-        other => panic!("expected a counterexample, got {other:?}"),
-    }
-}
-
 #[test]
 fn breaks_each_single_fix_alone_has_a_small_counterexample() {
     for (i, (name, fix)) in policy::SINGLE_FIXES.iter().enumerate() {
@@ -184,10 +150,7 @@ fn breaks_full_fix_with_key_rotated_after_unknown_outcome() {
 
 #[test]
 fn covers_layers_the_worlds_draw_retry_and_proxy_layers_and_aborts() {
-    let mut r = TestRunner::new_with_rng(
-        Config::default(),
-        TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]),
-    );
+    let mut r = sampler(7);
     let strategy = world();
     let (mut retry, mut proxy, mut abort, mut timeouts) = (0, 0, 0, 0);
     for _ in 0..256 {

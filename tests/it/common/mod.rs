@@ -1,5 +1,8 @@
-//! Shared helpers for the integration tests.
+//! Shared helpers for the integration tests: running the CLI ([`refundsim`], [`run_json`]) and,
+//! in [`prop`], the property tests' proptest runners.
 #![allow(dead_code)]
+
+pub mod prop;
 
 use assert_cmd::Command;
 
