@@ -349,7 +349,7 @@ impl World {
 
     /// The Stripe charge id of a ticket.
     pub fn charge_id(ticket: u64) -> String {
-        format!("ch_{ticket}")
+        super::ids::charge(ticket)
     }
 }
 
