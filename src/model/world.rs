@@ -13,6 +13,7 @@ const POSITIONS: [Position; 4] = [
     Position::BeforeService,
     Position::BeforeProvider,
 ];
+use super::dist;
 use super::ledger::Ledger;
 use super::pool::Pool;
 use super::stripe::FakeStripe;
@@ -129,6 +130,30 @@ pub struct World {
     layer_loads: RefCell<std::collections::BTreeMap<String, Rc<LayerLoad>>>,
     /// The added layers at each position of the stack, compiled once per run.
     path: [Vec<(String, RetryLayer)>; 4],
+    /// The latencies drawn per request, with their parameters computed once per run.
+    pub latencies: Latencies,
+}
+
+/// The scenario's latency distributions that are drawn per request or per model decision,
+/// each with its lognormal parameters computed once (see [`dist::Latency`]).
+#[derive(Clone, Debug)]
+pub struct Latencies {
+    /// `stripe.latency`.
+    pub stripe: dist::Latency,
+    /// `background_load.hold`.
+    pub background_hold: dist::Latency,
+    /// `agent.think_time`.
+    pub think_time: dist::Latency,
+}
+
+impl Latencies {
+    fn new(cfg: &Scenario) -> Self {
+        Latencies {
+            stripe: dist::Latency::new(&cfg.stripe.latency),
+            background_hold: dist::Latency::new(&cfg.background_load.hold),
+            think_time: dist::Latency::new(&cfg.agent.think_time),
+        }
+    }
 }
 
 impl World {
@@ -151,6 +176,7 @@ impl World {
                 .map(|(n, l)| (n.to_string(), l.clone()))
                 .collect()
         });
+        let latencies = Latencies::new(&cfg);
         Rc::new(World {
             sim,
             cfg,
@@ -167,6 +193,7 @@ impl World {
             next_call: Cell::new(1),
             layer_loads: RefCell::default(),
             path,
+            latencies,
         })
     }
 
