@@ -350,6 +350,7 @@ impl World {
     }
 
     /// The stream `name` for entity `ids`.
+    #[inline(always)]
     pub fn stream(&self, name: &str, ids: &[u64]) -> StreamRng {
         self.streams.stream(name, ids)
     }
@@ -369,6 +370,7 @@ impl World {
 
     /// The stream `name` for ticket `id` and further entity `ids`, keyed by
     /// [`World::ticket_key`].
+    #[inline(always)]
     pub fn ticket_stream(&self, name: &str, id: u64, ids: &[u64]) -> StreamRng {
         self.streams
             .stream_after(name, Some(self.ticket_key(id)), ids)

@@ -18,6 +18,7 @@ const fn splitmix64(mut z: u64) -> u64 {
 }
 
 /// Hashes a stream name to a 64-bit tag (FNV-1a), stable across platforms and versions.
+#[inline(always)]
 pub const fn tag(name: &str) -> u64 {
     let bytes = name.as_bytes();
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
@@ -49,14 +50,24 @@ impl Streams {
 
     /// The stream named `name` for entity `ids` (e.g. `("stripe_latency", &[ticket, attempt])`).
     /// Same `(seed, name, ids)` ⇒ same sequence of draws, on every machine and version.
+    #[inline(always)]
     pub fn stream(&self, name: &str, ids: &[u64]) -> StreamRng {
         self.stream_after(name, None, ids)
     }
 
     /// [`Streams::stream`] of `name` for the entity `[first, ids…]`, without building that
     /// slice (the same stream as `stream(name, &[first, ids…])`).
+    ///
+    /// Inlined down to the name's hash, so that the model's literal names are hashed at compile
+    /// time (hashing them per stream was a third of deriving one).
+    #[inline(always)]
     pub fn stream_after(&self, name: &str, first: Option<u64>, ids: &[u64]) -> StreamRng {
-        let mut h = splitmix64(self.root ^ tag(name));
+        self.stream_tagged(tag(name), first, ids)
+    }
+
+    /// [`Streams::stream_after`] of the name whose [`tag`] is `tag`.
+    fn stream_tagged(&self, tag: u64, first: Option<u64>, ids: &[u64]) -> StreamRng {
+        let mut h = splitmix64(self.root ^ tag);
         for &id in first.iter().chain(ids) {
             h = splitmix64(h ^ splitmix64(id));
         }
