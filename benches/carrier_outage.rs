@@ -30,6 +30,11 @@ use criterion::{criterion_group, criterion_main, Criterion, SamplingMode, Throug
 use refundsim::run::{run, Invocation};
 use refundsim::scenario::{load, Scenario};
 
+/// mimalloc, as in the `refundsim` binary: a run allocates and frees small objects at a high
+/// rate, and the bench should measure what the CLI does.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const SEED: u64 = 157;
 
 fn manifest_path(rel: &str) -> PathBuf {

@@ -25,6 +25,11 @@ use rand_chacha::ChaCha8Rng;
 use refundsim::run::{run, Invocation};
 use refundsim::scenario::load;
 
+/// mimalloc, as in the `refundsim` binary: a run allocates and frees small objects at a high
+/// rate, and the bench should measure what the CLI does.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Live timers kept in the heap at all times.
 const LIVE_TIMERS: u64 = 1_000;
 /// Mean of the exponential delay, in nanoseconds (1 s).

@@ -299,7 +299,7 @@ async fn run_turn(
     let cfg = &w.cfg.agent;
     let overhead = SimTime::from_duration(cfg.call_overhead);
     let first = turn.attempt;
-    w.sim.sleep(dist::latency(rng, &cfg.think_time)).await;
+    w.sim.sleep(w.latencies.think_time.draw(rng)).await;
     loop {
         w.sim.sleep(overhead).await;
         let ids = Ids::attempt(t.id, turn.attempt);
@@ -371,7 +371,7 @@ async fn run_turn(
             }
         }
         // Draws in a fixed order per decision, whatever is decided.
-        let think = dist::latency(rng, &cfg.think_time);
+        let think = w.latencies.think_time.draw(rng);
         let complies = dist::chance(rng, cfg.retry.compliance);
         let drifts = dist::chance(rng, cfg.retry.amount_drift_probability);
         w.sim.sleep(think).await;

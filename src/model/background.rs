@@ -88,10 +88,10 @@ impl Background {
         self.schedule_arrival(w);
         let n = self.n.get();
         self.n.set(n + 1);
-        let hold = dist::latency(
-            &mut w.stream("background_hold", &[n]),
-            &w.cfg.background_load.hold,
-        );
+        let hold = w
+            .latencies
+            .background_hold
+            .draw(&mut w.stream("background_hold", &[n]));
         w.pool_gauges.wait_begins();
         match w.pool.wait_with_callback(self.rc()) {
             Ok(()) => self.hold(w, hold, SimTime::ZERO),

@@ -84,7 +84,7 @@ impl Delivery {
 
 /// The event id of ticket `id`'s triggering event, the same on every delivery.
 pub fn event_id(ticket: u64) -> String {
-    format!("evt_{ticket}")
+    super::ids::event(ticket)
 }
 
 /// Delivers ticket `t`'s event: starts the agent on it, and, when the sender delivers it a

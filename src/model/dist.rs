@@ -32,13 +32,70 @@ pub fn standard_normal(rng: &mut StreamRng) -> f64 {
     r * libm::cos(theta)
 }
 
-fn lognormal(rng: &mut StreamRng, p50: f64, p99: f64) -> f64 {
-    let (mu, sigma) = lognormal_params(p50, p99);
-    let z = standard_normal(rng);
-    if sigma == 0.0 {
-        return p50;
+/// A lognormal with its parameters computed once: `ln p50` and `ln p99` cost two `log` calls,
+/// about as much as the draw itself, so the model's hot distributions keep them (see
+/// [`Latency`]). Draws the same numbers as computing them per draw.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Lognormal {
+    p50: f64,
+    mu: f64,
+    sigma: f64,
+}
+
+impl Lognormal {
+    /// The lognormal with median `p50` and 99th percentile `p99` (both > 0, in any one unit).
+    pub fn new(p50: f64, p99: f64) -> Self {
+        let (mu, sigma) = lognormal_params(p50, p99);
+        Lognormal { p50, mu, sigma }
     }
-    libm::exp(mu + sigma * z)
+
+    /// One draw (two uniforms, through [`standard_normal`]).
+    fn draw(&self, rng: &mut StreamRng) -> f64 {
+        let z = standard_normal(rng);
+        if self.sigma == 0.0 {
+            return self.p50;
+        }
+        libm::exp(self.mu + self.sigma * z)
+    }
+}
+
+/// A latency distribution with its lognormal parameters (its own, or its `script`'s
+/// `otherwise`'s) computed once, for the distributions drawn per request. Draws exactly what
+/// [`latency`] and [`request_latency`] draw from the distribution it was made from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Latency {
+    dist: LatencyDist,
+    lognormal: Option<Lognormal>,
+}
+
+impl Latency {
+    /// `d` with its parameters computed.
+    pub fn new(d: &LatencyDist) -> Self {
+        let lognormal_of = |d: &LatencyDist| match d {
+            LatencyDist::Lognormal { p50, p99 } => {
+                Some(Lognormal::new(p50.as_nanos() as f64, p99.as_nanos() as f64))
+            }
+            _ => None,
+        };
+        let lognormal = match d {
+            LatencyDist::Script(s) => lognormal_of(&s.otherwise),
+            d => lognormal_of(d),
+        };
+        Latency {
+            dist: d.clone(),
+            lognormal,
+        }
+    }
+
+    /// A draw, as [`latency`].
+    pub fn draw(&self, rng: &mut StreamRng) -> SimTime {
+        latency_of(rng, &self.dist, None, self.lognormal.as_ref())
+    }
+
+    /// A draw for the Stripe request `key`, as [`request_latency`].
+    pub fn draw_for(&self, rng: &mut StreamRng, key: &RequestKey) -> SimTime {
+        latency_of(rng, &self.dist, Some(key), self.lognormal.as_ref())
+    }
 }
 
 /// A duration from a latency distribution, rounded to whole ns. Always draws exactly two
@@ -52,18 +109,27 @@ fn lognormal(rng: &mut StreamRng, p50: f64, p99: f64) -> f64 {
 /// - script: `otherwise`'s draw (so two uniforms), replaced by the scripted value when one is
 ///   keyed for the request. Without a request key (everywhere but Stripe), `otherwise` alone.
 pub fn latency(rng: &mut StreamRng, d: &LatencyDist) -> SimTime {
-    latency_of(rng, d, None)
+    latency_of(rng, d, None, None)
 }
 
 /// [`latency`] for the Stripe request `key`, which a `script` looks up.
 pub fn request_latency(rng: &mut StreamRng, d: &LatencyDist, key: &RequestKey) -> SimTime {
-    latency_of(rng, d, Some(key))
+    latency_of(rng, d, Some(key), None)
 }
 
-fn latency_of(rng: &mut StreamRng, d: &LatencyDist, key: Option<&RequestKey>) -> SimTime {
+/// A draw from `d`; `lognormal` is `d`'s lognormal (or its script's `otherwise`'s) when known.
+fn latency_of(
+    rng: &mut StreamRng,
+    d: &LatencyDist,
+    key: Option<&RequestKey>,
+    lognormal: Option<&Lognormal>,
+) -> SimTime {
     match d {
         LatencyDist::Lognormal { p50, p99 } => {
-            let ns = lognormal(rng, p50.as_nanos() as f64, p99.as_nanos() as f64);
+            let ln = lognormal
+                .copied()
+                .unwrap_or_else(|| Lognormal::new(p50.as_nanos() as f64, p99.as_nanos() as f64));
+            let ns = ln.draw(rng);
             SimTime::from_nanos(ns.round().clamp(0.0, u64::MAX as f64) as u64)
         }
         LatencyDist::Constant { value } => {
@@ -86,7 +152,7 @@ fn latency_of(rng: &mut StreamRng, d: &LatencyDist, key: Option<&RequestKey>) ->
                 .map_or(SimTime::ZERO, |d| SimTime::from_duration(*d))
         }
         LatencyDist::Script(s) => {
-            let drawn = latency_of(rng, &s.otherwise, None);
+            let drawn = latency_of(rng, &s.otherwise, None, lognormal);
             key.and_then(|k| s.by_request.get(k))
                 .map_or(drawn, |d| SimTime::from_duration(*d))
         }
@@ -95,7 +161,9 @@ fn latency_of(rng: &mut StreamRng, d: &LatencyDist, key: Option<&RequestKey>) ->
 
 /// Cents from a p50/p99 lognormal, rounded and clamped to `[min_cents, max_cents]`.
 pub fn amount(rng: &mut StreamRng, d: &AmountDist) -> u64 {
-    let c = lognormal(rng, d.p50_cents as f64, d.p99_cents as f64).round() as u64;
+    let c = Lognormal::new(d.p50_cents as f64, d.p99_cents as f64)
+        .draw(rng)
+        .round() as u64;
     c.clamp(d.min_cents, d.max_cents.max(d.min_cents))
 }
 
@@ -252,6 +320,39 @@ mod tests {
         let _: (f64, f64) = (rng.random(), rng.random());
         let expected: u64 = rng.random();
         assert!(next.iter().all(|&n| n == expected), "{next:?}");
+    }
+
+    /// A `Latency` draws what the distribution it was made from draws, for every form,
+    /// through `draw` and `draw_for`, over many draws of one stream.
+    #[test]
+    fn latency_with_cached_parameters_draws_the_same() {
+        let forms = [
+            LatencyDist::new(ms(380), ms(1600)),
+            LatencyDist::new(ms(7), ms(7)),
+            LatencyDist::constant(ms(400)),
+            LatencyDist::exponential(ms(400)),
+            LatencyDist::empirical(vec![ms(1), ms(2), ms(3)]),
+            LatencyDist::script(
+                [(RequestKey::service(1, 0, 0), ms(9))]
+                    .into_iter()
+                    .collect(),
+                LatencyDist::new(ms(300), ms(9_000)),
+            ),
+        ];
+        for d in &forms {
+            let cached = Latency::new(d);
+            let mut a = Streams::new(5).stream("t", &[]);
+            let mut b = Streams::new(5).stream("t", &[]);
+            for i in 0..500 {
+                let key = RequestKey::service(1, 0, i % 3);
+                assert_eq!(cached.draw(&mut a), latency(&mut b, d), "{d:?} #{i}");
+                assert_eq!(
+                    cached.draw_for(&mut a, &key),
+                    request_latency(&mut b, d, &key),
+                    "{d:?} #{i}"
+                );
+            }
+        }
     }
 
     /// Pinned bits: the draws are computed with `libm`, so these hold on every platform; a

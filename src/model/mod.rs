@@ -11,6 +11,7 @@ pub mod egress;
 pub mod executor;
 pub mod framework_retry;
 pub mod humans;
+pub mod ids;
 pub mod layers;
 pub mod ledger;
 pub mod pool;

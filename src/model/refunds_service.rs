@@ -6,6 +6,7 @@ use rand::Rng;
 
 use super::caller::CallerState;
 use super::dist;
+use super::ids;
 use super::layers::{via_ids, Via};
 use super::pool::Permit;
 use super::stripe::RefundParams;
@@ -88,16 +89,16 @@ pub fn get_status(w: &World, ticket: u64) -> TicketStatus {
 fn idempotency_key(w: &World, req: &ServiceRequest) -> Option<String> {
     match w.cfg.refunds_service.idempotency_key {
         KeyMode::None => None,
-        KeyMode::PerAttempt => Some(format!("refund_{}_{}", req.ticket, req.call)),
+        KeyMode::PerAttempt => Some(ids::service_key(req.ticket, req.call)),
         KeyMode::PerTicket => {
             let mut ledger = w.ledger.borrow_mut();
             let row = ledger.row(req.ticket);
             let generation = row.nonce_generation;
             let nonce = row.nonce.get_or_insert_with(|| {
                 let n: u64 = w.ticket_stream("nonce", req.ticket, &[generation]).random();
-                format!("{n:016x}")
+                ids::nonce(n)
             });
-            Some(format!("refund_{}_{}", req.ticket, nonce))
+            Some(ids::service_ticket_key(req.ticket, nonce))
         }
     }
 }

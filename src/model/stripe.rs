@@ -764,7 +764,7 @@ impl FakeStripe {
         }
         self.refunds_created += 1;
         let refund = Refund {
-            id: format!("re_{:08}", self.refunds_created),
+            id: super::ids::refund(self.refunds_created),
             charge: p.charge.clone(),
             amount_cents: p.amount_cents,
             status,

@@ -101,7 +101,7 @@ impl FaultOptions {
 
 fn draw(w: &World, rng: &mut StreamRng, key: &RequestKey) -> Draws {
     let f = &w.cfg.stripe.faults;
-    let mut base = dist::request_latency(rng, &w.cfg.stripe.latency, key);
+    let mut base = w.latencies.stripe.draw_for(rng, key);
     let choices = &w.cfg.stripe.latency_choices;
     if !choices.is_empty() {
         let drawn = rng.random_range(0..choices.len());

@@ -134,8 +134,8 @@ fn sdk_key(
         return None;
     }
     match cfg.key {
-        SdkKey::Reuse => Some(format!("stripe-node-retry-{ticket}-{call}")),
-        SdkKey::NewPerRetry => Some(format!("stripe-node-retry-{ticket}-{call}-{try_no}")),
+        SdkKey::Reuse => Some(super::ids::sdk_key(ticket, call, None)),
+        SdkKey::NewPerRetry => Some(super::ids::sdk_key(ticket, call, Some(try_no))),
         SdkKey::None => None,
     }
 }
@@ -167,8 +167,8 @@ pub async fn create_refund(
     let has_egress = !w.layers_at(Position::BeforeProvider).is_empty();
     let business_id = match w.cfg.refunds_service.business_id {
         KeyMode::None => None,
-        KeyMode::PerAttempt => Some(format!("ref_{ticket}_{call}")),
-        KeyMode::PerTicket => Some(format!("ref_{ticket}")),
+        KeyMode::PerAttempt => Some(super::ids::business_id(ticket, Some(call))),
+        KeyMode::PerTicket => Some(super::ids::business_id(ticket, None)),
     };
     loop {
         let key = key

@@ -13,6 +13,7 @@ const POSITIONS: [Position; 4] = [
     Position::BeforeService,
     Position::BeforeProvider,
 ];
+use super::dist;
 use super::ledger::Ledger;
 use super::pool::Pool;
 use super::stripe::FakeStripe;
@@ -176,6 +177,30 @@ pub struct World {
     layer_loads: RefCell<std::collections::BTreeMap<String, Rc<LayerLoad>>>,
     /// The added layers at each position of the stack, compiled once per run.
     path: [Vec<(String, RetryLayer)>; 4],
+    /// The latencies drawn per request, with their parameters computed once per run.
+    pub latencies: Latencies,
+}
+
+/// The scenario's latency distributions that are drawn per request or per model decision,
+/// each with its lognormal parameters computed once (see [`dist::Latency`]).
+#[derive(Clone, Debug)]
+pub struct Latencies {
+    /// `stripe.latency`.
+    pub stripe: dist::Latency,
+    /// `background_load.hold`.
+    pub background_hold: dist::Latency,
+    /// `agent.think_time`.
+    pub think_time: dist::Latency,
+}
+
+impl Latencies {
+    fn new(cfg: &Scenario) -> Self {
+        Latencies {
+            stripe: dist::Latency::new(&cfg.stripe.latency),
+            background_hold: dist::Latency::new(&cfg.background_load.hold),
+            think_time: dist::Latency::new(&cfg.agent.think_time),
+        }
+    }
 }
 
 impl World {
@@ -202,6 +227,7 @@ impl World {
                 .map(|(n, l)| (n.to_string(), l.clone()))
                 .collect()
         });
+        let latencies = Latencies::new(&cfg);
         Rc::new(World {
             sim,
             cfg,
@@ -218,6 +244,7 @@ impl World {
             next_call: Cell::new(1),
             layer_loads: RefCell::default(),
             path,
+            latencies,
         })
     }
 
@@ -374,6 +401,7 @@ impl World {
     }
 
     /// The stream `name` for entity `ids`.
+    #[inline(always)]
     pub fn stream(&self, name: &str, ids: &[u64]) -> StreamRng {
         self.streams.stream(name, ids)
     }
@@ -393,6 +421,7 @@ impl World {
 
     /// The stream `name` for ticket `id` and further entity `ids`, keyed by
     /// [`World::ticket_key`].
+    #[inline(always)]
     pub fn ticket_stream(&self, name: &str, id: u64, ids: &[u64]) -> StreamRng {
         self.streams
             .stream_after(name, Some(self.ticket_key(id)), ids)
@@ -400,7 +429,7 @@ impl World {
 
     /// The Stripe charge id of a ticket.
     pub fn charge_id(ticket: u64) -> String {
-        format!("ch_{ticket}")
+        super::ids::charge(ticket)
     }
 }
 

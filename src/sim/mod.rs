@@ -20,6 +20,7 @@
 mod executor;
 mod race;
 mod rng;
+mod stream_rng;
 mod tiebreak;
 mod time;
 mod timer;
