@@ -372,13 +372,14 @@ fn set_changes_the_scenario_like_a_policy_and_is_in_the_replay_command() {
 
 #[test]
 fn a_bad_set_exits_2_and_names_the_set() {
-    // (arg, what the one-line message holds); diff also names the policy applied before it.
+    // (arg, how the one-line message starts and ends); the `--set` that set the failing field is
+    // named first, and diff also names the policy applied before it.
     let cases = [
         (
             "refunds_service.pool_size=0",
             vec![
-                "error: scenarios/carrier-outage.json: refunds_service.pool_size: invalid value: expected an integer ≥ 1, got 0 (after applying ",
-                "--set refunds_service.pool_size=0)\n",
+                "error: scenarios/carrier-outage.json: refunds_service.pool_size: invalid value: expected an integer ≥ 1, got 0 (after applying --set refunds_service.pool_size=0",
+                ")\n",
             ],
         ),
         (
