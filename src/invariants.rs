@@ -789,7 +789,9 @@ impl Evaluator {
 fn count_stripe_status(m: &mut Metrics, status: u16, outcome: &str) {
     match (status, outcome) {
         (200, "replayed") => m.stripe_replays += 1,
-        (409, _) | (422, "duplicate_in_progress") => m.stripe_409 += 1,
+        // An in-flight duplicate: Stripe's 409, or 422 where `provider.in_flight_duplicate_status`
+        // says so (the only 422 the fake provider sends).
+        (409 | 422, _) => m.stripe_409 += 1,
         (400, _) => m.stripe_400 += 1,
         (429, _) => m.stripe_429 += 1,
         (s, _) if s >= 500 => m.stripe_500 += 1,
@@ -900,6 +902,19 @@ pub fn expectations(metrics: &Metrics, expect: &BTreeMap<String, Bound>) -> Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An in-flight duplicate counts as `stripe_409` whether the provider answers 409 or 422
+    /// (`provider.in_flight_duplicate_status`); a 400 stays a 400.
+    #[test]
+    fn in_flight_duplicates_count_as_409_with_either_status() {
+        let mut m = Metrics::default();
+        count_stripe_status(&mut m, 409, "idempotency_key_in_use");
+        count_stripe_status(&mut m, 422, "idempotency_error");
+        count_stripe_status(&mut m, 422, "duplicate_in_progress");
+        count_stripe_status(&mut m, 400, "idempotency_error");
+        count_stripe_status(&mut m, 200, "replayed");
+        assert_eq!((m.stripe_409, m.stripe_400, m.stripe_replays), (3, 1, 1));
+    }
 
     #[test]
     fn nearest_rank_percentiles() {

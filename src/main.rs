@@ -295,6 +295,22 @@ fn run() -> anyhow::Result<ExitCode> {
         Command::Explore(args) => cmd_explore(args),
         Command::Sweep(args) => cmd_sweep(args),
         Command::Merge(args) => {
+            // Writing the merged sweep over one of its shards would destroy that shard.
+            if let Ok(out) = args.out.canonicalize() {
+                if let Some(d) = args
+                    .dirs
+                    .iter()
+                    .find(|d| d.canonicalize().is_ok_and(|d| d == out))
+                {
+                    return Err(refundsim::error::CliError::Input(format!(
+                        "--out {}: is one of the shard directories being merged ({}); expected a \
+                         new directory",
+                        args.out.display(),
+                        d.display()
+                    ))
+                    .into());
+                }
+            }
             let s = sweep::merge(&args.dirs)?;
             finish_sweep(&s, &args.out)
         }
@@ -458,6 +474,18 @@ fn cmd_explore(a: ExploreArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn cmd_sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
+    if let Some((i, m)) = a
+        .minimize
+        .iter()
+        .enumerate()
+        .find(|(i, m)| a.minimize[..*i].contains(m))
+    {
+        let _ = i;
+        return Err(refundsim::error::CliError::Input(format!(
+            "--minimize {m}: given twice; expected each field once, in order of priority"
+        ))
+        .into());
+    }
     let opts = sweep::SweepOptions {
         scenario: a.scenario,
         policies: a.policies,

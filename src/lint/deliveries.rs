@@ -4,7 +4,7 @@
 
 use super::finding::{Finding, Severity};
 use super::tools::ToolFacts;
-use crate::scenario::{ConsumerDedup, KeyMode, OnKeyConflict, Scenario};
+use crate::scenario::{ConsumerDedup, KeyMode, OnKeyConflict, ProviderKind, Scenario};
 
 /// `consumer-without-event-dedup`: deliveries are at least once
 /// (`deliveries.duplicate_probability` > 0) and the consumer does not dedup on the event id.
@@ -13,13 +13,33 @@ use crate::scenario::{ConsumerDedup, KeyMode, OnKeyConflict, Scenario};
 /// a redelivery after Stripe's key retention (24 h; webhook senders retry for days, Stripe's
 /// for up to 3) is a new refund, two handlers at once meet a 409 that `on_key_conflict` may
 /// mishandle, and the second run repeats every other side effect of the agent's turn. An
-/// error without a per-ticket key (the duplicate moves money twice), a warning with one.
+/// error unless the provider recognises the duplicate (a per-ticket key on Stripe, a per-ticket
+/// business id on a `business_id` provider; never on `keys_ignored` or `dedup_window`), a
+/// warning when it does.
 pub fn consumer_without_event_dedup(s: &Scenario, tool: &ToolFacts) -> Option<Finding> {
     let d = &s.deliveries;
     if !d.at_least_once() || d.consumer_dedup == ConsumerDedup::EventId {
         return None;
     }
-    let keyed = s.refunds_service.idempotency_key == KeyMode::PerTicket;
+    // Whether the provider recognises the second run's refund as the first one's: a per-ticket
+    // key on Stripe, a per-ticket business id on a business-id provider. A key sent to a
+    // provider that ignores keys (or dedups only within a window) covers nothing.
+    let keyed = match s.provider.kind {
+        ProviderKind::Stripe => s.refunds_service.idempotency_key == KeyMode::PerTicket,
+        ProviderKind::BusinessId => s.refunds_service.business_id == KeyMode::PerTicket,
+        ProviderKind::KeysIgnored | ProviderKind::DedupWindow => false,
+    };
+    let unkeyed = match s.provider.kind {
+        ProviderKind::KeysIgnored => {
+            "the provider ignores idempotency keys, so the second agent run's refund is a second \
+             refund"
+        }
+        ProviderKind::DedupWindow => {
+            "the provider dedups only identical requests within its dedup_window, so a second \
+             run's refund after the window (or with other parameters) is a second refund"
+        }
+        _ => "with no per-ticket key the second agent run's refund is a second refund",
+    };
     let (severity, consequence) = if keyed {
         (
             Severity::Warning,
@@ -27,10 +47,7 @@ pub fn consumer_without_event_dedup(s: &Scenario, tool: &ToolFacts) -> Option<Fi
              409 is looked up, and the second agent run repeats the turn",
         )
     } else {
-        (
-            Severity::Error,
-            "with no per-ticket key the second agent run's refund is a second refund",
-        )
+        (Severity::Error, unkeyed)
     };
     Some(Finding::new(
         "consumer-without-event-dedup",
@@ -97,6 +114,21 @@ mod tests {
         );
         let keyed = format!(r#"{dup},"refunds_service":{{"idempotency_key":"per_ticket"}}"#);
         assert_eq!(findings(&keyed)[0].1, Severity::Warning);
+        // A per-ticket key the provider ignores (or cannot use) covers nothing: an error.
+        for kind in ["keys_ignored", "dedup_window"] {
+            let ignored = format!(r#"{keyed},"provider":{{"kind":"{kind}"}}"#);
+            let f = findings(&ignored);
+            assert_eq!(f[0].1, Severity::Error, "{kind}: {f:?}");
+        }
+        // A business-id provider with a per-ticket business id recognises the duplicate.
+        let by_id = format!(
+            r#"{dup},"provider":{{"kind":"business_id"}},"refunds_service":{{"business_id":"per_ticket"}}"#
+        );
+        assert_eq!(findings(&by_id)[0].1, Severity::Warning);
+        let by_attempt = format!(
+            r#"{dup},"provider":{{"kind":"business_id"}},"refunds_service":{{"business_id":"per_attempt"}}"#
+        );
+        assert_eq!(findings(&by_attempt)[0].1, Severity::Error);
         let deduped = r#","deliveries":{"duplicate_probability":0.1,"consumer_dedup":"event_id"}"#;
         assert!(findings(deduped).is_empty());
         assert!(

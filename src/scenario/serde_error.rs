@@ -182,7 +182,14 @@ fn augment(mut message: String) -> String {
     if let Some(i) = message.find("expected struct ") {
         let name = message[i + "expected struct ".len()..].to_string();
         message.truncate(i);
-        message.push_str(&format!("expected a JSON object ({name})"));
+        // The Rust type's name means nothing to a user: say what the object holds.
+        message.push_str(match name.as_str() {
+            "Written" | "LatencyDist" => {
+                "expected a latency distribution object like {\"p50\": \"300ms\", \"p99\": \"2s\"} \
+                 (see latency distributions in docs/scenario.md)"
+            }
+            _ => "expected a JSON object (see this section in docs/scenario.md)",
+        });
     }
     message
 }

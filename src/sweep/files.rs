@@ -127,6 +127,23 @@ pub fn write_dir(dir: &Path, s: &Sweep) -> Result<Vec<PathBuf>, SweepError> {
     }
     std::fs::create_dir_all(dir)
         .map_err(|e| out_err(dir, format!("cannot create the directory: {e}")))?;
+    // An earlier sweep's outputs that this one does not write (a 2-field sweep's heatmaps under
+    // a 1-field re-run, a whole sweep's points.csv under a shard) would be read as this sweep's:
+    // in a directory an earlier sweep wrote (it has sweep.json), they are removed first.
+    if dir.join("sweep.json").is_file() {
+        let keep: Vec<&str> = files.iter().map(|(name, _)| name.as_str()).collect();
+        let entries = std::fs::read_dir(dir)
+            .map_err(|e| out_err(dir, format!("cannot read the directory: {e}")))?;
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let ours = name == "points.csv" || name.ends_with(".svg");
+            if ours && !keep.contains(&name.as_str()) {
+                std::fs::remove_file(entry.path()).map_err(|e| {
+                    out_err(&entry.path(), format!("cannot remove a stale file: {e}"))
+                })?;
+            }
+        }
+    }
     let mut written = Vec::new();
     for (name, text) in files {
         let path = dir.join(name);

@@ -184,6 +184,57 @@ fn merged_shards_give_the_unsharded_files_back() {
     }
 }
 
+#[test]
+fn merge_refuses_to_write_over_a_shard_and_a_rerun_leaves_no_stale_plots() {
+    let root = tempfile::tempdir().unwrap();
+    let dirs = shards(SMALL, 2, root.path());
+    let before = read(&dirs[0], "runs.csv");
+    let a = merge(&dirs, &dirs[0]).code(2);
+    let err = String::from_utf8(a.get_output().stderr.clone()).unwrap();
+    assert!(
+        err.contains("is one of the shard directories being merged"),
+        "{err}"
+    );
+    assert_eq!(read(&dirs[0], "runs.csv"), before, "the shard is untouched");
+
+    // A 1-field re-run into a 2-field sweep's directory: the heatmaps go.
+    let out = root.path().join("rerun");
+    sweep(SMALL, &out).assert().success();
+    assert!(out.join("p_duplicate.svg").exists());
+    let one_field = [
+        INCIDENT,
+        "--set",
+        "horizon=22m",
+        "--vary",
+        "refunds_service.pool_size=3..4",
+        "--seeds",
+        "1..2",
+    ];
+    sweep(&one_field, &out).assert().success();
+    assert!(
+        !out.join("p_duplicate.svg").exists(),
+        "a stale heatmap was left"
+    );
+    assert!(!out.join("latency-executor.timeout.svg").exists());
+    assert!(out.join("latency-refunds_service.pool_size.svg").exists());
+
+    // --minimize names each field once.
+    let a = sweep(SMALL, &root.path().join("twice"))
+        .args([
+            "--minimize",
+            "executor.timeout",
+            "--minimize",
+            "executor.timeout",
+        ])
+        .assert()
+        .code(2);
+    let err = String::from_utf8(a.get_output().stderr.clone()).unwrap();
+    assert!(
+        err.contains("--minimize executor.timeout: given twice"),
+        "{err}"
+    );
+}
+
 fn merge_error(dirs: &[PathBuf], out: &Path) -> String {
     let a = merge(dirs, out).code(2);
     assert!(!out.exists(), "no output on a refused merge");
