@@ -191,16 +191,21 @@ fn shown(unit: &str, v: f64) -> String {
         } else {
             format!("${d:.2}")
         }
+    } else if unit == "fraction" {
+        // A fraction in [0, 1]: enough digits that 0.003 and 0.005 are not rounded together.
+        format!("{v:.5}")
     } else {
         fmt_num(v)
     }
 }
 
-/// The unit column: `$` for cents (shown in dollars), `ms`, or `count`.
+/// The unit column: `$` for cents (shown in dollars), `ms`, `frac` (a fraction in [0, 1]), or
+/// `count`.
 fn unit_label(unit: &str) -> &'static str {
     match unit {
         "cents" => "$",
         "ms" => "ms",
+        "fraction" => "frac",
         _ => "count",
     }
 }

@@ -9,6 +9,8 @@ pub fn unit_of(metric: &str) -> &'static str {
         "cents"
     } else if metric.ends_with("_ms") {
         "ms"
+    } else if metric.ends_with("_fraction") || metric.ends_with("_utilisation") {
+        "fraction"
     } else {
         "count"
     }
@@ -23,5 +25,7 @@ mod tests {
         assert_eq!(unit_of("over_refund_cents"), "cents");
         assert_eq!(unit_of("latency_tool_call_p99_ms"), "ms");
         assert_eq!(unit_of("duplicate_refund_tickets"), "count");
+        assert_eq!(unit_of("pool_wait_over_threshold_fraction"), "fraction");
+        assert_eq!(unit_of("pool_utilisation"), "fraction");
     }
 }
