@@ -166,10 +166,22 @@ fn add_layer(s: &mut Scenario, name: &str, kind: &str, d: &LayerDraw, lat_ms: &[
 /// after every case run, shrinking steps included (for a progress bar). Deterministic in
 /// `opts.seed`.
 pub fn explore(base: &Scenario, opts: &ExploreOptions, on_case: impl Fn()) -> Outcome {
+    // Every field proptest would read from a `PROPTEST_*` environment variable is set here, so
+    // the search is what the flags say and nothing else (`PROPTEST_CASES=5` in a CI job's
+    // environment must not shrink an `explore` search); the values are proptest 1.x's defaults.
     let config = Config {
         cases: opts.cases,
+        max_local_rejects: 65_536,
+        max_global_rejects: 1024,
+        max_flat_map_regens: 1_000_000,
         failure_persistence: None,
+        fork: false,
+        timeout: 0,
+        max_shrink_time: 0,
         max_shrink_iters: 2048,
+        max_default_size_range: 100,
+        verbose: 0,
+        rng_algorithm: RngAlgorithm::ChaCha,
         ..Config::default()
     };
     let mut seed = [0u8; 32];

@@ -185,3 +185,62 @@ fn outputs_never_overwrite_inputs_and_bad_out_fails_before_searching() {
         .assert()
         .code(2);
 }
+
+/// `explore` is what its flags say: proptest's `PROPTEST_*` environment variables (a CI job
+/// may set them for the test suite) change neither the cases run nor the shrunk result.
+#[test]
+fn explore_ignores_proptest_environment_variables() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, env: &[(&str, &str)]| {
+        let out = dir.path().join(name);
+        let mut cmd = refundsim();
+        cmd.args([
+            "explore",
+            INCIDENT,
+            "--policy",
+            "policies/key-only.json",
+            "--seed",
+            "3",
+            "--out",
+        ])
+        .arg(&out);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let o = cmd.output().unwrap();
+        (
+            o.status.code(),
+            o.stdout,
+            std::fs::read(&out).unwrap_or_default(),
+            o.stderr,
+        )
+    };
+    let plain = run("a.json", &[]);
+    let env = run(
+        "b.json",
+        &[
+            ("PROPTEST_CASES", "1"),
+            ("PROPTEST_MAX_SHRINK_ITERS", "1"),
+            ("PROPTEST_MAX_SHRINK_TIME", "1"),
+            ("PROPTEST_MAX_GLOBAL_REJECTS", "0"),
+            ("PROPTEST_VERBOSE", "2"),
+            ("PROPTEST_RNG_ALGORITHM", "xs"),
+        ],
+    );
+    assert_eq!(
+        plain.0,
+        Some(1),
+        "the search finds the key-only counterexample"
+    );
+    assert_eq!(plain.0, env.0);
+    assert_eq!(
+        String::from_utf8_lossy(&plain.1).replace("a.json", "X"),
+        String::from_utf8_lossy(&env.1).replace("b.json", "X")
+    );
+    assert_eq!(plain.2, env.2, "the same minimal scenario");
+    assert_eq!(
+        String::from_utf8_lossy(&plain.3),
+        String::from_utf8_lossy(&env.3),
+        "PROPTEST_VERBOSE must not add output"
+    );
+}
