@@ -876,6 +876,11 @@ pub struct ExpectationResult {
     pub max: Option<f64>,
     /// Whether the value is within the bounds.
     pub ok: bool,
+    /// The bound's parts over seeds (`mean_min`, `mean_max`, `p90_max`,
+    /// `violating_seeds_max`), which one run cannot check: only `refundsim check` over several
+    /// seeds does. Left out of JSON when there are none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub over_seeds: Vec<String>,
 }
 
 /// Checks each bound against `metrics`. An unknown metric name fails its bound (value NaN);
@@ -888,12 +893,22 @@ pub fn expectations(metrics: &Metrics, expect: &BTreeMap<String, Bound>) -> Vec<
             let ok = !value.is_nan()
                 && b.min.is_none_or(|lo| value >= lo)
                 && b.max.is_none_or(|hi| value <= hi);
+            let over_seeds = [
+                ("mean_min", b.mean_min),
+                ("mean_max", b.mean_max),
+                ("p90_max", b.p90_max),
+                ("violating_seeds_max", b.violating_seeds_max),
+            ]
+            .into_iter()
+            .filter_map(|(k, v)| v.map(|v| format!("{k} {v}")))
+            .collect();
             ExpectationResult {
                 metric: name.clone(),
                 value,
                 min: b.min,
                 max: b.max,
                 ok,
+                over_seeds,
             }
         })
         .collect()

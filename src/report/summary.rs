@@ -228,10 +228,18 @@ fn verdicts(rows: &mut Rows, r: &RunReport) {
         rows.row(
             &format!("expect {}", e.metric),
             format!(
-                "{} {} ({})",
+                "{} {} ({}){}",
                 e.value,
                 if e.ok { "ok" } else { "FAILED" },
-                bound(e.min, e.max)
+                bound(e.min, e.max),
+                if e.over_seeds.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; over seeds {}: checked only by `refundsim check`",
+                        e.over_seeds.join(", ")
+                    )
+                }
             ),
         );
     }
