@@ -579,17 +579,18 @@ impl FakeStripe {
         }
     }
 
-    /// Moves refund `id` of `charge` to its final `status` (a `pending` refund settling,
-    /// `provider.settle`) and returns it; `None` if the refund is not held or is no longer
-    /// `pending`. A refund that ends `failed` or `canceled` gives its amount back to the charge
+    /// Moves refund `id` of `charge` to `status` (a `pending` or `requires_action` refund
+    /// settling, `provider.settle`, or a pending one becoming `requires_action`) and returns it;
+    /// `None` if the refund is not held or is no longer `pending` / `requires_action`. A refund that ends `failed` or `canceled` gives its amount back to the charge
     /// (Stripe's refund rules count only refunds that move money).
     pub fn settle(&mut self, charge: &str, id: &str, status: RefundStatus) -> Option<Refund> {
-        let refund = self
-            .charges
-            .get_mut(charge)?
-            .refunds
-            .iter_mut()
-            .find(|r| r.id == id && r.status == RefundStatus::Pending)?;
+        let refund = self.charges.get_mut(charge)?.refunds.iter_mut().find(|r| {
+            r.id == id
+                && matches!(
+                    r.status,
+                    RefundStatus::Pending | RefundStatus::RequiresAction
+                )
+        })?;
         refund.status = status;
         Some(refund.clone())
     }

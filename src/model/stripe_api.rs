@@ -177,8 +177,24 @@ pub async fn serve(
                 let delivered = stripe.commit(w.now(), token, d.status, d.fault);
                 (delivered, stripe.take_created())
             };
-            if let Some(r) = created {
+            if let Some(mut r) = created {
                 let settles = r.status == RefundStatus::Pending;
+                // `requires_action` (provider.settle.requires_action_probability): drawn from the
+                // request's stream after its own draws, and only when asked for.
+                if let Some(settle) = w.cfg.provider.settle.as_ref().filter(|_| settles) {
+                    if settle.requires_action_probability > 0.0
+                        && dist::uniform(&mut rng, 0.0, 1.0) < settle.requires_action_probability
+                    {
+                        let moved = w.stripe.borrow_mut().settle(
+                            &r.charge,
+                            &r.id,
+                            RefundStatus::RequiresAction,
+                        );
+                        if let Some(m) = moved {
+                            r = m;
+                        }
+                    }
+                }
                 w.record(
                     ids,
                     EventKind::RefundCreated {
@@ -209,7 +225,7 @@ pub async fn serve(
     }
 }
 
-/// A pending refund reaching `status` after `after` (`provider.settle`): Stripe's
+/// A pending (or `requires_action`) refund reaching `status` after `after` (`provider.settle`): Stripe's
 /// `refund.updated` / `refund.failed`. Records `refund_settled`.
 async fn settle_later(
     w: Rc<World>,

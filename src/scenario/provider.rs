@@ -70,6 +70,13 @@ pub struct Settle {
     /// after `fails_probability`, and the two add up to at most 1. Default: 0.
     #[serde(default)]
     pub canceled_probability: f64,
+    /// Chance a pending refund is created `requires_action` instead (Stripe: the payment method
+    /// needs the customer to act, e.g. confirm bank details, before the refund proceeds), in
+    /// `[0, 1]`; it then settles after `after` exactly as a pending one does (counted as moving
+    /// money until then). Drawn only when > 0, so scenarios without it draw as before.
+    /// Default: 0.
+    #[serde(default)]
+    pub requires_action_probability: f64,
 }
 
 fn default_settle_after() -> Duration {
@@ -82,6 +89,7 @@ impl Default for Settle {
             after: default_settle_after(),
             fails_probability: 0.0,
             canceled_probability: 0.0,
+            requires_action_probability: 0.0,
         }
     }
 }

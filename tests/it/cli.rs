@@ -319,3 +319,48 @@ fn a_full_stdout_is_exit_2_naming_stdout() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
 }
+
+/// `provider.settle.requires_action_probability`: a pending refund is created
+/// `requires_action` and settles later like a pending one (here to `failed`, giving no money).
+#[test]
+fn a_requires_action_refund_settles_later() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = write(
+        &dir,
+        "ra.json",
+        r#"{"name":"ra","horizon":"1m","arrivals":{"tickets":[{"id":1,"opened_at":"0s","amount_cents":4200,"charge_amount_cents":100000}]},
+ "stripe":{"faults":{"refund_pending":1}},"provider":{"settle":{"after":"10s","requires_action_probability":1,"fails_probability":1}},"humans":{"enabled":false}}"#,
+    );
+    let out = refundsim()
+        .args(["run", &scenario, "--trace", "-"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let kinds: Vec<(String, String)> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["kind"] == "refund_created" || v["kind"] == "refund_settled")
+        .map(|v| {
+            (
+                v["kind"].as_str().unwrap().into(),
+                v["status"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("refund_created".to_string(), "requires_action".to_string()),
+            ("refund_settled".to_string(), "failed".to_string())
+        ]
+    );
+    // Without it, the same refund is created pending.
+    let out = refundsim()
+        .args(["run", &scenario, "--trace", "-"])
+        .args(["--set", "provider.settle.requires_action_probability=0"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8(out.stdout)
+        .unwrap()
+        .contains(r#""status":"pending""#));
+}

@@ -29,6 +29,10 @@ pub(super) fn validate(p: &Provider) -> Check {
         at_most("provider.settle.after", s.after, MAX_DURATION)?;
         probability("provider.settle.fails_probability", s.fails_probability)?;
         probability(
+            "provider.settle.requires_action_probability",
+            s.requires_action_probability,
+        )?;
+        probability(
             "provider.settle.canceled_probability",
             s.canceled_probability,
         )?;
