@@ -258,15 +258,7 @@ fn bad_input_exits_2_with_one_line_and_writes_no_junit() {
 const TIMEOUT_9S: &str = r#"{"executor":{"timeout":"9s"}}"#;
 
 fn check_json(args: &[&str]) -> (i32, serde_json::Value) {
-    let out = refundsim()
-        .arg("check")
-        .args(args)
-        .arg("--json")
-        .output()
-        .unwrap();
-    let code = out.status.code().unwrap();
-    assert!(code <= 1, "{}", String::from_utf8_lossy(&out.stderr));
-    (code, serde_json::from_slice(&out.stdout).unwrap())
+    command_json("check", args)
 }
 
 /// Each check of a case as (metric, rule, ok).

@@ -5,15 +5,7 @@ use crate::common;
 use common::*;
 
 fn diff_json(args: &[&str]) -> (i32, serde_json::Value) {
-    let out = refundsim()
-        .arg("diff")
-        .args(args)
-        .arg("--json")
-        .output()
-        .unwrap();
-    let code = out.status.code().unwrap();
-    assert!(code <= 1, "{}", String::from_utf8_lossy(&out.stderr));
-    (code, serde_json::from_slice(&out.stdout).unwrap())
+    command_json("diff", args)
 }
 
 fn row<'a>(v: &'a serde_json::Value, metric: &str) -> &'a serde_json::Value {

@@ -499,15 +499,7 @@ fn empty_and_non_json_files_say_what_was_expected() {
 
 /// `refundsim lint ARGS --json`: the exit code and the report.
 fn lint_args(args: &[&str]) -> (i32, serde_json::Value) {
-    let out = refundsim()
-        .arg("lint")
-        .args(args)
-        .arg("--json")
-        .output()
-        .unwrap();
-    let code = out.status.code().unwrap();
-    assert!(code <= 1, "{}", String::from_utf8_lossy(&out.stderr));
-    (code, serde_json::from_slice(&out.stdout).unwrap())
+    command_json("lint", args)
 }
 
 /// Every finding as (id, severity, path, message), without the file.

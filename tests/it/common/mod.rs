@@ -13,20 +13,28 @@ pub fn refundsim() -> Command {
     c
 }
 
-/// Runs `refundsim run ARGS --json` and parses the report.
-pub fn run_json(args: &[&str]) -> serde_json::Value {
+/// Runs `refundsim COMMAND ARGS --json`: the exit code (0 or 1; anything else fails the test
+/// with stderr) and the parsed report.
+pub fn command_json(command: &str, args: &[&str]) -> (i32, serde_json::Value) {
     let out = refundsim()
-        .arg("run")
+        .arg(command)
         .args(args)
         .arg("--json")
         .output()
         .expect("runs");
+    let code = out.status.code().unwrap_or(-1);
     assert!(
-        out.status.code().is_some_and(|c| c <= 1),
+        (0..=1).contains(&code),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).expect("valid JSON report")
+    let report = serde_json::from_slice(&out.stdout).expect("valid JSON report");
+    (code, report)
+}
+
+/// Runs `refundsim run ARGS --json` and parses the report.
+pub fn run_json(args: &[&str]) -> serde_json::Value {
+    command_json("run", args).1
 }
 
 pub const INCIDENT: &str = "scenarios/carrier-outage.json";
