@@ -26,6 +26,22 @@ pub struct Invocation {
 }
 
 impl Invocation {
+    /// The invocation of `scenario` with `policies` and `sets` (`PATH=VALUE`), paths as given.
+    pub fn new<'a>(
+        scenario: &std::path::Path,
+        policies: impl IntoIterator<Item = &'a std::path::PathBuf>,
+        sets: &[String],
+    ) -> Invocation {
+        Invocation {
+            scenario_path: scenario.display().to_string(),
+            policies: policies
+                .into_iter()
+                .map(|p| p.display().to_string())
+                .collect(),
+            sets: sets.to_vec(),
+        }
+    }
+
     /// `refundsim run SCENARIO --seed N [--policy P]… [--set S]…`, shell-quoted where needed.
     pub fn command(&self, seed: u64) -> String {
         let mut parts = vec![

@@ -119,15 +119,7 @@ struct Case {
 
 impl Case {
     fn invocation(&self) -> Invocation {
-        Invocation {
-            scenario_path: self.path.display().to_string(),
-            policies: self
-                .policy
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect(),
-            sets: self.sets.clone(),
-        }
+        Invocation::new(&self.path, &self.policy, &self.sets)
     }
 }
 

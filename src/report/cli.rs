@@ -72,15 +72,7 @@ fn cli_run_by(
         .clock_origin
         .as_deref()
         .and_then(|s| humantime::parse_rfc3339(s).ok());
-    let how = Invocation {
-        scenario_path: opts.scenario.display().to_string(),
-        policies: opts
-            .policies
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect(),
-        sets: opts.sets.clone(),
-    };
+    let how = Invocation::new(&opts.scenario, &opts.policies, &opts.sets);
     let seed = opts.seed.unwrap_or(sc.seed);
     // One run: the trace streams to its file as events happen, and only the asked ticket's
     // events are kept (for its story); metrics are computed online.
