@@ -1,0 +1,249 @@
+//! `refundsim import`: recorded traces, logs and refund exports → a scenario that replays them.
+//!
+//! One file per input format reads into the format-neutral [`Recording`]:
+//!
+//! | format | reader | what it holds |
+//! |---|---|---|
+//! | `otlp` | [`otlp`] | OTLP/JSON `ExportTraceServiceRequest` (one document, or JSON lines as the Collector's file exporter writes): GenAI `execute_tool` spans, the service's SERVER spans, the provider's HTTP CLIENT spans |
+//! | `log` | [`log`] | tool-call logs in the incident log's style (`HH:MM:SS.mmm` lines) |
+//! | `jsonl` | [`jsonl`] | one tool call or provider request per line (fields in `docs/import.md`) |
+//! | `refunds-csv` | [`refunds_csv`] | the provider's refund export: the ground truth of what was refunded |
+//!
+//! [`build`] then turns the recording and a base scenario into the replay scenario (its
+//! `replay` section, see [`crate::scenario::Replay`]).
+
+pub mod build;
+pub mod jsonl;
+pub mod log;
+pub mod otlp;
+pub mod recording;
+pub mod refunds_csv;
+
+use std::fmt;
+use std::path::Path;
+
+pub use build::{build, Fit, ImportReport};
+pub use recording::{
+    ExportedRefund, Instant, ProviderRequestRec, Recording, ServiceResponseRec, Source,
+    ToolCallRec, ToolResultRec, UnixNs, Warning,
+};
+
+/// Largest input file read, bytes (256 MiB): a larger one is refused with a message rather than
+/// read into memory.
+pub const MAX_INPUT_BYTES: u64 = 256 << 20;
+
+/// An input format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// OTLP/JSON traces.
+    Otlp,
+    /// Tool-call logs in the incident log's style.
+    Log,
+    /// One tool call or provider request per JSON line.
+    Jsonl,
+    /// The provider's refund export (CSV).
+    RefundsCsv,
+}
+
+impl Format {
+    /// The name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Otlp => "otlp",
+            Format::Log => "log",
+            Format::Jsonl => "jsonl",
+            Format::RefundsCsv => "refunds-csv",
+        }
+    }
+
+    /// Detects the format from the content: a JSON document or line holding `resourceSpans` is
+    /// OTLP; other JSON lines are `jsonl`; a first line of comma-separated names including `id`
+    /// and `amount` is a refund export; a line starting `HH:MM:SS` is a log. `None` when
+    /// nothing fits.
+    pub fn detect(text: &str) -> Option<Format> {
+        let first = text.lines().map(str::trim).find(|l| !l.is_empty())?;
+        if first.starts_with('{') || first.starts_with('[') {
+            let head: String = text.chars().take(4096).collect();
+            return Some(if head.contains("\"resourceSpans\"") {
+                Format::Otlp
+            } else {
+                Format::Jsonl
+            });
+        }
+        let b = first.as_bytes();
+        if b.len() >= 8
+            && b[0].is_ascii_digit()
+            && b[1].is_ascii_digit()
+            && b[2] == b':'
+            && b[5] == b':'
+        {
+            return Some(Format::Log);
+        }
+        let cols: Vec<String> = first
+            .split(',')
+            .map(|c| c.trim().trim_matches('"').to_ascii_lowercase())
+            .collect();
+        if cols.iter().any(|c| c == "id") && cols.iter().any(|c| c == "amount") {
+            return Some(Format::RefundsCsv);
+        }
+        None
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Names in the inputs that differ between teams, with the defaults the docs give.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImportOptions {
+    /// The date (`YYYY-MM-DD`, UTC) a log's times of day are on. Default: the base scenario's
+    /// `clock_origin` date, else 1970-01-01.
+    pub date: Option<String>,
+    /// The tool whose calls are refunds. Default: `issue_refund`.
+    pub tool: String,
+    /// The key of the ticket id in a tool call's arguments. Default: `ticket`.
+    pub ticket_field: String,
+    /// The key of the amount (cents) in a tool call's arguments. Default: `amount`.
+    pub amount_field: String,
+    /// Refund-export columns: (`id`, `charge`, `amount`, `created`, `status`, ticket metadata).
+    /// Default: `id`, `charge`, `amount`, `created`, `status`, `metadata.ticket` (also accepted:
+    /// `payment_intent` for the charge, `ticket_id (metadata)` as Stripe's dashboard writes
+    /// metadata columns).
+    pub csv_columns: CsvColumns,
+}
+
+/// Column names of a refund export.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CsvColumns {
+    /// Refund id column. Default `id`.
+    pub id: String,
+    /// Charge column. Default `charge` (else `payment_intent`).
+    pub charge: String,
+    /// Amount column (cents, or a decimal amount in major units when it has a `.`). Default
+    /// `amount`.
+    pub amount: String,
+    /// Creation time column (Unix seconds, or RFC 3339). Default `created`.
+    pub created: String,
+    /// Status column. Default `status`.
+    pub status: String,
+    /// Ticket id column. Default `metadata.ticket`.
+    pub ticket: String,
+}
+
+impl Default for CsvColumns {
+    fn default() -> Self {
+        CsvColumns {
+            id: "id".into(),
+            charge: "charge".into(),
+            amount: "amount".into(),
+            created: "created".into(),
+            status: "status".into(),
+            ticket: "metadata.ticket".into(),
+        }
+    }
+}
+
+impl Default for ImportOptions {
+    fn default() -> Self {
+        ImportOptions {
+            date: None,
+            tool: "issue_refund".into(),
+            ticket_field: "ticket".into(),
+            amount_field: "amount".into(),
+            csv_columns: CsvColumns::default(),
+        }
+    }
+}
+
+/// Why an input could not be imported (exit 2). The message names the file, the line and the
+/// field, and what was expected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{at}: {message}")]
+pub struct ImportError {
+    /// Where.
+    pub at: Source,
+    /// What was wrong and what was expected.
+    pub message: String,
+}
+
+impl ImportError {
+    /// An error at `file:line`.
+    pub fn at(file: &str, line: u64, message: impl Into<String>) -> Self {
+        ImportError {
+            at: Source {
+                file: file.to_string(),
+                line,
+            },
+            message: message.into(),
+        }
+    }
+}
+
+/// Reads one file, in `format` or the detected one. `name` is the file as the user spelled it.
+///
+/// # Errors
+/// The file cannot be read, is larger than [`MAX_INPUT_BYTES`], is not UTF-8, its format cannot
+/// be detected, or the format's reader rejects it.
+pub fn read_file(
+    path: &Path,
+    format: Option<Format>,
+    opts: &ImportOptions,
+) -> Result<Recording, ImportError> {
+    let name = path.display().to_string();
+    let meta = std::fs::metadata(path)
+        .map_err(|e| ImportError::at(&name, 0, format!("cannot read: {e}")))?;
+    if meta.is_dir() {
+        return Err(ImportError::at(&name, 0, "is a directory, expected a file"));
+    }
+    if meta.len() > MAX_INPUT_BYTES {
+        return Err(ImportError::at(
+            &name,
+            0,
+            format!(
+                "{} bytes is more than the {MAX_INPUT_BYTES}-byte limit; split the recording",
+                meta.len()
+            ),
+        ));
+    }
+    let bytes =
+        std::fs::read(path).map_err(|e| ImportError::at(&name, 0, format!("cannot read: {e}")))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        ImportError::at(
+            &name,
+            0,
+            format!("not UTF-8 text (byte {})", e.utf8_error().valid_up_to()),
+        )
+    })?;
+    let format = match format.or_else(|| Format::detect(&text)) {
+        Some(f) => f,
+        None => return Err(ImportError::at(
+            &name,
+            1,
+            "cannot tell the format: expected OTLP/JSON (`resourceSpans`), JSON lines, a refund \
+                 export CSV (a header with `id` and `amount`) or a log (`HH:MM:SS.mmm` lines); \
+                 name it with --format otlp|log|jsonl|refunds-csv",
+        )),
+    };
+    read_text(&name, &text, format, opts)
+}
+
+/// Reads `text` (the content of file `name`) in `format`.
+///
+/// # Errors
+/// The format's reader rejects the text.
+pub fn read_text(
+    name: &str,
+    text: &str,
+    format: Format,
+    opts: &ImportOptions,
+) -> Result<Recording, ImportError> {
+    match format {
+        Format::Log => log::read(name, text, opts),
+        Format::Jsonl => jsonl::read(name, text, opts),
+        Format::Otlp => otlp::read(name, text, opts),
+        Format::RefundsCsv => refunds_csv::read(name, text, opts),
+    }
+}
