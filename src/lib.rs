@@ -42,6 +42,7 @@ pub mod invariants;
 pub mod lint;
 pub mod model;
 pub mod output;
+pub mod replay;
 pub mod report;
 pub mod run;
 pub mod scenario;

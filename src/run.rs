@@ -101,6 +101,10 @@ pub struct RunReport {
     pub sim_end_ns: u64,
     /// The command that replays this run.
     pub replay: String,
+    /// For a scenario with a `replay` section (an imported recording): the run against the
+    /// recording, ticket by ticket. Absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recording: Option<crate::replay::Comparison>,
 }
 
 /// A finished run: the report and the events it was asked to keep.
@@ -199,6 +203,7 @@ struct Recorder {
     keep: Keep,
     kept: History,
     trace: Option<TraceSink>,
+    recording: Option<crate::replay::ReplayObserver>,
 }
 
 impl Observer for Recorder {
@@ -207,6 +212,9 @@ impl Observer for Recorder {
         self.shapes.record(&e);
         if let Some(t) = &mut self.trace {
             t.write(&e);
+        }
+        if let Some(r) = &mut self.recording {
+            r.record(&e);
         }
         if self.keep.wants(&e) {
             self.kept.events.push(e);
@@ -235,6 +243,10 @@ pub fn run_recorded(
         keep,
         kept: History::default(),
         trace,
+        recording: scenario
+            .replay
+            .as_ref()
+            .map(crate::replay::ReplayObserver::new),
     }));
     let (gauges, stats) = simulate_observed(engine, scenario, seed, rec.clone());
     let rec = std::mem::take(&mut *rec.borrow_mut());
@@ -251,6 +263,11 @@ pub fn run_recorded(
         sim_events: stats.events,
         sim_end_ns: stats.end.as_nanos(),
         replay: how.command(seed),
+        recording: scenario
+            .replay
+            .as_ref()
+            .zip(rec.recording)
+            .map(|(r, seen)| crate::replay::compare(r, seen)),
     };
     let out = RunOutput {
         report,

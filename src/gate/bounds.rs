@@ -253,6 +253,7 @@ mod tests {
             sim_events: 0,
             sim_end_ns: 0,
             replay: String::new(),
+            recording: None,
         }
     }
 

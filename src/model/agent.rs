@@ -288,6 +288,13 @@ fn llm_fails_after_tool(w: &World, ticket: u64, attempt: u32) -> bool {
 /// model's retry rule (its `max_retries` counts within the turn). `run` is the run-level retry
 /// layer above the model, if any: a failure its `retry_on` names is raised out of the turn
 /// instead of being shown to the model (the framework re-raises the tool error).
+/// The recorded think time before `ticket`'s tool call `attempt` (`replay` section), which
+/// replaces the drawn one (drawn all the same, so no other draw moves).
+fn replayed_think(w: &World, ticket: u64, attempt: u32) -> Option<SimTime> {
+    let call = w.cfg.replay.as_ref()?.call(ticket, attempt)?;
+    Some(SimTime::from_duration(call.think))
+}
+
 async fn run_turn(
     w: &Rc<World>,
     t: &Ticket,
@@ -299,7 +306,10 @@ async fn run_turn(
     let cfg = &w.cfg.agent;
     let overhead = SimTime::from_duration(cfg.call_overhead);
     let first = turn.attempt;
-    w.sim.sleep(w.latencies.think_time.draw(rng)).await;
+    let think = w.latencies.think_time.draw(rng);
+    w.sim
+        .sleep(replayed_think(w, t.id, turn.attempt).unwrap_or(think))
+        .await;
     loop {
         w.sim.sleep(overhead).await;
         let ids = Ids::attempt(t.id, turn.attempt);
@@ -374,7 +384,9 @@ async fn run_turn(
         let think = w.latencies.think_time.draw(rng);
         let complies = dist::chance(rng, cfg.retry.compliance);
         let drifts = dist::chance(rng, cfg.retry.amount_drift_probability);
-        w.sim.sleep(think).await;
+        w.sim
+            .sleep(replayed_think(w, t.id, turn.attempt + 1).unwrap_or(think))
+            .await;
         let used = turn.attempt - first;
         // Within `max_retries`: a failure is retried when the rule allows it and the model
         // complies, or when the rule forbids it and the model does not; "outcome unknown, do

@@ -101,7 +101,10 @@ pub fn simulate_observed(
 ) -> (ModelGauges, RunStats) {
     let w = world::World::new(sim.clone(), Rc::new(scenario.clone()), seed, observer);
     sim.spawn(arrivals::generate(w.clone()));
-    background::start(&w);
+    // A replayed pool (`replay` section) stands in for the load that filled it.
+    if !w.replays_pool {
+        background::start(&w);
+    }
     sim.spawn(reconciliation::run(w.clone()));
     let stats = sim.run();
     w.finish();

@@ -15,7 +15,7 @@ use super::world::{Ids, World};
 use crate::history::{EventKind, TicketStatus};
 use crate::scenario::{
     KeyMode, KeyRotation, OnKeyConflict, OnPendingRow, OnUnknownOutcome, RefundsService,
-    StatusSource, UnknownOutcomeRecord,
+    RequestKey, StatusSource, UnknownOutcomeRecord,
 };
 use crate::sim::SimTime;
 
@@ -220,7 +220,11 @@ async fn handle(
     caller: &CallerState,
 ) -> ServiceResult {
     let cfg = &w.cfg.refunds_service;
-    w.sim.sleep(SimTime::from_duration(cfg.overhead)).await;
+    let overhead = SimTime::from_duration(cfg.overhead);
+    let reach = replayed_reach(w, req);
+    w.sim
+        .sleep(reach.map_or(overhead, |r| r.min(overhead)))
+        .await;
     if cfg.local_dedup {
         match claim_pending_row(w, req.ticket, req.call, cfg.on_pending_row).await {
             Claim::Refunded(id) => return ServiceResult::Refunded(id),
@@ -243,13 +247,25 @@ async fn handle(
             return ServiceResult::Refunded(id);
         }
     }
-    let key = idempotency_key(w, req);
-    let Some(permit) = acquire_with_retries(w, req, ids, caller).await else {
-        return ServiceResult::error(503, "pool acquire timeout (503)");
+    let key = match replayed_key(w, req) {
+        Some(recorded) => recorded,
+        None => idempotency_key(w, req),
+    };
+    let permit = match reach {
+        Some(r) => {
+            w.sim.sleep(r.saturating_sub(overhead)).await;
+            None
+        }
+        None => match acquire_with_retries(w, req, ids, caller).await {
+            Some(p) => Some(p),
+            None => return ServiceResult::error(503, "pool acquire timeout (503)"),
+        },
     };
     if dropped_before_stripe(w, req, caller) {
-        drop(permit);
-        release(w, ids);
+        if permit.is_some() {
+            drop(permit);
+            release(w, ids);
+        }
         w.record(ids, EventKind::RequestDropped);
         let text = if caller.drops_queued() {
             "cancelled by the caller before reaching Stripe"
@@ -274,8 +290,10 @@ async fn handle(
         Some(caller),
     )
     .await;
-    drop(permit);
-    release(w, ids);
+    if permit.is_some() {
+        drop(permit);
+        release(w, ids);
+    }
     if uncertain
         && cfg.sdk_timeout_recorded_as == UnknownOutcomeRecord::Unknown
         && !matches!(result, CallResult::Refunded(_))
@@ -311,6 +329,38 @@ async fn handle(
             OnKeyConflict::RetryNewKey => retry_under_new_key(w, req, ids, caller).await,
         },
     }
+}
+
+/// While the pool is replayed ([`World::replays_pool`]): the time from the service receiving
+/// `req` to its request reaching the provider — recorded (`replay.requests`, keyed by ticket,
+/// attempt and SDK try 0), else drawn from `replay.reach_provider` on the request's own stream.
+/// `None` while the pool is simulated.
+fn replayed_reach(w: &World, req: &ServiceRequest) -> Option<SimTime> {
+    if !w.replays_pool {
+        return None;
+    }
+    let replay = w.cfg.replay.as_ref()?;
+    let key = RequestKey::service(req.ticket, req.attempt, 0);
+    Some(match replay.requests.get(&key) {
+        Some(r) => SimTime::from_duration(r.reach_provider),
+        None => {
+            let mut rng = w.ticket_stream("replay_reach", req.ticket, &[req.call]);
+            w.latencies.reach_provider.draw(&mut rng)
+        }
+    })
+}
+
+/// The `Idempotency-Key` a recorded request carried (`replay.requests[…].idempotency_key`), when
+/// the recording says: it replaces the scenario's key mode for that request.
+fn replayed_key(w: &World, req: &ServiceRequest) -> Option<Option<String>> {
+    let key = RequestKey::service(req.ticket, req.attempt, 0);
+    w.cfg
+        .replay
+        .as_ref()?
+        .requests
+        .get(&key)?
+        .idempotency_key
+        .clone()
 }
 
 /// Whether the service fails between Stripe's 200 and its ledger write

@@ -180,6 +180,14 @@ pub enum CommitFault {
     Error500,
     /// Refund created, response saved, but the client never gets it (connection reset).
     ResponseLost,
+    /// Nothing created: the request fails with this HTTP status (`api_error` for a 5xx,
+    /// `invalid_request_error` otherwise), saved under the key as Stripe saves the result of an
+    /// execution that began. Only a replay uses it: a recorded error for which the refund
+    /// export lists no refund.
+    FailsWith(u16),
+    /// Nothing created and no answer: the connection drops. Only a replay uses it: a recorded
+    /// request without an answer for which the refund export lists no refund.
+    LostBeforeCommit,
 }
 
 /// What the client sees after a commit.
@@ -554,7 +562,21 @@ impl FakeStripe {
             token.exec
         );
         let req = token.request;
-        let mut resp = self.execute(now, &req, status);
+        let mut resp = match fault {
+            CommitFault::FailsWith(code) => Response::error(
+                code,
+                if code >= 500 {
+                    ErrorType::ApiError
+                } else {
+                    ErrorType::InvalidRequestError
+                },
+                None,
+                None,
+                format!("The recorded request failed with HTTP {code}."),
+            ),
+            CommitFault::LostBeforeCommit => return Delivered::ConnectionLost,
+            _ => self.execute(now, &req, status),
+        };
         if fault == CommitFault::Error500 {
             resp = Response::error(
                 500,
@@ -574,8 +596,10 @@ impl FakeStripe {
             }
         }
         match fault {
-            CommitFault::ResponseLost => Delivered::ConnectionLost,
-            CommitFault::None | CommitFault::Error500 => Delivered::Response(resp),
+            CommitFault::ResponseLost | CommitFault::LostBeforeCommit => Delivered::ConnectionLost,
+            CommitFault::None | CommitFault::Error500 | CommitFault::FailsWith(_) => {
+                Delivered::Response(resp)
+            }
         }
     }
 

@@ -144,11 +144,35 @@ fn draw(w: &World, rng: &mut StreamRng, key: &RequestKey) -> Draws {
     } else {
         RefundStatus::Succeeded
     };
-    Draws {
+    let drawn = Draws {
         latency,
         lock_timeout,
         fault,
         status,
+    };
+    match w.cfg.replay.as_ref().and_then(|r| r.requests.get(key)) {
+        Some(recorded) => replayed(recorded),
+        None => drawn,
+    }
+}
+
+/// A recorded request's latency and answer (`replay.requests`), replacing its draws (drawn all
+/// the same, so no other draw moves): a 2xx commits; an error or a lost answer commits (as
+/// Stripe's 500 after commit or a reset after commit) when the recording says a refund was
+/// created for it, and otherwise fails before anything is created.
+fn replayed(r: &crate::scenario::RecordedRequest) -> Draws {
+    let fault = match (r.status, r.commits) {
+        (Some(s), _) if (200..300).contains(&s) => CommitFault::None,
+        (Some(_), true) => CommitFault::Error500,
+        (Some(s), false) => CommitFault::FailsWith(s),
+        (None, true) => CommitFault::ResponseLost,
+        (None, false) => CommitFault::LostBeforeCommit,
+    };
+    Draws {
+        latency: SimTime::from_duration(r.latency),
+        lock_timeout: false,
+        fault,
+        status: RefundStatus::Succeeded,
     }
 }
 

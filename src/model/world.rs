@@ -4,7 +4,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use super::layers::LayerLoad;
-use crate::scenario::{layers_at, Position, RetryLayer};
+use crate::scenario::{layers_at, LatencyDist, Position, RetryLayer};
 
 /// The positions an added layer can take, in the order of `World::path`.
 const POSITIONS: [Position; 4] = [
@@ -179,6 +179,10 @@ pub struct World {
     path: [Vec<(String, RetryLayer)>; 4],
     /// The latencies drawn per request, with their parameters computed once per run.
     pub latencies: Latencies,
+    /// Whether the pool is replayed from a recording (a `replay` section whose `pool_size` is
+    /// the scenario's): recorded requests then take their recorded time to reach the provider,
+    /// and neither the pool nor background load is simulated.
+    pub replays_pool: bool,
 }
 
 /// The scenario's latency distributions that are drawn per request or per model decision,
@@ -191,6 +195,8 @@ pub struct Latencies {
     pub background_hold: dist::Latency,
     /// `agent.think_time`.
     pub think_time: dist::Latency,
+    /// `replay.reach_provider` (a constant 0 without a `replay` section).
+    pub reach_provider: dist::Latency,
 }
 
 impl Latencies {
@@ -199,6 +205,13 @@ impl Latencies {
             stripe: dist::Latency::new(&cfg.stripe.latency),
             background_hold: dist::Latency::new(&cfg.background_load.hold),
             think_time: dist::Latency::new(&cfg.agent.think_time),
+            reach_provider: dist::Latency::new(
+                &cfg.replay
+                    .as_ref()
+                    .map_or(LatencyDist::constant(std::time::Duration::ZERO), |r| {
+                        r.reach_provider.clone()
+                    }),
+            ),
         }
     }
 }
@@ -228,6 +241,10 @@ impl World {
                 .collect()
         });
         let latencies = Latencies::new(&cfg);
+        let replays_pool = cfg
+            .replay
+            .as_ref()
+            .is_some_and(|r| r.pool_size == cfg.refunds_service.pool_size);
         Rc::new(World {
             sim,
             cfg,
@@ -245,6 +262,7 @@ impl World {
             layer_loads: RefCell::default(),
             path,
             latencies,
+            replays_pool,
         })
     }
 

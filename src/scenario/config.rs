@@ -113,6 +113,10 @@ pub struct Scenario {
     /// scenarios it finds, so `refundsim run` replays the same interleaving. Default: off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tie_break: Option<TieBreakConfig>,
+    /// A recorded incident replayed exactly, written by `refundsim import` (see
+    /// [`super::replay`]). Default: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<super::replay::Replay>,
 }
 
 impl Scenario {

@@ -55,9 +55,33 @@ pub fn load_with_expect_source(
 ) -> Result<(Scenario, ExpectSource), ScenarioError> {
     let origin = path.display().to_string();
     let text = read(path)?;
-    let (scenario, base) = parse(&text, &origin)?;
+    load_text_with_expect_source(&text, &origin, policies, sets)
+}
+
+/// [`load`] of scenario `text` (from `origin`, which errors name) rather than a file: e.g. the
+/// scenario `refundsim replay` imports in memory, with its policies and `--set`s.
+///
+/// # Errors
+/// As [`load`].
+pub fn load_text(
+    text: &str,
+    origin: &str,
+    policies: &[PathBuf],
+    sets: &[String],
+) -> Result<Scenario, ScenarioError> {
+    load_text_with_expect_source(text, origin, policies, sets).map(|(s, _)| s)
+}
+
+fn load_text_with_expect_source(
+    text: &str,
+    origin: &str,
+    policies: &[PathBuf],
+    sets: &[String],
+) -> Result<(Scenario, ExpectSource), ScenarioError> {
+    let origin = origin.to_string();
+    let (scenario, base) = parse(text, &origin)?;
     if policies.is_empty() && sets.is_empty() {
-        return checked(scenario, &text, &origin, None).map(|s| (s, ExpectSource::Scenario));
+        return checked(scenario, text, &origin, None).map(|s| (s, ExpectSource::Scenario));
     }
 
     let mut doc = base.clone();
@@ -89,7 +113,7 @@ pub fn load_with_expect_source(
     } else {
         merged
     };
-    checked(merged, &text, &origin, Some((&base, &doc, applied))).map(|s| (s, source))
+    checked(merged, text, &origin, Some((&base, &doc, applied))).map(|s| (s, source))
 }
 
 /// The scenario of a patched document; errors name the patches applied.

@@ -12,6 +12,7 @@ pub mod layers;
 mod load;
 mod locate;
 pub mod provider;
+pub mod replay;
 mod rules;
 mod serde_error;
 mod set;
@@ -28,6 +29,7 @@ pub use layers::{
     compiled, layers_at, stack_of, Backoff, BackoffKind, Jitter, LayerKind, Position,
     ReportTimeout, RetryBudget, RetryLayer, RetryOn,
 };
-pub use load::{load, load_str, load_with_expect_source, schema_json};
+pub use load::{load, load_str, load_text, load_with_expect_source, schema_json};
 pub use provider::{Provider, ProviderKind, Settle};
+pub use replay::{RecordedCall, RecordedRequest, RecordedTicket, Replay};
 pub use validate::{validate, MAX_DURATION, MAX_FIRST_TICKET_ID, MAX_HORIZON, METRICS};

@@ -1,0 +1,159 @@
+//! The `replay` section: a recorded incident, replayed exactly (written by `refundsim import`).
+//!
+//! With a `replay` section, a run takes from the recording, per request, what the recording
+//! knows, and simulates the rest from the scenario's other sections:
+//!
+//! | replayed (from `replay`) | simulated (from the scenario) |
+//! |---|---|
+//! | ticket arrivals (`arrivals.tickets`, written by `import`) | the executor's timeout and probe, the model's retry rule |
+//! | the model's think time before each recorded tool call | think times of calls that were never recorded |
+//! | per recorded request: the time to reach the provider (pool wait and overhead), replacing the pool | the pool, with background load, once `refunds_service.pool_size` differs from `pool_size` (a pool-size counterfactual) |
+//! | the provider's latency and status, whether it created a refund, the idempotency key sent | unrecorded requests: `reach_provider` and `stripe.latency` (fitted by `import`); Stripe's idempotency rules on every request |
+//!
+//! Times are virtual times: durations since `clock_origin`.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer, Serialize};
+
+use super::latency::{LatencyDist, RequestKey};
+
+/// A recorded incident to replay (see the module docs).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Replay {
+    /// The files the recording was imported from, for reports. Default: none.
+    #[serde(default)]
+    pub sources: Vec<String>,
+    /// The pool size the recording was made with. While `refunds_service.pool_size` equals it,
+    /// recorded requests take their recorded time to reach the provider and the pool and
+    /// background load are not simulated; another size re-simulates the pool, with the
+    /// scenario's background load and the recorded provider latencies.
+    pub pool_size: u32,
+    /// The time to reach the provider of a request that was never recorded (a retry that did
+    /// not happen), while the pool is replayed: fitted to the recorded ones by `import`.
+    pub reach_provider: LatencyDist,
+    /// Recorded provider requests by `"TICKET/ATTEMPT/TRY"` (see
+    /// [`RequestKey`]). Default: none.
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, RecordedRequest>")]
+    pub requests: BTreeMap<RequestKey, RecordedRequest>,
+    /// Recorded tickets by id: their tool calls and refunds, replayed and compared.
+    /// Default: none.
+    #[serde(default)]
+    pub tickets: BTreeMap<u64, RecordedTicket>,
+}
+
+/// One recorded provider request.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct RecordedRequest {
+    /// Time from the refunds service receiving the call to the request reaching the provider:
+    /// the service's overhead and its pool wait. Replaces them while the pool is replayed.
+    #[serde(with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub reach_provider: Duration,
+    /// The provider's latency: from the request reaching it to its answer.
+    #[serde(with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub latency: Duration,
+    /// The HTTP status answered; `null` when no answer came (connection lost).
+    pub status: Option<u16>,
+    /// Whether the request created a refund: a 2xx did; a 5xx or a lost answer did only when the
+    /// refund export lists a refund for it.
+    pub commits: bool,
+    /// The `Idempotency-Key` header sent: absent when the recording does not say (the
+    /// scenario's `refunds_service.idempotency_key` decides), `null` when none was sent.
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub idempotency_key: Option<Option<String>>,
+}
+
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<String>>, D::Error> {
+    Option::<String>::deserialize(d).map(Some)
+}
+
+/// One recorded ticket.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct RecordedTicket {
+    /// Its tool calls, one per model attempt, in order.
+    pub calls: Vec<RecordedCall>,
+    /// Refunds the ticket got: from the refund export when one was imported, else the distinct
+    /// refund ids in tool results and service responses.
+    pub refunds: u32,
+    /// Where `refunds` was counted: `"refund export"` or `"tool results"`.
+    pub refunds_from: String,
+}
+
+/// One recorded tool call (one model attempt) and what followed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct RecordedCall {
+    /// The model's think time before this call: after reading the ticket for the first call,
+    /// after the previous result for a retry. Replayed.
+    #[serde(with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub think: Duration,
+    /// When the call reached the executor.
+    #[serde(with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub at: Duration,
+    /// When the model got the result; absent when not recorded.
+    #[serde(
+        default,
+        with = "humantime_serde",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub result_at: Option<Duration>,
+    /// The result: `"ok"`, `"fail"` or `"timeout"`; absent when not recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+    /// When the model decided after a failed result; absent when not recorded.
+    #[serde(
+        default,
+        with = "humantime_serde",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub decision_at: Option<Duration>,
+    /// When the refunds service answered this call (after the result for a late response);
+    /// absent when not recorded.
+    #[serde(
+        default,
+        with = "humantime_serde",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub response_at: Option<Duration>,
+    /// How far `response_at` may be off: half the range of a log's redacted digits
+    /// (`19.9xx`). Default: 0.
+    #[serde(
+        default,
+        with = "humantime_serde",
+        skip_serializing_if = "Duration::is_zero"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub response_tolerance: Duration,
+    /// Where the call was recorded (`FILE:LINE`).
+    #[serde(default)]
+    pub source: String,
+}
+
+impl Replay {
+    /// The recorded call of `ticket`'s model attempt `attempt`.
+    pub fn call(&self, ticket: u64, attempt: u32) -> Option<&RecordedCall> {
+        self.tickets.get(&ticket)?.calls.get(attempt as usize)
+    }
+}
