@@ -59,6 +59,113 @@ enum Command {
     Sweep(SweepArgs),
     /// Combine the output directories of `sweep --shard 1/N … N/N` into the whole sweep's.
     Merge(MergeArgs),
+    /// Turn recorded traces, tool-call logs and a refund export into a scenario that replays
+    /// them (see docs/import.md).
+    Import(ImportArgs),
+    /// Import recordings in memory and replay them: compare with the recording ticket by ticket
+    /// (exit 1 when refunds or a timing differ by more than 1 ms), or with --policy show what
+    /// the policy would have done to exactly that traffic.
+    Replay(ReplayArgs),
+}
+
+#[derive(clap::Args)]
+struct RecordingArgs {
+    /// Recorded inputs: OTLP/JSON traces, tool-call logs, JSON lines, refund exports (CSV);
+    /// several combine (e.g. a trace and the provider's refund export).
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// The format of every FILE [default: detected per file from its content].
+    #[arg(long, value_enum)]
+    format: Option<refundsim::import::Format>,
+    /// Scenario supplying what the recording lacks: policy, pool, distributions, background
+    /// load [default: the built-in defaults].
+    #[arg(long, value_name = "SCENARIO")]
+    base: Option<PathBuf>,
+    /// The date (YYYY-MM-DD, UTC) of a log's times of day [default: the base's clock_origin
+    /// date, else 1970-01-01].
+    #[arg(long, value_name = "YYYY-MM-DD")]
+    date: Option<String>,
+    /// The refund tool's name in the recording.
+    #[arg(long, default_value = "issue_refund", value_name = "NAME")]
+    tool: String,
+    /// The tool-call argument holding the ticket id.
+    #[arg(long, default_value = "ticket", value_name = "NAME")]
+    ticket_field: String,
+    /// The tool-call argument holding the amount (cents).
+    #[arg(long, default_value = "amount", value_name = "NAME")]
+    amount_field: String,
+    /// A refund-export column name: `id=`, `charge=`, `amount=`, `created=`, `status=` or
+    /// `ticket=` followed by the column's name in the CSV header; repeatable.
+    #[arg(long = "csv-column", value_name = "FIELD=COLUMN")]
+    csv_columns: Vec<String>,
+}
+
+impl RecordingArgs {
+    fn inputs(&self) -> Result<refundsim::import::ImportInputs, refundsim::error::CliError> {
+        use refundsim::error::CliError;
+        let mut options = refundsim::import::ImportOptions {
+            date: self.date.clone(),
+            tool: self.tool.clone(),
+            ticket_field: self.ticket_field.clone(),
+            amount_field: self.amount_field.clone(),
+            ..Default::default()
+        };
+        for c in &self.csv_columns {
+            let bad = || {
+                CliError::Input(format!(
+                    "--csv-column {c}: expected FIELD=COLUMN with FIELD one of id, charge, amount, created, status, ticket"
+                ))
+            };
+            let (field, column) = c.split_once('=').ok_or_else(bad)?;
+            if column.is_empty() {
+                return Err(bad());
+            }
+            let cols = &mut options.csv_columns;
+            let slot = match field {
+                "id" => &mut cols.id,
+                "charge" => &mut cols.charge,
+                "amount" => &mut cols.amount,
+                "created" => &mut cols.created,
+                "status" => &mut cols.status,
+                "ticket" => &mut cols.ticket,
+                _ => return Err(bad()),
+            };
+            *slot = column.to_string();
+        }
+        Ok(refundsim::import::ImportInputs {
+            files: self.files.clone(),
+            format: self.format,
+            base: self.base.clone(),
+            options,
+        })
+    }
+}
+
+#[derive(clap::Args)]
+struct ImportArgs {
+    #[command(flatten)]
+    recording: RecordingArgs,
+    /// Where to write the replay scenario (whole or not at all).
+    #[arg(long, value_name = "SCENARIO")]
+    out: PathBuf,
+}
+
+#[derive(clap::Args)]
+struct ReplayArgs {
+    #[command(flatten)]
+    recording: RecordingArgs,
+    /// A counterfactual: this RFC 7396 merge patch over the replay; repeatable, in order.
+    #[arg(long = "policy", value_name = "FILE")]
+    policies: Vec<PathBuf>,
+    /// A counterfactual: override one field, e.g. `--set executor.timeout=15s`; repeatable.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    sets: Vec<String>,
+    /// Root seed (draws only for what the recording lacks) [default: the base's `seed`].
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Print the comparison as JSON instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(clap::Args)]
@@ -314,6 +421,8 @@ fn run() -> anyhow::Result<ExitCode> {
             let s = sweep::merge(&args.dirs)?;
             finish_sweep(&s, &args.out)
         }
+        Command::Import(args) => cmd_import(args),
+        Command::Replay(args) => cmd_replay(args),
         Command::Show(args) => {
             let sc = scenario::load(&args.scenario, &args.policies, &args.sets)?;
             print_json(&scenario::compiled(&sc))?;
@@ -360,6 +469,62 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let outcome = outcome?;
     emit(&outcome.stdout)?;
     Ok(exit(outcome.expectations_met))
+}
+
+fn cmd_import(a: ImportArgs) -> anyhow::Result<ExitCode> {
+    let inputs = a.recording.inputs()?;
+    let inputs_paths: Vec<&PathBuf> = inputs.files.iter().chain(inputs.base.iter()).collect();
+    refundsim::output::refuse_overwriting_inputs("--out", &a.out, &inputs_paths)
+        .map_err(refundsim::error::CliError::Input)?;
+    let imported = refundsim::import::import(&inputs)?;
+    refundsim::output::write_whole(&a.out, |w: &mut dyn Write| {
+        w.write_all(imported.json.as_bytes())
+    })
+    .map_err(|e| refundsim::error::CliError::Input(format!("--out {}: {e}", a.out.display())))?;
+    emit(format!(
+        "{}wrote {}: `refundsim run {}` replays it; add --policy FILE for a counterfactual\n",
+        refundsim::import::render_report(&imported.report),
+        a.out.display(),
+        a.out.display()
+    ))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn cmd_replay(a: ReplayArgs) -> anyhow::Result<ExitCode> {
+    let inputs = a.recording.inputs()?;
+    let imported = refundsim::import::import(&inputs)?;
+    let origin_name = format!("replay of {}", imported.report_sources(&inputs));
+    let sc = scenario::load_text(&imported.json, &origin_name, &a.policies, &a.sets)?;
+    let seed = a.seed.unwrap_or(sc.seed);
+    let out = refundsim::run::run(&sc, seed, &refundsim::run::Invocation::default());
+    let Some(c) = out.report.recording else {
+        anyhow::bail!("the imported scenario has no replay section");
+    };
+    let exact = a.policies.is_empty() && a.sets.is_empty();
+    if a.json {
+        print_json(&serde_json::json!({
+            "mode": if exact { "exact" } else { "counterfactual" },
+            "seed": seed,
+            "comparison": c,
+        }))?;
+    } else {
+        let origin = sc
+            .clock_origin
+            .as_deref()
+            .and_then(|s| humantime::parse_rfc3339(s).ok());
+        let mut text = refundsim::import::render_report(&imported.report);
+        text += "\n";
+        text += &if exact {
+            refundsim::replay::render_exact(&c, origin)
+        } else {
+            format!(
+                "recorded vs counterfactual (this policy on the recorded traffic):\n{}",
+                refundsim::replay::render_counterfactual(&c)
+            )
+        };
+        emit(text)?;
+    }
+    Ok(exit(!exact || c.matches))
 }
 
 fn exit(ok: bool) -> ExitCode {

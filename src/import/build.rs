@@ -1,27 +1,514 @@
-//! Recording + base scenario → replay scenario.
+//! Recording + base scenario → the replay scenario: `arrivals.tickets`, `clock_origin`, the
+//! executor timeout the recording states, and the `replay` section (see
+//! [`crate::scenario::replay`]); everything the recording lacks comes from the base.
+//!
+//! The rules, in the order applied (each is stated in `docs/import.md`):
+//! - Only calls of the refund tool count; a ticket's calls in time order are its model attempts
+//!   0, 1, ….
+//! - Virtual time 0 (`clock_origin`) is the earliest recorded tool call or provider request,
+//!   less one second, on a whole second.
+//! - A ticket opens `agent.call_overhead` before its first tool call, with a think time of 0;
+//!   a retry's think time is what puts its call at the recorded instant after the previous
+//!   result — the executor's timeout for a timed-out call, the recorded result otherwise.
+//! - A provider request's time to reach the provider is from the service receiving the call
+//!   (its SERVER span, else the tool call) to the request; its latency, status and
+//!   `Idempotency-Key` are as recorded. A recording without provider requests (a tool log)
+//!   gives only the service's response time: the provider's latency is taken as the smaller of
+//!   that time and the base's `stripe.latency` median, the rest as the time to reach it.
+//! - An error or a lost answer created a refund only when the refund export lists, for that
+//!   ticket, a refund no 2xx answer returned, created between the request and one second after
+//!   its answer.
+//! - A ticket's recorded refunds: the export's refunds for it that moved money (`succeeded`,
+//!   `pending`, `requires_action`) when an export was imported, else the distinct refund ids in
+//!   successful results and service responses.
+//! - The charge is not recorded: it is taken to hold every recorded refund and one more
+//!   (amount × (refunds + 1)), so a counterfactual's extra retry can still over-refund.
 
-use super::Recording;
-use crate::scenario::Scenario;
+use std::collections::BTreeMap;
+use std::time::{Duration, UNIX_EPOCH};
+
+use super::recording::{ProviderRequestRec, Recording, ToolCallRec, UnixNs, Warning};
+use super::{ImportError, ImportOptions, Source};
+use crate::scenario::{
+    LatencyDist, RecordedCall, RecordedRequest, RecordedTicket, Replay, RequestKey, Scenario,
+    TicketSpec,
+};
 
 /// A distribution fitted to recorded durations, and how it compares with them.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Fit {
-    /// What was fitted (e.g. `provider latency`).
+    /// What was fitted (`provider latency`, `time to reach the provider`).
     pub what: String,
+    /// The scenario field it was written to.
+    pub field: String,
     /// How many recorded samples.
     pub samples: usize,
-    /// (percentile, recorded ms, fitted ms) rows.
-    pub rows: Vec<(f64, f64, f64)>,
+    /// The distribution written.
+    pub dist: LatencyDist,
+    /// (percentile, recorded ms (nearest rank), fitted ms) rows for p50, p90, p99; empty when
+    /// fewer than two samples were recorded.
+    pub rows: Vec<(u32, f64, f64)>,
+    /// What was done when there were too few samples to fit.
+    pub note: Option<String>,
 }
 
 /// What `import` tells the user besides the scenario.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ImportReport {
+    /// Tickets, tool calls and provider requests imported.
+    pub tickets: usize,
+    /// Tool calls imported.
+    pub tool_calls: usize,
+    /// Provider requests imported (recorded, or derived from a log's response times).
+    pub provider_requests: usize,
+    /// Refunds in the export.
+    pub exported_refunds: usize,
     /// Fits of the distributions used for requests that were never recorded.
     pub fits: Vec<Fit>,
+    /// Warnings from the readers and the builder.
+    pub warnings: Vec<Warning>,
 }
 
-/// Builds the replay scenario (not yet written).
-pub fn build(_rec: &Recording, base: &Scenario) -> (Scenario, ImportReport) {
-    (base.clone(), ImportReport::default())
+fn since(origin: UnixNs, at: UnixNs) -> Duration {
+    Duration::from_nanos(u64::try_from(at.saturating_sub(origin)).unwrap_or(0))
+}
+
+fn moves_money(status: &str) -> bool {
+    matches!(status, "succeeded" | "pending" | "requires_action")
+}
+
+/// z-scores of the standard normal at 0.9 and 0.99.
+const Z90: f64 = 1.281_551_565_5;
+const Z99: f64 = 2.326_347_874;
+
+fn nearest_rank(sorted: &[Duration], q: f64) -> Duration {
+    let n = sorted.len();
+    let rank = ((q * n as f64).ceil() as usize).clamp(1, n);
+    sorted[rank - 1]
+}
+
+/// A lognormal by the recorded median and 99th percentile (nearest rank), with p50/p90/p99 rows;
+/// a constant with one sample; `fallback` with none.
+fn fit(what: &str, field: &str, samples: &[Duration], fallback: LatencyDist) -> Fit {
+    let mut sorted = samples.to_vec();
+    sorted.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    match sorted.len() {
+        0 => Fit {
+            what: what.into(),
+            field: field.into(),
+            samples: 0,
+            dist: fallback,
+            rows: Vec::new(),
+            note: Some("none recorded: the base scenario's distribution is kept".into()),
+        },
+        1 => Fit {
+            what: what.into(),
+            field: field.into(),
+            samples: 1,
+            dist: LatencyDist::constant(sorted[0]),
+            rows: Vec::new(),
+            note: Some(format!(
+                "one recorded ({:.1} ms): a constant",
+                ms(sorted[0])
+            )),
+        },
+        n => {
+            let p50 = nearest_rank(&sorted, 0.5);
+            let p99 = nearest_rank(&sorted, 0.99).max(p50);
+            let (l50, l99) = (ms(p50).max(1e-6).ln(), ms(p99).max(1e-6).ln());
+            let sigma = (l99 - l50) / Z99;
+            let fitted = |z: f64| (l50 + sigma * z).exp();
+            Fit {
+                what: what.into(),
+                field: field.into(),
+                samples: n,
+                dist: LatencyDist::new(p50, p99),
+                rows: vec![
+                    (50, ms(p50), fitted(0.0)),
+                    (90, ms(nearest_rank(&sorted, 0.9)), fitted(Z90)),
+                    (99, ms(p99), fitted(Z99)),
+                ],
+                note: (n < 20)
+                    .then(|| format!("only {n} recorded: the tail of the fit is a guess")),
+            }
+        }
+    }
+}
+
+/// The RFC 3339 form of `origin` (whole seconds).
+fn rfc3339(origin: UnixNs) -> String {
+    let t = UNIX_EPOCH + Duration::from_secs(u64::try_from(origin / 1_000_000_000).unwrap_or(0));
+    humantime::format_rfc3339_seconds(t).to_string()
+}
+
+/// The instant `clock_origin` names, ns since the Unix epoch (`None` when absent or invalid).
+pub fn origin_of(s: &Scenario) -> Option<UnixNs> {
+    let t = humantime::parse_rfc3339_weak(s.clock_origin.as_deref()?).ok()?;
+    let d = t.duration_since(UNIX_EPOCH).ok()?;
+    i64::try_from(d.as_nanos()).ok()
+}
+
+/// The date (`YYYY-MM-DD`) of `base`'s `clock_origin`, for a log's times of day.
+pub fn origin_date(base: &Scenario) -> Option<String> {
+    let origin = origin_of(base)?;
+    Some(rfc3339(origin)[..10].to_string())
+}
+
+/// Builds the replay scenario of `rec` over `base`: see the module docs for the rules.
+/// `sources` are the input files as given.
+///
+/// # Errors
+/// Nothing to replay (no tool call of `opts.tool`), or a ticket without any amount recorded.
+pub fn build(
+    rec: &Recording,
+    base: &Scenario,
+    sources: &[String],
+    opts: &ImportOptions,
+) -> Result<(Scenario, ImportReport), ImportError> {
+    let mut warnings = rec.warnings.clone();
+    let first_source = || Source {
+        file: sources.first().cloned().unwrap_or_default(),
+        line: 0,
+    };
+    let mut by_ticket: BTreeMap<u64, Vec<&ToolCallRec>> = BTreeMap::new();
+    let mut other_tools = 0usize;
+    for c in &rec.tool_calls {
+        if c.tool == opts.tool {
+            by_ticket.entry(c.ticket).or_default().push(c);
+        } else {
+            other_tools += 1;
+        }
+    }
+    if other_tools > 0 {
+        warnings.push(Warning {
+            source: first_source(),
+            message: format!(
+                "{other_tools} tool calls of tools other than `{}` ignored",
+                opts.tool
+            ),
+        });
+    }
+    if by_ticket.is_empty() {
+        return Err(ImportError {
+            at: first_source(),
+            message: format!(
+                "no `{}` tool call in the input: nothing to replay (is the tool named otherwise? see --tool)",
+                opts.tool
+            ),
+        });
+    }
+    for calls in by_ticket.values_mut() {
+        calls.sort_by(|a, b| (a.at.at, &a.source).cmp(&(b.at.at, &b.source)));
+    }
+    let mut requests_of: BTreeMap<(u64, u32), Vec<&ProviderRequestRec>> = BTreeMap::new();
+    for r in &rec.provider_requests {
+        let Some(calls) = by_ticket.get(&r.ticket) else {
+            warnings.push(Warning {
+                source: r.source.clone(),
+                message: format!(
+                    "provider request for ticket {} without a tool call: ignored",
+                    r.ticket
+                ),
+            });
+            continue;
+        };
+        let attempt = r.attempt.unwrap_or_else(|| {
+            let before = calls.iter().filter(|c| c.at.at <= r.sent.at).count();
+            u32::try_from(before.saturating_sub(1)).unwrap_or(0)
+        });
+        requests_of.entry((r.ticket, attempt)).or_default().push(r);
+    }
+    for rs in requests_of.values_mut() {
+        rs.sort_by(|a, b| (a.try_no, a.sent.at, &a.source).cmp(&(b.try_no, b.sent.at, &b.source)));
+    }
+    let starts = by_ticket
+        .values()
+        .flat_map(|cs| cs.iter().map(|c| c.at.at))
+        .chain(requests_of.values().flatten().map(|r| r.sent.at));
+    let earliest = starts.min().unwrap_or(0);
+    let origin = (earliest - 1_000_000_000).div_euclid(1_000_000_000) * 1_000_000_000;
+
+    let mut out = base.clone();
+    if let Some(t) = rec.executor_timeout_ns {
+        out.executor.timeout = Duration::from_nanos(t);
+    }
+    let timeout = out.executor.timeout;
+    let overhead = out.agent.call_overhead;
+    let provider_p50 = out.stripe.latency.median();
+
+    let mut exported: BTreeMap<u64, Vec<&super::ExportedRefund>> = BTreeMap::new();
+    for r in &rec.refunds {
+        if by_ticket.contains_key(&r.ticket) {
+            exported.entry(r.ticket).or_default().push(r);
+        } else {
+            warnings.push(Warning {
+                source: r.source.clone(),
+                message: format!(
+                    "refund {} is for ticket {}, which has no tool call: ignored",
+                    r.id, r.ticket
+                ),
+            });
+        }
+    }
+    let have_export = !rec.refunds.is_empty();
+
+    let mut specs = Vec::new();
+    let mut tickets = BTreeMap::new();
+    let mut requests = BTreeMap::new();
+    let mut latencies = Vec::new();
+    let mut reaches = Vec::new();
+    let mut last = earliest;
+    for (&id, calls) in &by_ticket {
+        let export: &[&super::ExportedRefund] = exported.get(&id).map_or(&[], Vec::as_slice);
+        let ok_ids: Vec<&str> = calls
+            .iter()
+            .flat_map(|c| {
+                c.result
+                    .iter()
+                    .filter(|r| r.ok)
+                    .filter_map(|r| r.refund_id.as_deref())
+                    .chain(
+                        c.service_response
+                            .iter()
+                            .filter(|r| r.ok)
+                            .filter_map(|r| r.refund_id.as_deref()),
+                    )
+            })
+            .collect();
+        let (refunds, refunds_from) = if have_export {
+            let n = export.iter().filter(|r| moves_money(&r.status)).count();
+            (n, "refund export")
+        } else {
+            let mut distinct: Vec<&str> = ok_ids.clone();
+            distinct.sort_unstable();
+            distinct.dedup();
+            let anonymous = calls
+                .iter()
+                .filter(|c| {
+                    c.result
+                        .as_ref()
+                        .is_some_and(|r| r.ok && r.refund_id.is_none())
+                        && c.service_response.is_none()
+                })
+                .count();
+            (distinct.len() + anonymous, "tool results")
+        };
+        let refunds = u32::try_from(refunds).unwrap_or(u32::MAX);
+        let amount = calls
+            .iter()
+            .find_map(|c| c.amount_cents)
+            .or_else(|| export.first().map(|r| r.amount_cents))
+            .ok_or_else(|| ImportError {
+                at: calls[0].source.clone(),
+                message: format!(
+                    "ticket {id}: no amount recorded (expected `{}` in the tool call's arguments, or a refund in the export)",
+                    opts.amount_field
+                ),
+            })?;
+        let exported_sum: u64 = export.iter().map(|r| r.amount_cents).sum();
+        specs.push(TicketSpec {
+            id,
+            opened_at: since(origin, calls[0].at.at).saturating_sub(overhead),
+            amount_cents: amount,
+            charge_amount_cents: (amount.saturating_mul(u64::from(refunds) + 1)).max(exported_sum),
+        });
+        // Refunds in the export that no 2xx answer returned: what a 5xx or a lost answer may
+        // have created.
+        let mut unclaimed: Vec<&super::ExportedRefund> = export
+            .iter()
+            .copied()
+            .filter(|r| moves_money(&r.status) && !ok_ids.contains(&r.id.as_str()))
+            .filter(|r| {
+                !requests_of
+                    .iter()
+                    .filter(|((t, _), _)| *t == id)
+                    .flat_map(|(_, rs)| rs.iter())
+                    .any(|q| q.refund_id.as_deref() == Some(r.id.as_str()))
+            })
+            .collect();
+        let mut recorded_calls = Vec::new();
+        let mut previous_end: Option<UnixNs> = None;
+        for (i, c) in calls.iter().enumerate() {
+            let attempt = u32::try_from(i).unwrap_or(u32::MAX);
+            let call_at = c.at.at;
+            let think = match previous_end {
+                None => Duration::ZERO,
+                Some(end) => {
+                    let start = call_at - i64::try_from(overhead.as_nanos()).unwrap_or(0);
+                    if start < end {
+                        warnings.push(Warning {
+                            source: c.source.clone(),
+                            message: format!(
+                                "ticket {id}: tool call {attempt} comes {:.1} ms after the previous result, less than agent.call_overhead; replayed with a think time of 0",
+                                (call_at - end) as f64 / 1e6
+                            ),
+                        });
+                    }
+                    since(end, start)
+                }
+            };
+            previous_end = c.result.as_ref().map(|r| {
+                if r.timed_out {
+                    call_at + i64::try_from(timeout.as_nanos()).unwrap_or(i64::MAX)
+                } else {
+                    r.at.at
+                }
+            });
+            let response = c
+                .service_response
+                .as_ref()
+                .map(|r| (r.at, r.ok))
+                .or_else(|| {
+                    c.result
+                        .as_ref()
+                        .filter(|r| !r.timed_out)
+                        .map(|r| (r.at, r.ok))
+                });
+            for t in [
+                Some(c.at),
+                c.result.as_ref().map(|r| r.at),
+                c.decision_at,
+                response.map(|r| r.0),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                last = last.max(t.at);
+            }
+            recorded_calls.push(RecordedCall {
+                think,
+                at: since(origin, call_at),
+                result_at: c.result.as_ref().map(|r| since(origin, r.at.at)),
+                result: c.result.as_ref().map(|r| {
+                    if r.timed_out {
+                        "timeout".to_string()
+                    } else if r.ok {
+                        "ok".to_string()
+                    } else {
+                        "fail".to_string()
+                    }
+                }),
+                decision_at: c.decision_at.map(|d| since(origin, d.at)),
+                response_at: response.map(|r| since(origin, r.0.at)),
+                response_tolerance: response
+                    .map_or(Duration::ZERO, |r| Duration::from_nanos(r.0.tolerance_ns)),
+                source: c.source.to_string(),
+            });
+            let recorded = requests_of.get(&(id, attempt));
+            match recorded {
+                Some(rs) => {
+                    for (n, r) in rs.iter().enumerate() {
+                        let try_no = r
+                            .try_no
+                            .unwrap_or_else(|| u32::try_from(n).unwrap_or(u32::MAX));
+                        let received = r.service_received.map_or(call_at, |s| s.at);
+                        let reach = since(received, r.sent.at);
+                        let latency = Duration::from_nanos(r.latency_ns.unwrap_or(0));
+                        let ok = r.status.is_some_and(|s| (200..300).contains(&s));
+                        let commits = ok || {
+                            let end = r.sent.at
+                                + i64::try_from(latency.as_nanos()).unwrap_or(0)
+                                + 1_000_000_000;
+                            match unclaimed.iter().position(|x| {
+                                x.created.at >= r.sent.at - 1_000_000_000 && x.created.at <= end
+                            }) {
+                                Some(k) => {
+                                    unclaimed.remove(k);
+                                    true
+                                }
+                                None => false,
+                            }
+                        };
+                        if r.latency_ns.is_some() {
+                            latencies.push(latency);
+                        }
+                        if try_no == 0 {
+                            reaches.push(reach);
+                        }
+                        last = last.max(r.sent.at);
+                        requests.insert(
+                            RequestKey::service(id, attempt, try_no),
+                            RecordedRequest {
+                                reach_provider: reach,
+                                latency,
+                                status: r.status,
+                                commits,
+                                idempotency_key: r.idempotency_key.clone(),
+                            },
+                        );
+                    }
+                }
+                None => {
+                    // A log: only the service's response time is known.
+                    if let Some((at, ok)) = response {
+                        let total = since(call_at, at.at);
+                        let latency = total.min(provider_p50);
+                        let reach = total - latency;
+                        reaches.push(reach);
+                        requests.insert(
+                            RequestKey::service(id, attempt, 0),
+                            RecordedRequest {
+                                reach_provider: reach,
+                                latency,
+                                status: Some(if ok { 200 } else { 500 }),
+                                commits: ok,
+                                idempotency_key: None,
+                            },
+                        );
+                    }
+                }
+            }
+        }
+        tickets.insert(
+            id,
+            RecordedTicket {
+                calls: recorded_calls,
+                refunds,
+                refunds_from: refunds_from.to_string(),
+            },
+        );
+    }
+    let latency_fit = fit(
+        "provider latency",
+        "stripe.latency",
+        &latencies,
+        out.stripe.latency.clone(),
+    );
+    let reach_fit = fit(
+        "time to reach the provider",
+        "replay.reach_provider",
+        &reaches,
+        LatencyDist::constant(Duration::ZERO),
+    );
+    out.stripe.latency = latency_fit.dist.clone();
+    out.arrivals.tickets = specs;
+    out.arrivals.schedule.clear();
+    out.clock_origin = Some(rfc3339(origin));
+    let span = since(origin, last) + Duration::from_secs(60);
+    out.horizon = Duration::from_secs(span.as_secs() + 1);
+    out.name = format!("{}-replay", base.name);
+    out.description = format!(
+        "Replay of {} (imported by refundsim import over the base scenario '{}').",
+        sources.join(", "),
+        base.name
+    );
+    out.comment = None;
+    out.expect = BTreeMap::new();
+    let report = ImportReport {
+        tickets: tickets.len(),
+        tool_calls: tickets.values().map(|t| t.calls.len()).sum(),
+        provider_requests: requests.len(),
+        exported_refunds: rec.refunds.len(),
+        fits: vec![latency_fit, reach_fit.clone()],
+        warnings,
+    };
+    out.replay = Some(Replay {
+        sources: sources.to_vec(),
+        pool_size: out.refunds_service.pool_size,
+        reach_provider: reach_fit.dist,
+        requests,
+        tickets,
+    });
+    Ok((out, report))
 }

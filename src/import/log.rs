@@ -1,11 +1,539 @@
-//! Reader of tool-call logs in the incident log's style (not yet written).
+//! Reader of tool-call logs in the incident log's style:
+//!
+//! ```text
+//! 16:41:09.210  tool_call issue_refund(ticket=48213, amount=4200)
+//! 16:41:17.211  tool_executor: timeout after 8000ms, injecting error result
+//! 16:41:17.240  model: "The refund call timed out. Retrying once per policy."
+//! 16:41:17.244  tool_call issue_refund(ticket=48213, amount=4200)
+//! 16:41:18.501  tool_result: { status: "refunded", refund_id: "re_1P9x..." }
+//! 16:41:19.9xx  [async, arrives after executor gave up] refunds-service response
+//!               for the FIRST call: { status: "refunded", refund_id: "re_1P8w..." }
+//! ```
+//!
+//! - An entry starts with a time of day `HH:MM:SS.mmm` (UTC, on the date of
+//!   [`ImportOptions::date`]; a time more than 12 h before the previous one is on the next day);
+//!   an indented line without a time continues the entry before it.
+//! - Redacted digits (`x`) are accepted at the end of the time: `19.9xx` stands for
+//!   19.900–19.999 s and is read as the middle, 19.9495 s, with a tolerance of ±49.5 ms, and a
+//!   warning.
+//! - Kinds: `tool_call NAME(k=v, …)` (the ticket and the amount, in cents, from the arguments
+//!   named by [`ImportOptions::ticket_field`] and [`ImportOptions::amount_field`]);
+//!   `tool_executor: timeout after Nms` (the current call's result: a timeout);
+//!   `model: "…"` (the model's decision after the current call's result); `tool_result: {…}`
+//!   (the current call's result: ok when its `status` is `refunded` or it has a `refund_id`);
+//!   `… refunds-service response for the FIRST call: {…}` (a late response, for the ticket's
+//!   first, second, … call, or its latest timed-out call when no ordinal is given).
+//! - A line without a ticket id belongs to the ticket of the tool call before it.
+//! - Other lines are skipped with a warning; truncated refund ids (`re_1P9x...`) are kept as
+//!   written and compared by count only.
 
-use super::{ImportError, ImportOptions, Recording};
+use super::recording::{
+    Instant, Recording, ServiceResponseRec, ToolCallRec, ToolResultRec, Warning,
+};
+use super::{ImportError, ImportOptions, Source};
 
-/// Reads `text`, the content of file `name`.
+const DAY_NS: i64 = 86_400 * 1_000_000_000;
+
+/// Days from 1970-01-01 to `y-m-d` (proleptic Gregorian; Howard Hinnant's `days_from_civil`).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// Midnight UTC of `date` (`YYYY-MM-DD`), ns since the Unix epoch.
 ///
 /// # Errors
-/// Always, until this reader is written.
-pub fn read(name: &str, _text: &str, _opts: &ImportOptions) -> Result<Recording, ImportError> {
-    Err(ImportError::at(name, 0, "this format is not supported yet"))
+/// `date` is not a valid `YYYY-MM-DD`.
+pub fn midnight(date: &str) -> Result<i64, String> {
+    let bad = || format!("expected a date YYYY-MM-DD, got \"{date}\"");
+    let parts: Vec<&str> = date.split('-').collect();
+    let [y, m, d] = parts[..] else {
+        return Err(bad());
+    };
+    if y.len() != 4 || m.len() != 2 || d.len() != 2 {
+        return Err(bad());
+    }
+    let (y, m, d): (i64, i64, i64) = (
+        y.parse().map_err(|_| bad())?,
+        m.parse().map_err(|_| bad())?,
+        d.parse().map_err(|_| bad())?,
+    );
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let days_in = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    if !(1970..=9999).contains(&y)
+        || !(1..=12).contains(&m)
+        || d < 1
+        || d > days_in[(m - 1) as usize]
+    {
+        return Err(bad());
+    }
+    Ok(days_from_civil(y, m, d) * DAY_NS)
+}
+
+/// A time of day `HH:MM:SS[.fff]` with trailing redacted digits as `x`: (ns since midnight of
+/// the range's middle, half the range's width in ns), and the rest of the line.
+fn time_of_day(line: &str) -> Option<((i64, u64), &str)> {
+    let end = line
+        .find(|c: char| !(c.is_ascii_digit() || c == ':' || c == '.' || c == 'x'))
+        .unwrap_or(line.len());
+    let (t, rest) = line.split_at(end);
+    let (hms, frac) = t.split_once('.').unwrap_or((t, ""));
+    let parts: Vec<&str> = hms.split(':').collect();
+    let [h, m, s] = parts[..] else { return None };
+    if h.len() != 2 || m.len() != 2 || s.len() != 2 {
+        return None;
+    }
+    let (h, m, s): (i64, i64, i64) = (h.parse().ok()?, m.parse().ok()?, s.parse().ok()?);
+    if h > 23 || m > 59 || s > 60 || frac.len() > 9 {
+        return None;
+    }
+    // Digits, then only x's.
+    let digits = frac.trim_end_matches('x');
+    if !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let redacted = frac.len() - digits.len();
+    let unit = 10i64.pow(9 - frac.len() as u32);
+    let low: i64 = if digits.is_empty() {
+        0
+    } else {
+        digits.parse::<i64>().ok()? * 10i64.pow(redacted as u32) * unit
+    };
+    let width = 10i64.pow(redacted as u32) * unit - unit;
+    let base = ((h * 60 + m) * 60 + s) * 1_000_000_000;
+    let half = u64::try_from(width / 2).unwrap_or(0);
+    Some(((base + low + width / 2, half), rest))
+}
+
+/// `k=v` pairs inside the first `(...)` of `s`.
+fn arguments(s: &str) -> Option<Vec<(String, String)>> {
+    let open = s.find('(')?;
+    let close = s[open..].find(')')? + open;
+    Some(
+        s[open + 1..close]
+            .split(',')
+            .filter(|p| !p.trim().is_empty())
+            .filter_map(|p| {
+                let (k, v) = p.split_once('=').or_else(|| p.split_once(':'))?;
+                Some((
+                    k.trim().to_string(),
+                    v.trim().trim_matches('"').trim_matches('\'').to_string(),
+                ))
+            })
+            .collect(),
+    )
+}
+
+/// The quoted value of `field:` or `"field":` in a JS-like object.
+fn quoted(s: &str, field: &str) -> Option<String> {
+    let mut from = 0;
+    while let Some(i) = s[from..].find(field) {
+        let at = from + i + field.len();
+        let rest = s[at..].trim_start_matches('"').trim_start();
+        if let Some(rest) = rest.strip_prefix(':') {
+            let rest = rest.trim_start();
+            if let Some(v) = rest.strip_prefix('"') {
+                return v.find('"').map(|e| v[..e].to_string());
+            }
+        }
+        from = at;
+    }
+    None
+}
+
+const ORDINALS: [&str; 5] = ["FIRST", "SECOND", "THIRD", "FOURTH", "FIFTH"];
+
+/// Reads `text`, the content of file `name`, on the date `opts.date` (1970-01-01 when absent).
+///
+/// # Errors
+/// The date is invalid; a line that starts with a digit is not a valid time; a tool call lacks
+/// a numeric ticket id or amount; a line that needs a tool call before it has none; times go
+/// backwards by less than 12 h.
+pub fn read(name: &str, text: &str, opts: &ImportOptions) -> Result<Recording, ImportError> {
+    let date = opts.date.as_deref().unwrap_or("1970-01-01");
+    let day0 = midnight(date).map_err(|e| ImportError::at(name, 0, format!("--date: {e}")))?;
+    // Entries: (line number, time, tolerance, text with continuation lines joined).
+    let mut entries: Vec<(u64, i64, u64, String)> = Vec::new();
+    let mut rec = Recording::default();
+    let mut day = day0;
+    let mut previous: Option<i64> = None;
+    for (i, raw) in text.lines().enumerate() {
+        let line_no = i as u64 + 1;
+        let line = raw.trim_end();
+        if line.trim().is_empty() {
+            continue;
+        }
+        if line.starts_with(char::is_whitespace) {
+            match entries.last_mut() {
+                Some(e) => {
+                    e.3.push(' ');
+                    e.3.push_str(line.trim());
+                }
+                None => {
+                    return Err(ImportError::at(
+                        name,
+                        line_no,
+                        "an indented continuation line before any timed line: expected a line starting HH:MM:SS.mmm",
+                    ))
+                }
+            }
+            continue;
+        }
+        let Some(((tod, tolerance), rest)) = time_of_day(line) else {
+            if line.starts_with(|c: char| c.is_ascii_digit()) {
+                return Err(ImportError::at(
+                    name,
+                    line_no,
+                    format!(
+                        "time: expected HH:MM:SS.mmm (trailing digits may be redacted as x), got \"{}\"",
+                        line.split_whitespace().next().unwrap_or("")
+                    ),
+                ));
+            }
+            rec.warnings.push(Warning {
+                source: Source {
+                    file: name.into(),
+                    line: line_no,
+                },
+                message: "no HH:MM:SS.mmm time at the start: line skipped".into(),
+            });
+            continue;
+        };
+        let mut at = day + tod;
+        if let Some(p) = previous {
+            if at < p {
+                if p - at > DAY_NS / 2 {
+                    day += DAY_NS;
+                    at += DAY_NS;
+                } else {
+                    return Err(ImportError::at(
+                        name,
+                        line_no,
+                        format!(
+                            "time goes back {:.3} s from the line before: expected lines in time order",
+                            (p - at) as f64 / 1e9
+                        ),
+                    ));
+                }
+            }
+        }
+        previous = Some(at);
+        if tolerance > 0 {
+            rec.warnings.push(Warning {
+                source: Source {
+                    file: name.into(),
+                    line: line_no,
+                },
+                message: format!(
+                    "redacted digits in the time: read as the middle of their range, ±{:.1} ms",
+                    tolerance as f64 / 1e6
+                ),
+            });
+        }
+        entries.push((line_no, at, tolerance, rest.trim().to_string()));
+    }
+
+    // Index in rec.tool_calls of the current call (the latest tool call).
+    let mut current: Option<usize> = None;
+    for (line_no, at, tolerance, body) in entries {
+        let here = Source {
+            file: name.into(),
+            line: line_no,
+        };
+        let instant = Instant {
+            at,
+            tolerance_ns: tolerance,
+        };
+        let need_call = |current: Option<usize>, what: &str| {
+            current.ok_or_else(|| {
+                ImportError::at(
+                    name,
+                    line_no,
+                    format!("{what} before any tool_call line: expected a tool_call first"),
+                )
+            })
+        };
+        let warn_truncated = |rec: &mut Recording, id: &Option<String>| {
+            if id
+                .as_deref()
+                .is_some_and(|s| s.ends_with("...") || s.ends_with('…'))
+            {
+                rec.warnings.push(Warning {
+                    source: here.clone(),
+                    message: "truncated refund id: refunds are compared by count".into(),
+                });
+            }
+        };
+        if let Some(rest) = body.strip_prefix("tool_call") {
+            let rest = rest.trim();
+            let tool: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '-' || *c == '.')
+                .collect();
+            let args = arguments(rest).ok_or_else(|| {
+                ImportError::at(
+                    name,
+                    line_no,
+                    "tool_call: expected NAME(key=value, ...) after tool_call",
+                )
+            })?;
+            let get = |k: &str| args.iter().find(|(a, _)| a == k).map(|(_, v)| v.clone());
+            let ticket = match get(&opts.ticket_field) {
+                Some(v) => v.parse::<u64>().map_err(|_| {
+                    ImportError::at(
+                        name,
+                        line_no,
+                        format!(
+                            "tool_call arguments.{}: expected a ticket id (a whole number), got \"{v}\"",
+                            opts.ticket_field
+                        ),
+                    )
+                })?,
+                None if tool != opts.tool => continue,
+                None => {
+                    return Err(ImportError::at(
+                        name,
+                        line_no,
+                        format!(
+                            "tool_call arguments: expected `{}=TICKET` (see --ticket-field)",
+                            opts.ticket_field
+                        ),
+                    ))
+                }
+            };
+            let amount = match get(&opts.amount_field) {
+                Some(v) => Some(v.parse::<u64>().map_err(|_| {
+                    ImportError::at(
+                        name,
+                        line_no,
+                        format!(
+                            "tool_call arguments.{}: expected an amount in cents (a whole number), got \"{v}\"",
+                            opts.amount_field
+                        ),
+                    )
+                })?),
+                None => None,
+            };
+            rec.tool_calls.push(ToolCallRec {
+                ticket,
+                tool,
+                call_id: None,
+                at: instant,
+                amount_cents: amount,
+                result: None,
+                decision_at: None,
+                service_response: None,
+                source: here,
+            });
+            current = Some(rec.tool_calls.len() - 1);
+        } else if body.starts_with("tool_executor:") && body.contains("timeout") {
+            let k = need_call(current, "tool_executor timeout")?;
+            if let Some(ms) = body
+                .split("after")
+                .nth(1)
+                .and_then(|s| s.trim().split(|c: char| !c.is_ascii_digit()).next())
+                .and_then(|s| s.parse::<u64>().ok())
+            {
+                rec.executor_timeout_ns.get_or_insert(ms * 1_000_000);
+            }
+            rec.tool_calls[k].result = Some(ToolResultRec {
+                at: instant,
+                ok: false,
+                timed_out: true,
+                refund_id: None,
+            });
+        } else if body.starts_with("model:") {
+            let k = need_call(current, "model decision")?;
+            rec.tool_calls[k].decision_at.get_or_insert(instant);
+        } else if body.starts_with("tool_result") {
+            let k = need_call(current, "tool_result")?;
+            let status = quoted(&body, "status");
+            let refund_id = quoted(&body, "refund_id");
+            warn_truncated(&mut rec, &refund_id);
+            let ok = status.as_deref() == Some("refunded")
+                || (refund_id.is_some() && !body.contains("error"));
+            rec.tool_calls[k].result = Some(ToolResultRec {
+                at: instant,
+                ok,
+                timed_out: false,
+                refund_id,
+            });
+        } else if body.contains("response") && (body.contains("service") || body.contains("async"))
+        {
+            let k = need_call(current, "service response")?;
+            let ticket = rec.tool_calls[k].ticket;
+            let of_ticket: Vec<usize> = (0..rec.tool_calls.len())
+                .filter(|&j| rec.tool_calls[j].ticket == ticket)
+                .collect();
+            let upper = body.to_ascii_uppercase();
+            let target = match ORDINALS.iter().position(|o| upper.contains(&format!("{o} CALL"))) {
+                Some(n) => *of_ticket.get(n).ok_or_else(|| {
+                    ImportError::at(
+                        name,
+                        line_no,
+                        format!(
+                            "response for the {} call of ticket {ticket}, which has {} tool calls before it",
+                            ORDINALS[n].to_ascii_lowercase(),
+                            of_ticket.len()
+                        ),
+                    )
+                })?,
+                None => of_ticket
+                    .iter()
+                    .rev()
+                    .copied()
+                    .find(|&j| {
+                        rec.tool_calls[j].result.as_ref().is_some_and(|r| r.timed_out)
+                            && rec.tool_calls[j].service_response.is_none()
+                    })
+                    .unwrap_or(k),
+            };
+            let status = quoted(&body, "status");
+            let refund_id = quoted(&body, "refund_id");
+            warn_truncated(&mut rec, &refund_id);
+            rec.tool_calls[target].service_response = Some(ServiceResponseRec {
+                at: instant,
+                ok: status.as_deref() == Some("refunded") || refund_id.is_some(),
+                refund_id,
+            });
+        } else {
+            rec.warnings.push(Warning {
+                source: here,
+                message: format!(
+                    "not a tool_call, tool_executor timeout, model decision, tool_result or service response: skipped (\"{}\")",
+                    body.chars().take(40).collect::<String>()
+                ),
+            });
+        }
+    }
+    Ok(rec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LOG: &str = include_str!("../../tests/fixtures/incident/incident-trace-ticket-48213.log");
+
+    fn opts() -> ImportOptions {
+        ImportOptions {
+            date: Some("2024-05-14".into()),
+            ..ImportOptions::default()
+        }
+    }
+
+    #[test]
+    fn dates_count_days_from_the_epoch() {
+        assert_eq!(midnight("1970-01-01"), Ok(0));
+        assert_eq!(midnight("2024-05-14"), Ok(19_857 * DAY_NS));
+        assert_eq!(midnight("2000-03-01"), Ok(11_017 * DAY_NS));
+        assert!(midnight("2023-02-29").is_err());
+        assert!(midnight("2024-5-14").is_err());
+    }
+
+    #[test]
+    fn redacted_digits_are_the_middle_of_their_range() {
+        let ((t, tol), rest) = time_of_day("16:41:19.9xx  x").unwrap();
+        assert_eq!(t, ((16 * 60 + 41) * 60 + 19) * 1_000_000_000 + 949_500_000);
+        assert_eq!(tol, 49_500_000);
+        assert_eq!(rest, "  x");
+        let ((t, tol), _) = time_of_day("00:00:01.250 y").unwrap();
+        assert_eq!((t, tol), (1_250_000_000, 0));
+        assert!(time_of_day("16:4:19.9").is_none());
+        assert!(time_of_day("16:41:19.x9").is_none());
+    }
+
+    #[test]
+    fn the_incident_log_reads_into_two_calls_and_a_late_response() {
+        let rec = read("incident.log", LOG, &opts()).unwrap();
+        let day = midnight("2024-05-14").unwrap();
+        let t = |h: i64, m: i64, s: i64, ms: i64| {
+            day + ((h * 60 + m) * 60 + s) * 1_000_000_000 + ms * 1_000_000
+        };
+        assert_eq!(rec.tool_calls.len(), 2);
+        assert_eq!(rec.executor_timeout_ns, Some(8_000_000_000));
+        let first = &rec.tool_calls[0];
+        assert_eq!((first.ticket, first.amount_cents), (48213, Some(4200)));
+        assert_eq!(first.at.at, t(16, 41, 9, 210));
+        let r = first.result.as_ref().unwrap();
+        assert!(r.timed_out && !r.ok);
+        assert_eq!(r.at.at, t(16, 41, 17, 211));
+        assert_eq!(first.decision_at.unwrap().at, t(16, 41, 17, 240));
+        let late = first.service_response.as_ref().unwrap();
+        assert!(late.ok);
+        assert_eq!(late.refund_id.as_deref(), Some("re_1P8w..."));
+        assert_eq!(late.at.at, t(16, 41, 19, 949) + 500_000);
+        assert_eq!(late.at.tolerance_ns, 49_500_000);
+        let second = &rec.tool_calls[1];
+        assert_eq!(second.at.at, t(16, 41, 17, 244));
+        let r = second.result.as_ref().unwrap();
+        assert!(r.ok && !r.timed_out);
+        assert_eq!(r.refund_id.as_deref(), Some("re_1P9x..."));
+        assert!(second.service_response.is_none());
+        // The redacted time and two truncated ids.
+        assert_eq!(rec.warnings.len(), 3, "{:?}", rec.warnings);
+    }
+
+    #[test]
+    fn bad_lines_name_the_line_and_what_was_expected() {
+        let err = |text: &str| read("x.log", text, &opts()).unwrap_err().to_string();
+        assert_eq!(
+            err("16:41:09.210  tool_result: { status: \"refunded\" }"),
+            "x.log:1: tool_result before any tool_call line: expected a tool_call first"
+        );
+        assert_eq!(
+            err("16:41:09.210  tool_call issue_refund(ticket=abc, amount=1)"),
+            "x.log:1: tool_call arguments.ticket: expected a ticket id (a whole number), got \"abc\""
+        );
+        assert_eq!(
+            err("16:41:09.210  tool_call issue_refund(amount=1)"),
+            "x.log:1: tool_call arguments: expected `ticket=TICKET` (see --ticket-field)"
+        );
+        assert!(err(
+            "16:41:09.210 tool_call issue_refund(ticket=1, amount=1)\n16:41:08.000 model: \"x\""
+        )
+        .starts_with("x.log:2: time goes back 1.210 s"));
+        assert!(err("1641:09 tool_call").starts_with("x.log:1: time: expected HH:MM:SS.mmm"));
+        assert!(read(
+            "x.log",
+            "",
+            &ImportOptions {
+                date: Some("2024-13-01".into()),
+                ..opts()
+            }
+        )
+        .unwrap_err()
+        .to_string()
+        .contains("--date: expected a date YYYY-MM-DD"));
+    }
+
+    #[test]
+    fn midnight_rolls_over_to_the_next_day() {
+        let rec = read(
+            "x.log",
+            "23:59:59.000 tool_call issue_refund(ticket=1, amount=5)\n00:00:01.000 tool_result: { status: \"refunded\", refund_id: \"re_1\" }",
+            &opts(),
+        )
+        .unwrap();
+        let c = &rec.tool_calls[0];
+        assert_eq!(c.result.as_ref().unwrap().at.at - c.at.at, 2_000_000_000);
+    }
 }

@@ -22,7 +22,7 @@ pub mod refunds_csv;
 use std::fmt;
 use std::path::Path;
 
-pub use build::{build, Fit, ImportReport};
+pub use build::{build, origin_date, Fit, ImportReport};
 pub use recording::{
     ExportedRefund, Instant, ProviderRequestRec, Recording, ServiceResponseRec, Source,
     ToolCallRec, ToolResultRec, UnixNs, Warning,
@@ -246,4 +246,120 @@ pub fn read_text(
         Format::Otlp => otlp::read(name, text, opts),
         Format::RefundsCsv => refunds_csv::read(name, text, opts),
     }
+}
+
+/// The inputs of `refundsim import` and `refundsim replay`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImportInputs {
+    /// The recorded files, in order.
+    pub files: Vec<std::path::PathBuf>,
+    /// Their format, or `None` to detect it per file.
+    pub format: Option<Format>,
+    /// The scenario supplying what the recording lacks; `None`: the built-in defaults.
+    pub base: Option<std::path::PathBuf>,
+    /// Field names and the log's date.
+    pub options: ImportOptions,
+}
+
+/// An imported recording: the replay scenario, as a value and as the JSON `import` writes.
+#[derive(Clone, Debug)]
+pub struct Imported {
+    /// The replay scenario.
+    pub scenario: crate::scenario::Scenario,
+    /// Its JSON text (pretty, with a trailing newline).
+    pub json: String,
+    /// What the import found.
+    pub report: ImportReport,
+}
+
+/// The base used without `--base`: the built-in defaults (an 8 s timeout reported as an error,
+/// retry once, no idempotency key, the default pool and latencies).
+const DEFAULT_BASE: &str = r#"{"name": "recording", "horizon": "1h", "arrivals": {"schedule": [{"duration": "1h", "rate_per_s": 0.01}]}}"#;
+
+/// Reads every file and builds the replay scenario over the base (see [`build()`]).
+///
+/// # Errors
+/// The base cannot be loaded; a file cannot be read or parsed ([`ImportError`], exit 2); the
+/// recording holds nothing to replay.
+pub fn import(inputs: &ImportInputs) -> Result<Imported, crate::error::CliError> {
+    use crate::error::CliError;
+    let base = match &inputs.base {
+        Some(p) => crate::scenario::load(p, &[], &[])?,
+        None => crate::scenario::load_str(DEFAULT_BASE, "built-in base")?,
+    };
+    let mut opts = inputs.options.clone();
+    if opts.date.is_none() {
+        opts.date = origin_date(&base);
+    }
+    let mut rec = Recording::default();
+    for f in &inputs.files {
+        rec.extend(read_file(f, inputs.format, &opts).map_err(|e| CliError::Input(e.to_string()))?);
+    }
+    let sources: Vec<String> = inputs
+        .files
+        .iter()
+        .map(|f| f.display().to_string())
+        .collect();
+    let (scenario, report) =
+        build(&rec, &base, &sources, &opts).map_err(|e| CliError::Input(e.to_string()))?;
+    let json = serde_json::to_string_pretty(&scenario)
+        .map_err(|e| CliError::Input(format!("cannot write the scenario: {e}")))?
+        + "\n";
+    // What is written must load back as it is: the replay is checked like any scenario.
+    crate::scenario::load_str(&json, "the imported scenario")?;
+    Ok(Imported {
+        scenario,
+        json,
+        report,
+    })
+}
+
+impl Imported {
+    /// The input files, comma-separated, for messages.
+    pub fn report_sources(&self, inputs: &ImportInputs) -> String {
+        inputs
+            .files
+            .iter()
+            .map(|f| f.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// `import`'s text: what was read, the fits (recorded vs fitted percentiles) and the warnings.
+pub fn render_report(r: &ImportReport) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "imported {} tickets, {} tool calls, {} provider requests, {} exported refunds",
+        r.tickets, r.tool_calls, r.provider_requests, r.exported_refunds
+    );
+    for f in &r.fits {
+        let _ = writeln!(
+            out,
+            "{} ({} recorded) → {}: {}",
+            f.what,
+            f.samples,
+            f.field,
+            serde_json::to_string(&f.dist).unwrap_or_default()
+        );
+        if !f.rows.is_empty() {
+            let _ = writeln!(
+                out,
+                "  {:>4}  {:>12}  {:>12}",
+                "", "recorded ms", "fitted ms"
+            );
+            for (p, rec, fit) in &f.rows {
+                let _ = writeln!(out, "  p{p:<3}  {rec:>12.1}  {fit:>12.1}");
+            }
+        }
+        if let Some(n) = &f.note {
+            let _ = writeln!(out, "  {n}");
+        }
+    }
+    for w in &r.warnings {
+        let _ = writeln!(out, "warning: {}: {}", w.source, w.message);
+    }
+    out
 }

@@ -208,6 +208,15 @@ fn render_text(
         .then_some((sc.reconciliation.interval, sc.horizon));
     let oracle = pool_oracle(sc);
     let mut text = summary_with_oracle(&out.report, origin, recon, &oracle);
+    if let Some(c) = &out.report.recording {
+        text += "\n";
+        if opts.policies.is_empty() && opts.sets.is_empty() {
+            text += &crate::replay::render_exact(c, origin);
+        } else {
+            text += "recorded vs counterfactual (this policy on the recorded traffic):\n";
+            text += &crate::replay::render_counterfactual(c);
+        }
+    }
     if let Some(lines) = story_lines {
         text += &format!("\nticket {}:\n", opts.ticket.unwrap_or(0));
         for l in lines {

@@ -1,0 +1,297 @@
+//! `refundsim import` / `replay` on the incident's own log (tests/fixtures/incident): the replay
+//! matches the log to the millisecond, counterfactuals change what they should, bad input is
+//! refused with the file and line, and nothing partial is written.
+
+use crate::common::{command_json, refundsim, INCIDENT};
+
+const LOG: &str = "tests/fixtures/incident/incident-trace-ticket-48213.log";
+
+fn rows(v: &serde_json::Value) -> &Vec<serde_json::Value> {
+    v["comparison"]["tickets"][0]["rows"].as_array().unwrap()
+}
+
+#[test]
+fn the_incident_log_replays_to_the_millisecond() {
+    let (code, v) = command_json("replay", &[LOG, "--base", INCIDENT]);
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(v["mode"], "exact");
+    let c = &v["comparison"];
+    assert_eq!(c["matches"], true);
+    let t = &c["tickets"][0];
+    assert_eq!(t["ticket"], 48213);
+    assert_eq!(
+        (
+            t["recorded_refunds"].as_u64(),
+            t["replayed_refunds"].as_u64()
+        ),
+        (Some(2), Some(2))
+    );
+    assert_eq!(t["replayed_tool_calls"], 2);
+    // Every recorded instant, at its virtual time (clock origin 16:41:08): the call at 1.210 s,
+    // the timeout 8 s later (the log's 17.211 is 1 ms after), the decision 29 ms after the
+    // log's timeout line, the retry 4 ms after it, its result 1.257 s later, and the first
+    // call's late response in the middle of 19.900–19.999.
+    let got: Vec<(u64, &str, Option<u64>, Option<u64>)> = rows(&v)
+        .iter()
+        .map(|r| {
+            (
+                r["attempt"].as_u64().unwrap(),
+                r["what"].as_str().unwrap(),
+                r["recorded_ns"].as_u64(),
+                r["replayed_ns"].as_u64(),
+            )
+        })
+        .collect();
+    let ms = |x: u64| Some(x * 1_000_000);
+    assert_eq!(
+        got,
+        [
+            (0, "tool_call", ms(1210), ms(1210)),
+            (0, "tool_result", ms(9211), ms(9210)),
+            (0, "result", None, None),
+            (0, "model_decision", ms(9240), ms(9240)),
+            (
+                0,
+                "service_response",
+                Some(11_949_500_000),
+                Some(11_949_500_000)
+            ),
+            (1, "tool_call", ms(9244), ms(9244)),
+            (1, "tool_result", ms(10501), ms(10501)),
+            (1, "result", None, None),
+            (1, "service_response", ms(10501), ms(10501)),
+        ]
+    );
+    assert_eq!(rows(&v)[2]["recorded_value"], "timeout");
+    assert_eq!(rows(&v)[2]["replayed_value"], "timeout");
+    assert_eq!(rows(&v)[4]["tolerance_ns"], 50_500_000);
+}
+
+#[test]
+fn the_text_replay_says_it_matches_and_is_deterministic() {
+    let run = || {
+        refundsim()
+            .args(["replay", LOG, "--base", INCIDENT])
+            .output()
+            .unwrap()
+    };
+    let (a, b) = (run(), run());
+    assert_eq!(a.status.code(), Some(0));
+    assert_eq!(a.stdout, b.stdout);
+    let text = String::from_utf8(a.stdout).unwrap();
+    assert!(
+        text.contains(
+            "  attempt 0 tool_result      16:41:17.211  16:41:17.210     -1.000 ms  ok\n"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("replay matches the recording: 0 of 1 tickets with other refunds, 0 recorded facts differ"), "{text}");
+    assert!(
+        text.contains(
+            "warning: tests/fixtures/incident/incident-trace-ticket-48213.log:6: redacted digits"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_replay_that_cannot_match_exits_1_and_says_what_differs() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("no-retry.json");
+    std::fs::write(
+        &base,
+        r#"{"name":"no-retry","horizon":"1h","arrivals":{"schedule":[{"duration":"1h","rate_per_s":0.01}]},"agent":{"retry":{"max_retries":0}}}"#,
+    )
+    .unwrap();
+    let (code, v) = command_json("replay", &[LOG, "--base", base.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    let t = &v["comparison"]["tickets"][0];
+    assert_eq!(
+        (
+            t["recorded_tool_calls"].as_u64(),
+            t["replayed_tool_calls"].as_u64()
+        ),
+        (Some(2), Some(1))
+    );
+    assert_eq!(t["replayed_refunds"], 1);
+    assert_eq!(v["comparison"]["matches"], false);
+    let out = refundsim()
+        .args(["replay", LOG, "--base", base.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("REPLAY DIFFERS from the recording: 1 of 1 tickets with other refunds"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "attempt 1 tool_call        16:41:17.244             —             —  DIFFERS"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn counterfactuals_replay_the_same_traffic_under_the_fix() {
+    // The whole fix: one refund, one tool call.
+    let (code, v) = command_json(
+        "replay",
+        &[LOG, "--base", INCIDENT, "--policy", "policies/fixed.json"],
+    );
+    assert_eq!(code, 0);
+    assert_eq!(v["mode"], "counterfactual");
+    let t = &v["comparison"]["tickets"][0];
+    assert_eq!(
+        (
+            t["recorded_refunds"].as_u64(),
+            t["replayed_refunds"].as_u64()
+        ),
+        (Some(2), Some(1))
+    );
+    // A 15 s timeout alone: the first call's 10.7 s answer now arrives in time.
+    let (_, v) = command_json(
+        "replay",
+        &[LOG, "--base", INCIDENT, "--set", "executor.timeout=15s"],
+    );
+    assert_eq!(v["comparison"]["tickets"][0]["replayed_refunds"], 1);
+    assert_eq!(v["comparison"]["tickets"][0]["replayed_tool_calls"], 1);
+    // A bigger pool re-simulates the pool (with the base's background load): no 10 s wait.
+    let (_, v) = command_json(
+        "replay",
+        &[
+            LOG,
+            "--base",
+            INCIDENT,
+            "--set",
+            "refunds_service.pool_size=12",
+        ],
+    );
+    let t = &v["comparison"]["tickets"][0];
+    assert_eq!(t["replayed_refunds"], 1);
+    let first_result = rows(&v)[1]["replayed_ns"].as_u64().unwrap();
+    assert!(
+        first_result < 1_210_000_000 + 3_000_000_000,
+        "{first_result}"
+    );
+    // A key alone does not help: the executor still gives up and the retry carries a new
+    // request... with a per-ticket key Stripe replays the first refund.
+    let (_, v) = command_json(
+        "replay",
+        &[
+            LOG,
+            "--base",
+            INCIDENT,
+            "--set",
+            "refunds_service.idempotency_key=per_ticket",
+        ],
+    );
+    assert_eq!(v["comparison"]["tickets"][0]["replayed_refunds"], 1);
+    assert_eq!(v["comparison"]["tickets"][0]["replayed_tool_calls"], 2);
+}
+
+#[test]
+fn import_writes_a_scenario_that_run_replays() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("ticket.json");
+    let o = out.to_str().unwrap();
+    let imported = refundsim()
+        .args(["import", LOG, "--base", INCIDENT, "--out", o])
+        .output()
+        .unwrap();
+    assert_eq!(
+        imported.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&imported.stderr)
+    );
+    let text = String::from_utf8(imported.stdout).unwrap();
+    assert!(
+        text.starts_with(
+            "imported 1 tickets, 2 tool calls, 2 provider requests, 0 exported refunds\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("  p90        10359.5        3417.7\n"),
+        "{text}"
+    );
+    let first = std::fs::read_to_string(&out).unwrap();
+    let sc: serde_json::Value = serde_json::from_str(&first).unwrap();
+    assert_eq!(sc["clock_origin"], "2024-05-14T16:41:08Z");
+    assert_eq!(sc["executor"]["timeout"], "8s");
+    assert_eq!(sc["arrivals"]["tickets"][0]["opened_at"], "1s 206ms");
+    assert_eq!(
+        sc["replay"]["requests"]["48213/0/0"]["reach_provider"],
+        "10s 359ms 500us"
+    );
+    assert_eq!(sc["replay"]["requests"]["48213/1/0"]["latency"], "380ms");
+    // Same input, same bytes.
+    refundsim()
+        .args(["import", LOG, "--base", INCIDENT, "--out", o])
+        .assert()
+        .success();
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), first);
+    let (code, v) = command_json("run", &[o]);
+    assert_eq!(code, 0);
+    assert_eq!(v["recording"]["matches"], true);
+    assert_eq!(v["duplicate_refund_tickets"], 1);
+    let (_, v) = command_json("run", &[o, "--policy", "policies/fixed.json"]);
+    assert_eq!(v["recording"]["replayed_refunds"], 1);
+}
+
+#[test]
+fn bad_recordings_are_refused_with_file_and_line_and_no_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.log");
+    std::fs::write(
+        &bad,
+        "16:41:09.210  tool_call issue_refund(ticket=48213, amount=4200)\n16:41:1x.000  model: \"x\"\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out.json");
+    let r = refundsim()
+        .args([
+            "import",
+            bad.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(r.status.code(), Some(2));
+    let err = String::from_utf8(r.stderr).unwrap();
+    assert!(
+        err.contains("bad.log:2: time: expected HH:MM:SS.mmm"),
+        "{err}"
+    );
+    assert!(!out.exists());
+    // Not a recording at all.
+    let r = refundsim()
+        .args(["import", "README.md", "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(r.status.code(), Some(2));
+    assert!(String::from_utf8(r.stderr)
+        .unwrap()
+        .contains("README.md:1: cannot tell the format"));
+    // --out over an input.
+    let r = refundsim()
+        .args(["import", LOG, "--out", LOG])
+        .output()
+        .unwrap();
+    assert_eq!(r.status.code(), Some(2));
+    assert!(!out.exists());
+    // A log without any refund tool call.
+    std::fs::write(&bad, "16:41:09.210  model: \"hello\"\n").unwrap();
+    let r = refundsim()
+        .args(["replay", bad.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(r.status.code(), Some(2));
+    let err = String::from_utf8(r.stderr).unwrap();
+    assert!(
+        err.contains("model decision before any tool_call line"),
+        "{err}"
+    );
+}
