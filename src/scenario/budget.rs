@@ -42,12 +42,18 @@ pub fn max_events() -> u64 {
 }
 
 /// What one run of a scenario is expected to cost.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Estimate {
     /// Tickets opened before the horizon (Σ rate × phase time, or the recorded tickets).
     pub tickets: f64,
     /// Background requests before the horizon.
     pub background_requests: f64,
+    /// Requests each ticket can make at most, relative to the incident's two (a call and one
+    /// retry): the product of every retrying layer's tries and of duplicate deliveries (≥ 0.5).
+    pub tries_factor: f64,
+    /// Status probes expected per ticket: per try, [`TIMEOUT_FRACTION`] of tries time out and
+    /// each probes `probe_max_wait / probe_interval` times (0 unless `on_timeout` probes).
+    pub probes_per_ticket: f64,
     /// Engine events.
     pub events: f64,
     /// CPU seconds at [`EVENTS_PER_CPU_SECOND`].
@@ -56,6 +62,50 @@ pub struct Estimate {
     /// (each open for the executor's timeout per model attempt, plus a human's pickup delay
     /// when humans take escalations).
     pub peak_mb: f64,
+    /// What drives the estimate, largest first: (fields, what they contribute).
+    pub drivers: Vec<(String, String)>,
+}
+
+/// The share of tries assumed to time out when estimating status probes: the incident's burst
+/// times out about 3 % of its tool calls; 10 % leaves a margin without refusing a long run of a
+/// probing policy.
+pub const TIMEOUT_FRACTION: f64 = 0.1;
+/// Engine events per status probe (its request, answer and the wait before the next).
+pub const EVENTS_PER_PROBE: f64 = 3.0;
+
+/// The tries one model attempt can make: the executor's retry, every added layer's retries and
+/// the SDK's network retries multiply; with the fields responsible.
+fn tries(s: &Scenario) -> (f64, Vec<String>) {
+    let mut factor = 1.0f64;
+    let mut fields = Vec::new();
+    let model = f64::from(s.agent.retry.max_retries) + 1.0;
+    factor *= model;
+    if s.agent.retry.max_retries > 1 {
+        fields.push("agent.retry.max_retries".to_string());
+    }
+    if let Some(r) = &s.executor.retry {
+        factor *= f64::from(r.max_retries) + 1.0;
+        if r.max_retries > 0 {
+            fields.push("executor.retry.max_retries".to_string());
+        }
+    }
+    for (name, layer) in &s.layers {
+        let in_stack = s.stack.as_ref().is_none_or(|st| st.contains(name));
+        if in_stack && layer.retries() > 0 {
+            factor *= f64::from(layer.retries()) + 1.0;
+            fields.push(format!("layers.{name}.max_retries"));
+        }
+    }
+    let sdk = &s.refunds_service.stripe_client;
+    if sdk.max_network_retries > 0 {
+        factor *= f64::from(sdk.max_network_retries) + 1.0;
+        fields.push("refunds_service.stripe_client.max_network_retries".to_string());
+    }
+    if s.deliveries.duplicate_probability > 0.0 {
+        factor *= 1.0 + s.deliveries.duplicate_probability;
+        fields.push("deliveries.duplicate_probability".to_string());
+    }
+    (factor, fields)
 }
 
 /// Estimates one run of `s`.
@@ -81,7 +131,64 @@ pub fn estimate(s: &Scenario) -> Estimate {
         )
     };
     let background_requests = s.background_load.rate_per_s * horizon;
-    let events = tickets * EVENTS_PER_TICKET + background_requests * EVENTS_PER_BACKGROUND_REQUEST;
+    let (tries_per_ticket, tries_fields) = tries(s);
+    // The incident's constant already counts its two model attempts.
+    let tries_factor = (tries_per_ticket / 2.0).max(0.5);
+    let probes_per_try = if s.executor.on_timeout == super::config::OnTimeout::ProbeStatus {
+        let interval = s.executor.probe_interval.as_secs_f64().max(1e-9);
+        (s.executor.probe_max_wait.as_secs_f64() / interval)
+            .ceil()
+            .max(1.0)
+    } else {
+        0.0
+    };
+    let probes_per_ticket = tries_per_ticket * TIMEOUT_FRACTION * probes_per_try;
+    let ticket_events = tickets * EVENTS_PER_TICKET * tries_factor;
+    let probe_events = tickets * probes_per_ticket * EVENTS_PER_PROBE;
+    let background_events = background_requests * EVENTS_PER_BACKGROUND_REQUEST;
+    let events = ticket_events + probe_events + background_events;
+    let mut drivers = vec![
+        (
+            tickets * EVENTS_PER_TICKET * tries_factor.min(1.0),
+            if a.tickets.is_empty() {
+                "arrivals.schedule, horizon".to_string()
+            } else {
+                "arrivals.tickets".to_string()
+            },
+            format!("about {} tickets", thousands(tickets)),
+        ),
+        (
+            background_events,
+            "background_load.rate_per_s, horizon".to_string(),
+            format!(
+                "about {} background requests",
+                thousands(background_requests)
+            ),
+        ),
+    ];
+    if tries_factor > 1.0 {
+        drivers.push((
+            tickets * EVENTS_PER_TICKET * (tries_factor - 1.0),
+            tries_fields.join(", "),
+            format!(
+                "up to {} requests per ticket (retries multiply across layers)",
+                thousands(tries_per_ticket)
+            ),
+        ));
+    }
+    if probe_events > 0.0 {
+        drivers.push((
+            probe_events,
+            "executor.probe_interval, executor.probe_max_wait".to_string(),
+            format!(
+                "up to {} status probes per timed-out try ({} probes in all if {:.0} % of tries time out)",
+                thousands(probes_per_try),
+                thousands(tickets * probes_per_ticket),
+                TIMEOUT_FRACTION * 100.0
+            ),
+        ));
+    }
+    drivers.sort_by(|x, y| y.0.total_cmp(&x.0));
     let attempts = f64::from(s.agent.retry.max_retries) + 1.0;
     let mut open_for = s.executor.timeout.as_secs_f64() * attempts;
     if s.humans.enabled {
@@ -91,51 +198,52 @@ pub fn estimate(s: &Scenario) -> Estimate {
     Estimate {
         tickets,
         background_requests,
+        tries_factor,
+        probes_per_ticket,
         events,
         cpu_seconds: events / EVENTS_PER_CPU_SECOND,
         peak_mb: (BASE_BYTES + open * BYTES_PER_OPEN_TICKET) / (1024.0 * 1024.0),
+        drivers: drivers
+            .into_iter()
+            .filter(|d| d.0 > 0.0)
+            .map(|(_, f, w)| (f, w))
+            .collect(),
     }
 }
 
-/// Refuses a scenario whose estimate exceeds the budget, naming the field that drives it
-/// (`arrivals.schedule` or `background_load.rate_per_s`), the estimate and the way past it.
+/// Refuses a scenario whose estimate exceeds the budget, naming the fields that drive it
+/// (largest first: the arrivals, background load, retries that multiply across layers, status
+/// probes), the estimate and the way past it.
 pub fn check_budget(s: &Scenario) -> Check {
     let limit = max_events();
     let e = estimate(s);
     if e.events <= limit as f64 {
         return Ok(());
     }
-    let tickets_drive =
-        e.tickets * EVENTS_PER_TICKET >= e.background_requests * EVENTS_PER_BACKGROUND_REQUEST;
-    let path = if tickets_drive {
-        if a_recorded(s) {
-            "arrivals.tickets"
-        } else {
-            "arrivals.schedule"
-        }
-    } else {
-        "background_load.rate_per_s"
+    let Some((first, _)) = e.drivers.first() else {
+        return Ok(());
     };
+    let path = first.split(", ").next().unwrap_or("horizon").to_string();
+    let drivers: Vec<String> = e
+        .drivers
+        .iter()
+        .map(|(fields, what)| format!("{what} ({fields})"))
+        .collect();
     fail(
-        path,
+        &path,
         format!(
-            "over the run budget: about {} tickets and {} background requests make about \
-             {} engine events (about {} of CPU, peak memory at most about {:.0} MB); the budget is \
-             {} engine event{}. Raise it with --max-events N if you mean it, or lower the rates \
-             or the horizon",
-            thousands(e.tickets),
-            thousands(e.background_requests),
+            "over the run budget: {} make about {} engine events (about {} of CPU, peak memory \
+             at most about {:.0} MB); the budget is {} engine event{}. Raise it with \
+             --max-events N if you mean it, or lower {}",
+            drivers.join(", "),
             thousands(e.events),
             human_secs(e.cpu_seconds),
             e.peak_mb,
             thousands(limit as f64),
             if limit == 1 { "" } else { "s" },
+            e.drivers[0].0,
         ),
     )
-}
-
-fn a_recorded(s: &Scenario) -> bool {
-    !s.arrivals.tickets.is_empty()
 }
 
 /// `1,234,567`: an estimate rounded to an integer, with thousands separators (saturating at

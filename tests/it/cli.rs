@@ -364,3 +364,52 @@ fn a_requires_action_refund_settles_later() {
         .unwrap()
         .contains(r#""status":"pending""#));
 }
+
+/// Fields that multiply each ticket's work enter the run budget, and the refusal names them
+/// first: status probes (interval × wait) and retries that multiply across layers (issue 13).
+#[test]
+fn the_run_budget_counts_probes_and_retries_and_names_their_fields() {
+    let out = refundsim()
+        .args(["run", INCIDENT])
+        .args(["--set", "executor.on_timeout=probe_status"])
+        .args([
+            "--set",
+            "executor.probe_interval=1ms",
+            "--set",
+            "executor.probe_max_wait=1h",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("executor.probe_interval: over the run budget: up to 3,600,000 status probes per timed-out try"),
+        "{err}"
+    );
+    assert!(
+        err.contains("or lower executor.probe_interval, executor.probe_max_wait"),
+        "{err}"
+    );
+    let out = refundsim()
+        .args(["run", INCIDENT])
+        .args(["--set", "agent.retry.max_retries=1000"])
+        .args([
+            "--set",
+            "refunds_service.stripe_client.max_network_retries=1000",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "agent.retry.max_retries: over the run budget: up to 1,002,001 requests per ticket"
+        ),
+        "{err}"
+    );
+    // The fixed policy's probing stays far inside the budget.
+    refundsim()
+        .args(["run", INCIDENT, "--policy", "policies/fixed.json"])
+        .assert()
+        .code(0);
+}
