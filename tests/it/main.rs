@@ -15,6 +15,7 @@ mod gate_lint;
 mod incident;
 mod invariants;
 mod latency_script;
+mod perfetto;
 mod pinned_outcomes;
 mod probe;
 mod prop_deliveries;
