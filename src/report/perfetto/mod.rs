@@ -2,9 +2,9 @@
 //! `{"traceEvents": [...], "displayTimeUnit": "ms"}`) that <https://ui.perfetto.dev> and
 //! `chrome://tracing` open. What each track, slice and arrow means: `docs/perfetto.md`.
 //!
-//! - Process `pool`: a track per connection (numbered by the exporter, see [`pool`]) with a
+//! - Process `pool`: a track per connection (numbered by the exporter, see `pool.rs`) with a
 //!   slice per hold.
-//! - Process `tickets`: a track per ticket (more when its spans overlap, see [`layout`]) with
+//! - Process `tickets`: a track per ticket (more when its spans overlap, see `layout.rs`) with
 //!   its tool calls, executor timeouts, refunds-service requests, pool waits, Stripe calls and
 //!   point events; arrows from each executor timeout to the retry and to the late response.
 //! - Process `reconciliation`: the reconciliation job's alerts, when it raises any.
@@ -163,6 +163,12 @@ impl<W: Write> PerfettoStream<W> {
                 let tid = self.ids.tid();
                 self.alerts_tid = Some(tid);
                 lines.push(process_name(RECONCILIATION_PID, "reconciliation"));
+                lines.push(metadata(
+                    RECONCILIATION_PID,
+                    None,
+                    "process_sort_index",
+                    &Args::default().u("sort_index", u64::from(RECONCILIATION_PID)),
+                ));
                 let name = Args::default().s("name", "alerts");
                 lines.push(metadata(
                     RECONCILIATION_PID,

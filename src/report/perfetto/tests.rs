@@ -298,3 +298,25 @@ fn a_write_error_is_kept_for_finish() {
     let err = s.finish().err().expect("an error");
     assert!(err.to_string().contains("disk full"));
 }
+
+#[test]
+fn a_reconciliation_alert_goes_on_its_own_track() {
+    let mut h = zombie_history();
+    h.push(Event {
+        t_ns: SimTime::from_secs(3600),
+        ticket: None,
+        attempt: None,
+        call: None,
+        kind: EventKind::ReconciliationAlert {
+            tickets: vec![7, 9],
+            duplicate_at_ns: vec![1, 2],
+        },
+    });
+    let text = export(&h);
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let (_, names) = replay(&doc);
+    assert!(names.values().any(|n| n == "alerts"));
+    assert!(text.contains(
+        r#""ts":3600000000.000,"name":"alert: 2 duplicated tickets","cat":"reconciliation","s":"t","args":{"tickets":"7 9"}}"#
+    ));
+}
