@@ -275,6 +275,10 @@ struct RunArgs {
     /// Write the JSONL history to FILE (written whole or not at all).
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
+    /// Write the run as Chrome Trace Event JSON to FILE, for ui.perfetto.dev or
+    /// chrome://tracing (written whole or not at all; see docs/perfetto.md).
+    #[arg(long, value_name = "FILE")]
+    perfetto: Option<PathBuf>,
     /// Print this ticket's story in the incident log's style.
     #[arg(long, value_name = "ID")]
     ticket: Option<u64>,
@@ -461,6 +465,7 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<ExitCode> {
             sets: a.sets,
             json: a.json,
             trace: a.trace,
+            perfetto: a.perfetto,
             ticket: a.ticket,
         },
         observer,

@@ -9,6 +9,7 @@ use std::rc::Rc;
 use crate::history::{Event, History, Keep, Observer, TraceStream};
 use crate::invariants::{expectations, EvalRules, Evaluator, ExpectationResult, Metrics};
 use crate::model::simulate_observed;
+use crate::report::perfetto::PerfettoStream;
 use crate::report::IncidentShapes;
 use crate::scenario::Scenario;
 use crate::sim::{Seeded, Sim, SimTime, Streams};
@@ -138,7 +139,15 @@ pub fn run(scenario: &Scenario, seed: u64, how: &Invocation) -> RunOutput {
 
 /// [`run`], keeping the events `keep` selects in [`RunOutput::history`].
 pub fn run_keeping(scenario: &Scenario, seed: u64, how: &Invocation, keep: Keep) -> RunOutput {
-    run_recorded(engine_for(scenario), scenario, seed, how, keep, None).0
+    run_recorded(
+        engine_for(scenario),
+        scenario,
+        seed,
+        how,
+        keep,
+        Sinks::default(),
+    )
+    .0
 }
 
 /// One ticket's story (see [`crate::report::story`]) from re-running `scenario` under `seed`
@@ -171,7 +180,7 @@ pub fn run_with_progress(
     engine.on_progress(PROGRESS_EVERY_EVENTS, move |t: SimTime| {
         observer(std::time::Duration::from_nanos(t.as_nanos()))
     });
-    run_recorded(engine, scenario, seed, how, Keep::Nothing, None).0
+    run_recorded(engine, scenario, seed, how, Keep::Nothing, Sinks::default()).0
 }
 
 /// The engine a scenario asks for: plain, or exploring under its `tie_break` section.
@@ -188,21 +197,33 @@ pub fn engine_for(scenario: &Scenario) -> Sim {
 /// [`run`] on a given engine, e.g. one in exploration mode ([`Sim::exploring`]), keeping every
 /// event.
 pub fn run_on(engine: Sim, scenario: &Scenario, seed: u64, how: &Invocation) -> RunOutput {
-    run_recorded(engine, scenario, seed, how, Keep::All, None).0
+    run_recorded(engine, scenario, seed, how, Keep::All, Sinks::default()).0
 }
 
 /// A trace being streamed while a run goes on: JSONL lines to any writer.
 pub type TraceSink = TraceStream<Box<dyn Write>>;
 
+/// A Chrome Trace Event JSON file (`--perfetto`) being streamed while a run goes on.
+pub type PerfettoSink = PerfettoStream<Box<dyn Write>>;
+
+/// The outputs a run streams its events to as they happen; each is optional.
+#[derive(Default)]
+pub struct Sinks {
+    /// The JSONL trace (`--trace`).
+    pub trace: Option<TraceSink>,
+    /// The Chrome Trace Event JSON (`--perfetto`).
+    pub perfetto: Option<PerfettoSink>,
+}
+
 /// The run's one observer: the online metrics and invariants, the incident-shape scan, the
-/// streamed trace and the kept events.
+/// streamed outputs and the kept events.
 #[derive(Default)]
 struct Recorder {
     eval: Evaluator,
     shapes: IncidentShapes,
     keep: Keep,
     kept: History,
-    trace: Option<TraceSink>,
+    sinks: Sinks,
     recording: Option<crate::replay::ReplayObserver>,
 }
 
@@ -210,8 +231,11 @@ impl Observer for Recorder {
     fn event(&mut self, e: Event) {
         self.eval.record(&e);
         self.shapes.record(&e);
-        if let Some(t) = &mut self.trace {
+        if let Some(t) = &mut self.sinks.trace {
             t.write(&e);
+        }
+        if let Some(p) = &mut self.sinks.perfetto {
+            p.event(&e);
         }
         if let Some(r) = &mut self.recording {
             r.record(&e);
@@ -223,26 +247,29 @@ impl Observer for Recorder {
     fn ticket_closed(&mut self, id: u64) {
         self.eval.ticket_closed(id);
         self.shapes.ticket_closed(id);
+        if let Some(p) = &mut self.sinks.perfetto {
+            p.ticket_closed(id);
+        }
     }
 }
 
 /// The general form: runs on `engine`, keeps what `keep` selects, and streams every event to
-/// `trace` as it happens. Returns the output and the trace stream (check
-/// [`TraceStream::finish`] for I/O errors).
+/// `sinks` as it happens. Returns the output and the sinks (check [`TraceStream::finish`] and
+/// [`PerfettoStream::finish`] for I/O errors).
 pub fn run_recorded(
     engine: Sim,
     scenario: &Scenario,
     seed: u64,
     how: &Invocation,
     keep: Keep,
-    trace: Option<TraceSink>,
-) -> (RunOutput, Option<TraceSink>) {
+    sinks: Sinks,
+) -> (RunOutput, Sinks) {
     let rec = Rc::new(RefCell::new(Recorder {
         eval: Evaluator::new(EvalRules::of(scenario)),
         shapes: IncidentShapes::default(),
         keep,
         kept: History::default(),
-        trace,
+        sinks,
         recording: scenario
             .replay
             .as_ref()
@@ -273,7 +300,7 @@ pub fn run_recorded(
         report,
         history: rec.kept,
     };
-    (out, rec.trace)
+    (out, rec.sinks)
 }
 
 impl RunReport {

@@ -2,15 +2,17 @@
 //! write the trace, and render the report. The binary only parses arguments, prints the text and
 //! maps the outcome to an exit code.
 
-use std::path::PathBuf;
+use std::io::{stdout, BufWriter, Write};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use super::perfetto::PerfettoStream;
 use super::queueing::pool_oracle;
 use super::{story, summary_with_oracle};
 use crate::error::CliError;
 use crate::history::{Keep, TraceStream};
 use crate::output::{same_file, WholeFile};
-use crate::run::{engine_for, run_recorded, Invocation, RunOutput};
+use crate::run::{engine_for, run_recorded, Invocation, RunOutput, Sinks};
 use crate::scenario::{self, Scenario};
 
 /// The arguments of `refundsim run`.
@@ -28,6 +30,8 @@ pub struct CliOptions {
     pub json: bool,
     /// Write the JSONL history here (whole or not at all).
     pub trace: Option<PathBuf>,
+    /// Write the run as Chrome Trace Event JSON here, for Perfetto (whole or not at all).
+    pub perfetto: Option<PathBuf>,
     /// Add this ticket's story to the report.
     pub ticket: Option<u64>,
 }
@@ -77,44 +81,69 @@ fn cli_run_by(
     // One run: the trace streams to its file as events happen, and only the asked ticket's
     // events are kept (for its story); metrics are computed online.
     let keep = opts.ticket.map_or(Keep::Nothing, Keep::Ticket);
-    let engine = engine(&sc);
-    let out = match &opts.trace {
-        None => run_recorded(engine, &sc, seed, &how, keep, None).0,
+    // The output files are opened before the run (a bad path fails at once) and renamed into
+    // place only once everything succeeded.
+    let mut files = Vec::new();
+    let trace = match &opts.trace {
+        None => None,
         Some(path) if path.as_os_str() == "-" => {
             // `--trace -`: the trace on stdout, before the report.
-            let sink: Box<dyn std::io::Write> = Box::new(std::io::BufWriter::with_capacity(
-                1 << 16,
-                std::io::stdout(),
-            ));
-            let stream = TraceStream::new(sink, origin);
-            let (out, stream) = run_recorded(engine, &sc, seed, &how, keep, Some(stream));
-            if let Some(stream) = stream {
-                stream.finish().map_err(|e| {
-                    CliError::Input(format!("--trace -: cannot write to stdout: {e}"))
-                })?;
-            }
-            out
+            let sink: Box<dyn Write> = Box::new(BufWriter::with_capacity(1 << 16, stdout()));
+            Some(TraceStream::new(sink, origin))
         }
         Some(path) => {
-            refuse_trace_over_input(opts, path)?;
-            let fail = |e: String| CliError::Input(format!("--trace {}: {e}", path.display()));
-            let (file, handle) = WholeFile::create(path).map_err(fail)?;
-            let sink: Box<dyn std::io::Write> =
-                Box::new(std::io::BufWriter::with_capacity(1 << 16, handle));
-            let stream = TraceStream::new(sink, origin);
-            let (out, stream) = run_recorded(engine, &sc, seed, &how, keep, Some(stream));
-            if let Some(stream) = stream {
-                stream
-                    .finish()
-                    .map_err(|e| fail(format!("cannot write: {e}")))?;
-            }
-            // An unknown `--ticket` is an input error: no trace is left behind for it.
-            ticket_story(opts, &sc, &out, origin)?;
-            file.commit().map_err(fail)?;
-            out
+            let handle = open_output(opts, "--trace", path, &mut files)?;
+            Some(TraceStream::new(handle, origin))
         }
     };
+    let perfetto = match &opts.perfetto {
+        None => None,
+        Some(path) => {
+            if path.as_os_str() == "-" {
+                return Err(CliError::Input(
+                    "--perfetto -: expected a file path (stdout carries the report)".into(),
+                ));
+            }
+            if let Some(t) = opts
+                .trace
+                .as_ref()
+                .filter(|t| *t == path || same_file(t, path))
+            {
+                return Err(CliError::Input(format!(
+                    "--perfetto {}: is also the --trace file {}; choose another file",
+                    path.display(),
+                    t.display()
+                )));
+            }
+            let handle = open_output(opts, "--perfetto", path, &mut files)?;
+            Some(PerfettoStream::new(handle, &sc.name, seed))
+        }
+    };
+    let sinks = Sinks { trace, perfetto };
+    let (out, sinks) = run_recorded(engine(&sc), &sc, seed, &how, keep, sinks);
+    if let Some(stream) = sinks.trace {
+        stream
+            .finish()
+            .map_err(|e| match &opts.trace {
+                Some(p) if p.as_os_str() != "-" => {
+                    format!("--trace {}: cannot write: {e}", p.display())
+                }
+                _ => format!("--trace -: cannot write to stdout: {e}"),
+            })
+            .map_err(CliError::Input)?;
+    }
+    if let Some(stream) = sinks.perfetto {
+        stream.finish().map_err(|e| {
+            let path = opts.perfetto.as_deref().unwrap_or(Path::new("-"));
+            CliError::Input(format!("--perfetto {}: cannot write: {e}", path.display()))
+        })?;
+    }
+    // An unknown `--ticket` is an input error: no output file is left behind for it.
     let story_lines = ticket_story(opts, &sc, &out, origin)?;
+    for (flag, path, file) in files {
+        file.commit()
+            .map_err(|e| CliError::Input(format!("{flag} {}: {e}", path.display())))?;
+    }
     let stdout = if opts.json {
         render_json(&sc, &out, story_lines.as_deref())?
     } else {
@@ -162,17 +191,26 @@ fn ticket_story(
     Ok(Some(lines))
 }
 
-/// `--trace`: refused when the path is an input.
-fn refuse_trace_over_input(opts: &CliOptions, path: &std::path::Path) -> Result<(), CliError> {
+/// An output file of `flag` (`--trace`, `--perfetto`), written whole or not at all: refused
+/// when it is an input; its buffered handle is returned, the file kept in `files` to commit.
+fn open_output(
+    opts: &CliOptions,
+    flag: &'static str,
+    path: &Path,
+    files: &mut Vec<(&'static str, PathBuf, WholeFile)>,
+) -> Result<Box<dyn Write>, CliError> {
     let mut inputs = std::iter::once(&opts.scenario).chain(opts.policies.iter());
     if let Some(input) = inputs.find(|i| same_file(path, i)) {
         return Err(CliError::Input(format!(
-            "--trace {}: is the input {}; choose another file",
+            "{flag} {}: is the input {}; choose another file",
             path.display(),
             input.display()
         )));
     }
-    Ok(())
+    let (file, handle) = WholeFile::create(path)
+        .map_err(|e| CliError::Input(format!("{flag} {}: {e}", path.display())))?;
+    files.push((flag, path.to_path_buf(), file));
+    Ok(Box::new(BufWriter::with_capacity(1 << 16, handle)))
 }
 
 /// `--json`: the report, with the pool's queueing oracle as a `queueing` field (see

@@ -1,8 +1,9 @@
 //! Human-readable output: the run summary, one ticket's story, the pool's queueing oracle
-//! ([`queueing`]), and `refundsim run` as a
-//! library call ([`cli_run`]).
+//! ([`queueing`]), a run as a Perfetto / `chrome://tracing` timeline ([`perfetto`]), and
+//! `refundsim run` as a library call ([`cli_run`]).
 
 pub mod cli;
+pub mod perfetto;
 pub mod queueing;
 mod story;
 mod summary;

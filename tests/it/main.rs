@@ -16,6 +16,7 @@ mod import_replay;
 mod incident;
 mod invariants;
 mod latency_script;
+mod perfetto;
 mod pinned_outcomes;
 mod probe;
 mod prop_deliveries;
