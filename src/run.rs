@@ -191,7 +191,7 @@ pub fn run_on(engine: Sim, scenario: &Scenario, seed: u64, how: &Invocation) -> 
 pub type TraceSink = TraceStream<Box<dyn Write>>;
 
 /// The run's one observer: the online metrics and invariants, the incident-shape scan, the
-/// streamed trace and the kept events.
+/// streamed trace, the kept events and the caller's own consumer, if any.
 #[derive(Default)]
 struct Recorder {
     eval: Evaluator,
@@ -199,6 +199,7 @@ struct Recorder {
     keep: Keep,
     kept: History,
     trace: Option<TraceSink>,
+    extra: Option<Rc<RefCell<dyn Observer>>>,
 }
 
 impl Observer for Recorder {
@@ -208,13 +209,25 @@ impl Observer for Recorder {
         if let Some(t) = &mut self.trace {
             t.write(&e);
         }
-        if self.keep.wants(&e) {
-            self.kept.events.push(e);
+        let keep = self.keep.wants(&e);
+        match &self.extra {
+            // The event is cloned only when both want it.
+            Some(x) => {
+                if keep {
+                    self.kept.events.push(e.clone());
+                }
+                x.borrow_mut().event(e);
+            }
+            None if keep => self.kept.events.push(e),
+            None => {}
         }
     }
     fn ticket_closed(&mut self, id: u64) {
         self.eval.ticket_closed(id);
         self.shapes.ticket_closed(id);
+        if let Some(x) = &self.extra {
+            x.borrow_mut().ticket_closed(id);
+        }
     }
 }
 
@@ -229,12 +242,30 @@ pub fn run_recorded(
     keep: Keep,
     trace: Option<TraceSink>,
 ) -> (RunOutput, Option<TraceSink>) {
+    run_recorded_with(engine, scenario, seed, how, keep, trace, None)
+}
+
+/// [`run_recorded`], also handing every event and every ticket's closing to `extra`, in the
+/// order the run's own consumers see them (after the metrics): a report's own online
+/// consumers, such as the HTML report's timelines and duplicated tickets' stories. `extra`
+/// only reads the stream: the output is exactly [`run_recorded`]'s. The caller keeps a clone
+/// of the `Rc` to read its consumer after the run.
+pub fn run_recorded_with(
+    engine: Sim,
+    scenario: &Scenario,
+    seed: u64,
+    how: &Invocation,
+    keep: Keep,
+    trace: Option<TraceSink>,
+    extra: Option<Rc<RefCell<dyn Observer>>>,
+) -> (RunOutput, Option<TraceSink>) {
     let rec = Rc::new(RefCell::new(Recorder {
         eval: Evaluator::new(EvalRules::of(scenario)),
         shapes: IncidentShapes::default(),
         keep,
         kept: History::default(),
         trace,
+        extra,
     }));
     let (gauges, stats) = simulate_observed(engine, scenario, seed, rec.clone());
     let rec = std::mem::take(&mut *rec.borrow_mut());
