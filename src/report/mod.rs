@@ -1,8 +1,9 @@
 //! Human-readable output: the run summary, one ticket's story, the pool's queueing oracle
-//! ([`queueing`]), and `refundsim run` as a
-//! library call ([`cli_run`]).
+//! ([`queueing`]), `refundsim run` as a library call ([`cli_run`]), and the self-contained
+//! HTML report of `refundsim report` ([`html`]).
 
 pub mod cli;
+pub mod html;
 pub mod queueing;
 mod story;
 mod summary;
