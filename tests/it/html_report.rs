@@ -376,9 +376,13 @@ fn find_chromium() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// Runs Chromium headless on `page` with `args`, at most 90 s; returns (stdout, stderr).
+/// Runs Chromium headless on `page` with `args`, at most 90 s; returns (stdout, stderr). Its
+/// output goes to files, not pipes: a helper process that outlives it (crashpad) cannot hold
+/// the test up.
 fn chromium(bin: &Path, profile: &Path, args: &[&str], page: &Path) -> (String, String) {
     let url = format!("file://{}", page.display());
+    let (out, err) = (profile.with_extension("out"), profile.with_extension("err"));
+    let file = |p: &Path| std::fs::File::create(p).unwrap();
     let mut child = Command::new(bin)
         .args([
             "--headless",
@@ -394,33 +398,26 @@ fn chromium(bin: &Path, profile: &Path, args: &[&str], page: &Path) -> (String, 
         .args(args)
         .arg(&url)
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stdout(file(&out))
+        .stderr(file(&err))
         .spawn()
         .expect("chromium starts");
-    let out = child.stdout.take().unwrap();
-    let err = child.stderr.take().unwrap();
-    let read = |mut r: Box<dyn std::io::Read + Send>| {
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = r.read_to_string(&mut s);
-            s
-        })
-    };
-    let (out, err) = (read(Box::new(out)), read(Box::new(err)));
     let start = Instant::now();
-    loop {
+    let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
-            assert!(status.success(), "chromium failed: {status}");
-            break;
+            break status;
         }
         if start.elapsed() > Duration::from_secs(90) {
             let _ = child.kill();
+            let _ = child.wait();
             panic!("chromium took over 90 s on {url}");
         }
         std::thread::sleep(Duration::from_millis(50));
-    }
-    (out.join().unwrap(), err.join().unwrap())
+    };
+    let read = |p: &Path| String::from_utf8_lossy(&std::fs::read(p).unwrap()).into_owned();
+    let (out, err) = (read(&out), read(&err));
+    assert!(status.success(), "chromium failed ({status}): {err}");
+    (out, err)
 }
 
 /// Console messages and uncaught errors in Chromium's log (the page logs nothing itself).
