@@ -66,6 +66,10 @@ enum Command {
     /// (exit 1 when refunds or a timing differ by more than 1 ms), or with --policy show what
     /// the policy would have done to exactly that traffic.
     Replay(ReplayArgs),
+    /// Run one scenario and write a self-contained HTML report: the summary, timelines over
+    /// virtual time, duplicated tickets' stories, and optionally a sweep's table and plots
+    /// (exit 1 if an `expect` bound fails; the file is written either way).
+    Report(ReportArgs),
 }
 
 #[derive(clap::Args)]
@@ -166,6 +170,27 @@ struct ReplayArgs {
     /// Print the comparison as JSON instead of text.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(clap::Args)]
+struct ReportArgs {
+    /// Scenario file (JSON).
+    scenario: PathBuf,
+    /// Root seed [default: the scenario's `seed`].
+    #[arg(long)]
+    seed: Option<u64>,
+    /// RFC 7396 JSON merge patch applied over the scenario; repeatable, applied in order.
+    #[arg(long = "policy", value_name = "FILE")]
+    policies: Vec<PathBuf>,
+    /// Override one field, e.g. `--set executor.timeout=15s`; repeatable, applied after policies.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    sets: Vec<String>,
+    /// Embed the table and plots of this `sweep` (or `merge`) output directory.
+    #[arg(long, value_name = "DIR")]
+    sweep: Option<PathBuf>,
+    /// The HTML file to write (whole or not at all; its directory must exist).
+    #[arg(long, value_name = "FILE.html")]
+    out: PathBuf,
 }
 
 #[derive(clap::Args)]
@@ -405,6 +430,7 @@ fn run() -> anyhow::Result<ExitCode> {
         Command::Lint(args) => cmd_lint(args),
         Command::Explore(args) => cmd_explore(args),
         Command::Sweep(args) => cmd_sweep(args),
+        Command::Report(args) => cmd_report(args),
         Command::Merge(args) => {
             // Writing the merged sweep over one of its shards would destroy that shard.
             if let Ok(out) = args.out.canonicalize() {
@@ -445,18 +471,7 @@ fn display(p: &Path) -> String {
 
 fn cmd_run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let bar = virtual_time_bar();
-    let observer = {
-        let bar = bar.clone();
-        move |now: Duration, horizon: Duration| {
-            bar.set_length(millis(horizon));
-            bar.set_position(millis(now.min(horizon)));
-            bar.set_message(format!(
-                "{} of {}",
-                humantime::format_duration(Duration::from_secs(now.as_secs())),
-                humantime::format_duration(horizon)
-            ));
-        }
-    };
+    let observer = virtual_time_progress(&bar);
     let outcome = report::cli::cli_run_with_progress(
         &report::cli::CliOptions {
             scenario: a.scenario,
@@ -530,6 +545,30 @@ fn cmd_replay(a: ReplayArgs) -> anyhow::Result<ExitCode> {
         emit(text)?;
     }
     Ok(exit(!exact || c.matches))
+}
+
+fn cmd_report(a: ReportArgs) -> anyhow::Result<ExitCode> {
+    let bar = virtual_time_bar();
+    let opts = report::html::HtmlOptions {
+        scenario: a.scenario,
+        seed: a.seed,
+        policies: a.policies,
+        sets: a.sets,
+        sweep: a.sweep,
+    };
+    let made = report::html::write_html_report(&opts, &a.out, virtual_time_progress(&bar));
+    bar.finish_and_clear();
+    let made = made?;
+    let r = &made.report;
+    emit(format!(
+        "wrote {}: {} (seed {}), {} duplicate-refund tickets, {} stories shown\n",
+        display(&a.out),
+        r.scenario,
+        r.seed,
+        r.duplicate_refund_tickets(),
+        made.stories.len()
+    ))?;
+    Ok(exit(r.expectations_met))
 }
 
 fn exit(ok: bool) -> ExitCode {
@@ -706,6 +745,20 @@ fn virtual_time_bar() -> indicatif::ProgressBar {
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     bar
+}
+
+/// Moves `bar` from a run's progress reports (virtual time reached, horizon).
+fn virtual_time_progress(bar: &indicatif::ProgressBar) -> impl FnMut(Duration, Duration) + 'static {
+    let bar = bar.clone();
+    move |now: Duration, horizon: Duration| {
+        bar.set_length(millis(horizon));
+        bar.set_position(millis(now.min(horizon)));
+        bar.set_message(format!(
+            "{} of {}",
+            humantime::format_duration(Duration::from_secs(now.as_secs())),
+            humantime::format_duration(horizon)
+        ));
+    }
 }
 
 fn millis(d: Duration) -> u64 {

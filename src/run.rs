@@ -216,7 +216,7 @@ pub struct Sinks {
 }
 
 /// The run's one observer: the online metrics and invariants, the incident-shape scan, the
-/// streamed outputs and the kept events.
+/// streamed outputs, the kept events and the caller's own consumer, if any.
 #[derive(Default)]
 struct Recorder {
     eval: Evaluator,
@@ -225,6 +225,7 @@ struct Recorder {
     kept: History,
     sinks: Sinks,
     recording: Option<crate::replay::ReplayObserver>,
+    extra: Option<Rc<RefCell<dyn Observer>>>,
 }
 
 impl Observer for Recorder {
@@ -240,8 +241,17 @@ impl Observer for Recorder {
         if let Some(r) = &mut self.recording {
             r.record(&e);
         }
-        if self.keep.wants(&e) {
-            self.kept.events.push(e);
+        let keep = self.keep.wants(&e);
+        match &self.extra {
+            // The event is cloned only when both want it.
+            Some(x) => {
+                if keep {
+                    self.kept.events.push(e.clone());
+                }
+                x.borrow_mut().event(e);
+            }
+            None if keep => self.kept.events.push(e),
+            None => {}
         }
     }
     fn ticket_closed(&mut self, id: u64) {
@@ -249,6 +259,9 @@ impl Observer for Recorder {
         self.shapes.ticket_closed(id);
         if let Some(p) = &mut self.sinks.perfetto {
             p.ticket_closed(id);
+        }
+        if let Some(x) = &self.extra {
+            x.borrow_mut().ticket_closed(id);
         }
     }
 }
@@ -264,6 +277,23 @@ pub fn run_recorded(
     keep: Keep,
     sinks: Sinks,
 ) -> (RunOutput, Sinks) {
+    run_recorded_with(engine, scenario, seed, how, keep, sinks, None)
+}
+
+/// [`run_recorded`], also handing every event and every ticket's closing to `extra`, in the
+/// order the run's own consumers see them (after the metrics): a report's own online
+/// consumers, such as the HTML report's timelines and duplicated tickets' stories. `extra`
+/// only reads the stream: the output is exactly [`run_recorded`]'s. The caller keeps a clone
+/// of the `Rc` to read its consumer after the run.
+pub fn run_recorded_with(
+    engine: Sim,
+    scenario: &Scenario,
+    seed: u64,
+    how: &Invocation,
+    keep: Keep,
+    sinks: Sinks,
+    extra: Option<Rc<RefCell<dyn Observer>>>,
+) -> (RunOutput, Sinks) {
     let rec = Rc::new(RefCell::new(Recorder {
         eval: Evaluator::new(EvalRules::of(scenario)),
         shapes: IncidentShapes::default(),
@@ -274,6 +304,7 @@ pub fn run_recorded(
             .replay
             .as_ref()
             .map(crate::replay::ReplayObserver::new),
+        extra,
     }));
     let (gauges, stats) = simulate_observed(engine, scenario, seed, rec.clone());
     let rec = std::mem::take(&mut *rec.borrow_mut());

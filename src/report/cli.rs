@@ -220,6 +220,19 @@ fn render_json(
     out: &RunOutput,
     story_lines: Option<&[String]>,
 ) -> Result<String, CliError> {
+    let v = report_value(sc, out, story_lines)?;
+    let text = serde_json::to_string_pretty(&v).map_err(|e| CliError::Input(e.to_string()))?;
+    Ok(text + "\n")
+}
+
+/// The object `refundsim run --json` prints: the run's report with the pool's queueing oracle
+/// as a `queueing` field (see [`pool_oracle`]) and, when given, a ticket's story as a `story`
+/// field. Also what `refundsim report` tabulates.
+pub fn report_value(
+    sc: &Scenario,
+    out: &RunOutput,
+    story_lines: Option<&[String]>,
+) -> Result<serde_json::Value, CliError> {
     let json_error = |e: serde_json::Error| CliError::Input(e.to_string());
     let mut v = serde_json::to_value(&out.report).map_err(json_error)?;
     if let Some(obj) = v.as_object_mut() {
@@ -229,7 +242,7 @@ fn render_json(
             obj.insert("story".into(), serde_json::json!(lines));
         }
     }
-    Ok(serde_json::to_string_pretty(&v).map_err(json_error)? + "\n")
+    Ok(v)
 }
 
 /// The text summary, followed by the ticket's story.
@@ -240,12 +253,7 @@ fn render_text(
     origin: Option<SystemTime>,
     story_lines: Option<&[String]>,
 ) -> String {
-    let recon = sc
-        .reconciliation
-        .enabled
-        .then_some((sc.reconciliation.interval, sc.horizon));
-    let oracle = pool_oracle(sc);
-    let mut text = summary_with_oracle(&out.report, origin, recon, &oracle);
+    let mut text = summary_text(sc, out, origin);
     if let Some(c) = &out.report.recording {
         text += "\n";
         if opts.policies.is_empty() && opts.sets.is_empty() {
@@ -263,4 +271,15 @@ fn render_text(
         }
     }
     text
+}
+
+/// The text summary `refundsim run` prints for `out`, a run of `sc`: with the reconciliation
+/// job's schedule and the pool's queueing oracle. `origin` is the scenario's clock origin.
+pub fn summary_text(sc: &Scenario, out: &RunOutput, origin: Option<SystemTime>) -> String {
+    let recon = sc
+        .reconciliation
+        .enabled
+        .then_some((sc.reconciliation.interval, sc.horizon));
+    let oracle = pool_oracle(sc);
+    summary_with_oracle(&out.report, origin, recon, &oracle)
 }

@@ -1,8 +1,10 @@
 //! Human-readable output: the run summary, one ticket's story, the pool's queueing oracle
-//! ([`queueing`]), a run as a Perfetto / `chrome://tracing` timeline ([`perfetto`]), and
-//! `refundsim run` as a library call ([`cli_run`]).
+//! ([`queueing`]), a run as a Perfetto / `chrome://tracing` timeline ([`perfetto`]),
+//! `refundsim run` as a library call ([`cli_run`]), and the self-contained HTML report of
+//! `refundsim report` ([`html`]).
 
 pub mod cli;
+pub mod html;
 pub mod perfetto;
 pub mod queueing;
 mod story;

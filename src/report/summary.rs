@@ -12,7 +12,8 @@ use crate::sim::SimTime;
 /// How many duplicated ticket ids the summary lists.
 pub const LISTED_DUPLICATES: usize = 10;
 
-fn dollars(cents: u64) -> String {
+/// `$1,234.56` from cents.
+pub(crate) fn dollars(cents: u64) -> String {
     let whole = (cents / 100).to_string();
     let mut grouped = String::new();
     for (i, c) in whole.chars().enumerate() {

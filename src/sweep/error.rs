@@ -32,6 +32,14 @@ pub enum SweepError {
         /// What is wrong and what was expected.
         message: String,
     },
+    /// A sweep's output directory that cannot be read back (`refundsim report --sweep`).
+    #[error("{dir}: {message}")]
+    Read {
+        /// The directory, or the file in it, as given.
+        dir: String,
+        /// What is wrong and what was expected.
+        message: String,
+    },
     /// An output file could not be written.
     #[error("--out {path}: {message}")]
     Output {

@@ -39,6 +39,7 @@ mod exec;
 mod files;
 mod merge;
 mod plot;
+mod read;
 mod require;
 mod shard;
 mod table;
@@ -51,7 +52,8 @@ pub use exec::{
 };
 pub use files::{sweep_json, write_dir, FORMAT};
 pub use merge::merge;
-pub use plot::plots;
+pub use plot::{plot_names, plots};
+pub use read::{read_dir, SweepPoint, SweepRead};
 pub use require::{Require, DEFAULT_REQUIRE};
 pub use shard::Shard;
 pub use table::{

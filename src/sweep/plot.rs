@@ -6,7 +6,7 @@
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::exec::Sweep;
+use super::exec::{Inputs, Sweep};
 use super::table::{DUPLICATES, TOOL_CALL_P50, TOOL_CALL_P99};
 
 /// Size of every plot, pixels.
@@ -35,6 +35,22 @@ pub fn plots(s: &Sweep) -> Result<Vec<(String, String)>, String> {
         out.push((name, latency(s, a)?));
     }
     Ok(out)
+}
+
+/// The file names [`plots`] gives for a sweep of `inputs`, in the same order (what `refundsim
+/// report --sweep` reads back from a sweep's directory).
+pub fn plot_names(inputs: &Inputs) -> Vec<String> {
+    let mut names = Vec::new();
+    if inputs.vary.len() == 2 {
+        names.push("p_duplicate.svg".to_string());
+        if inputs.metrics.iter().any(|n| n == DUPLICATES) {
+            names.push("duplicates.svg".to_string());
+        }
+    }
+    for a in &inputs.vary {
+        names.push(format!("latency-{}.svg", a.path));
+    }
+    names
 }
 
 fn seeds(s: &Sweep) -> u64 {

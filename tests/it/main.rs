@@ -12,6 +12,7 @@ mod fuzz_inputs;
 mod gate_check;
 mod gate_diff;
 mod gate_lint;
+mod html_report;
 mod import_replay;
 mod incident;
 mod invariants;

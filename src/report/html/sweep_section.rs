@@ -1,0 +1,131 @@
+//! The page's `--sweep` section: what the sweep ran, its table (the columns `refundsim sweep`
+//! prints), and its plots as `data:` images. A plot is embedded as an image, not inline: a
+//! script inside an image's SVG never runs, so a doctored plot file cannot act on the page.
+
+use std::fmt::Write;
+
+use base64::Engine as _;
+
+use super::page::{esc, num};
+use crate::sweep::{SweepRead, DUPLICATES, TOOL_CALL_P50, TOOL_CALL_P99};
+
+/// Appends the section for the sweep read from `dir` (as given on the command line).
+pub(super) fn sweep_section(h: &mut String, dir: &str, s: &SweepRead) {
+    let i = &s.inputs;
+    let seeds = i.seed_last.saturating_sub(i.seed_first) + 1;
+    let _ = writeln!(
+        h,
+        "<section id=\"sweep\" data-points=\"{}\" data-safe-points=\"{}\">\n<h2>Sweep</h2>\n\
+         <p>From <code id=\"sweep-dir\">{}</code>: <code>{}</code>{}{}, {} points × {seeds} \
+         seeds ({}..{}). Safe ({}): <span id=\"sweep-safe-points\" data-value=\"{}\">{}</span> \
+         of {} points.</p>",
+        s.points.len(),
+        s.safe_points,
+        esc(dir),
+        esc(&i.scenario_path),
+        list(" with policies ", &i.policies),
+        list(" with --set ", &i.sets),
+        s.points.len(),
+        i.seed_first,
+        i.seed_last,
+        esc(&requirements(s)),
+        s.safe_points,
+        s.safe_points,
+        s.points.len()
+    );
+    recommendation(h, s);
+    table(h, s);
+    h.push_str("<div class=\"plots\">\n");
+    for (name, svg) in &s.plots {
+        let data = base64::engine::general_purpose::STANDARD.encode(svg);
+        let _ = writeln!(
+            h,
+            "<figure class=\"sweep-plot\" data-plot=\"{n}\"><img alt=\"{n}\" \
+             src=\"data:image/svg+xml;base64,{data}\"><figcaption>{n}</figcaption></figure>",
+            n = esc(name)
+        );
+    }
+    h.push_str("</div>\n</section>\n");
+}
+
+fn list(lead: &str, xs: &[String]) -> String {
+    if xs.is_empty() {
+        return String::new();
+    }
+    let items: Vec<String> = xs
+        .iter()
+        .map(|x| format!("<code>{}</code>", esc(x)))
+        .collect();
+    format!("{lead}{}", items.join(" "))
+}
+
+fn requirements(s: &SweepRead) -> String {
+    let r: Vec<String> = s.inputs.require.iter().map(|r| r.to_string()).collect();
+    r.join(" and ")
+}
+
+fn recommendation(h: &mut String, s: &SweepRead) {
+    if s.inputs.minimize.is_empty() {
+        return;
+    }
+    let text = match s.recommendation.and_then(|p| s.points.get(p)) {
+        None => "none: no point is safe".to_string(),
+        Some(p) => {
+            let sets: Vec<String> = s
+                .inputs
+                .paths()
+                .iter()
+                .zip(&p.values)
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            sets.join(" ")
+        }
+    };
+    let _ = writeln!(
+        h,
+        "<p>Recommended (smallest {}, then tool-call p99): <code id=\"sweep-recommendation\">{}</code></p>",
+        esc(&s.inputs.minimize.join(", then ")),
+        esc(&text)
+    );
+}
+
+fn table(h: &mut String, s: &SweepRead) {
+    h.push_str("<table id=\"sweep-table\">\n<tr>");
+    for p in s.inputs.paths() {
+        let _ = write!(h, "<th><code>{}</code></th>", esc(&p));
+    }
+    h.push_str(
+        "<th class=\"n\">P(dup)</th><th class=\"n\">dups mean</th><th class=\"n\">tool p50 ms</th>\
+         <th class=\"n\">tool p99 ms</th><th>safe</th></tr>\n",
+    );
+    for (k, p) in s.points.iter().enumerate() {
+        let mean = |m: &str| p.means.get(m).copied().unwrap_or(f64::NAN);
+        let mut class = Vec::new();
+        if p.safe {
+            class.push("safe");
+        }
+        if s.recommendation == Some(k) {
+            class.push("recommended");
+        }
+        let _ = write!(
+            h,
+            "<tr data-point=\"{k}\" data-p-duplicate=\"{}\" class=\"{}\">",
+            num(p.p_duplicate),
+            class.join(" ")
+        );
+        for v in &p.values {
+            let _ = write!(h, "<td>{}</td>", esc(v));
+        }
+        let _ = writeln!(
+            h,
+            "<td class=\"n\">{:.2}</td><td class=\"n\">{:.2}</td><td class=\"n\">{:.0}</td>\
+             <td class=\"n\">{:.0}</td><td class=\"safe\">{}</td></tr>",
+            p.p_duplicate,
+            mean(DUPLICATES),
+            mean(TOOL_CALL_P50),
+            mean(TOOL_CALL_P99),
+            if p.safe { "yes" } else { "no" }
+        );
+    }
+    h.push_str("</table>\n");
+}
