@@ -13,6 +13,7 @@
 //! `replay` section, see [`crate::scenario::Replay`]).
 
 pub mod build;
+mod fields;
 pub mod jsonl;
 pub mod log;
 pub mod otlp;
@@ -59,8 +60,9 @@ impl Format {
     /// Detects the format from the content: a JSON document or line holding `resourceSpans` is
     /// OTLP; other JSON lines are `jsonl`; a first line of comma-separated names including `id`
     /// and `amount` is a refund export; a line starting `HH:MM:SS` is a log. `None` when
-    /// nothing fits.
+    /// nothing fits. A UTF-8 byte order mark (as spreadsheets write) is skipped.
     pub fn detect(text: &str) -> Option<Format> {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let first = text.lines().map(str::trim).find(|l| !l.is_empty())?;
         if first.starts_with('{') || first.starts_with('[') {
             let head: String = text.chars().take(4096).collect();
@@ -109,9 +111,10 @@ pub struct ImportOptions {
     /// The key of the amount (cents) in a tool call's arguments. Default: `amount`.
     pub amount_field: String,
     /// Refund-export columns: (`id`, `charge`, `amount`, `created`, `status`, ticket metadata).
-    /// Default: `id`, `charge`, `amount`, `created`, `status`, `metadata.ticket` (also accepted:
-    /// `payment_intent` for the charge, `ticket_id (metadata)` as Stripe's dashboard writes
-    /// metadata columns).
+    /// Default: `id`, `charge`, `amount`, `created`, `status`, `metadata.ticket`; a column left
+    /// at its default name is also looked for under the alternatives [`refunds_csv`] lists
+    /// (`payment_intent` for the charge, `created (utc)`, `ticket_id (metadata)` as Stripe's
+    /// dashboard writes metadata columns, …).
     pub csv_columns: CsvColumns,
 }
 
@@ -125,7 +128,8 @@ pub struct CsvColumns {
     /// Amount column (cents, or a decimal amount in major units when it has a `.`). Default
     /// `amount`.
     pub amount: String,
-    /// Creation time column (Unix seconds, or RFC 3339). Default `created`.
+    /// Creation time column (Unix seconds, RFC 3339, or `YYYY-MM-DD HH:MM:SS` in UTC). Default
+    /// `created`.
     pub created: String,
     /// Status column. Default `status`.
     pub status: String,
