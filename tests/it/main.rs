@@ -12,6 +12,7 @@ mod fuzz_inputs;
 mod gate_check;
 mod gate_diff;
 mod gate_lint;
+mod import_readers;
 mod incident;
 mod invariants;
 mod latency_script;
