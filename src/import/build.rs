@@ -393,6 +393,11 @@ pub fn build(
                 response_at: response.map(|r| since(origin, r.0.at)),
                 response_tolerance: response
                     .map_or(Duration::ZERO, |r| Duration::from_nanos(r.0.tolerance_ns)),
+                respond_after: Duration::ZERO,
+                return_after: match (&c.result, &c.service_response) {
+                    (Some(r), Some(s)) if !r.timed_out => since(s.at.at, r.at.at),
+                    _ => Duration::ZERO,
+                },
                 source: c.source.to_string(),
             });
             let recorded = requests_of.get(&(id, attempt));
@@ -402,8 +407,8 @@ pub fn build(
                         let try_no = r
                             .try_no
                             .unwrap_or_else(|| u32::try_from(n).unwrap_or(u32::MAX));
-                        let received = r.service_received.map_or(call_at, |s| s.at);
-                        let reach = since(received, r.sent.at);
+                        // The model's service receives the call when it is made.
+                        let reach = since(call_at, r.sent.at);
                         let latency = Duration::from_nanos(r.latency_ns.unwrap_or(0));
                         let ok = r.status.is_some_and(|s| (200..300).contains(&s));
                         let commits = ok || {
@@ -427,6 +432,12 @@ pub fn build(
                             reaches.push(reach);
                         }
                         last = last.max(r.sent.at);
+                        if let (Some(l), Some(resp)) = (r.latency_ns, response) {
+                            let answered = r.sent.at + i64::try_from(l).unwrap_or(i64::MAX);
+                            if let Some(call) = recorded_calls.last_mut() {
+                                call.respond_after = since(answered, resp.0.at);
+                            }
+                        }
                         requests.insert(
                             RequestKey::service(id, attempt, try_no),
                             RecordedRequest {

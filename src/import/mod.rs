@@ -13,6 +13,7 @@
 //! `replay` section, see [`crate::scenario::Replay`]).
 
 pub mod build;
+mod fields;
 pub mod jsonl;
 pub mod log;
 pub mod otlp;
@@ -59,8 +60,9 @@ impl Format {
     /// Detects the format from the content: a JSON document or line holding `resourceSpans` is
     /// OTLP; other JSON lines are `jsonl`; a first line of comma-separated names including `id`
     /// and `amount` is a refund export; a line starting `HH:MM:SS` is a log. `None` when
-    /// nothing fits.
+    /// nothing fits. A UTF-8 byte order mark (as spreadsheets write) is skipped.
     pub fn detect(text: &str) -> Option<Format> {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let first = text.lines().map(str::trim).find(|l| !l.is_empty())?;
         if first.starts_with('{') || first.starts_with('[') {
             let head: String = text.chars().take(4096).collect();
@@ -109,9 +111,10 @@ pub struct ImportOptions {
     /// The key of the amount (cents) in a tool call's arguments. Default: `amount`.
     pub amount_field: String,
     /// Refund-export columns: (`id`, `charge`, `amount`, `created`, `status`, ticket metadata).
-    /// Default: `id`, `charge`, `amount`, `created`, `status`, `metadata.ticket` (also accepted:
-    /// `payment_intent` for the charge, `ticket_id (metadata)` as Stripe's dashboard writes
-    /// metadata columns).
+    /// Default: `id`, `charge`, `amount`, `created`, `status`, `metadata.ticket`; a column left
+    /// at its default name is also looked for under the alternatives [`refunds_csv`] lists
+    /// (`payment_intent` for the charge, `created (utc)`, `ticket_id (metadata)` as Stripe's
+    /// dashboard writes metadata columns, …).
     pub csv_columns: CsvColumns,
 }
 
@@ -125,7 +128,8 @@ pub struct CsvColumns {
     /// Amount column (cents, or a decimal amount in major units when it has a `.`). Default
     /// `amount`.
     pub amount: String,
-    /// Creation time column (Unix seconds, or RFC 3339). Default `created`.
+    /// Creation time column (Unix seconds, RFC 3339, or `YYYY-MM-DD HH:MM:SS` in UTC). Default
+    /// `created`.
     pub created: String,
     /// Status column. Default `status`.
     pub status: String,
@@ -192,6 +196,43 @@ pub fn read_file(
     format: Option<Format>,
     opts: &ImportOptions,
 ) -> Result<Recording, ImportError> {
+    let (name, text, format) = load(path, format)?;
+    read_text(&name, &text, format, opts)
+}
+
+/// Reads every file, OTLP ones together (a span's parent may be in another file: the agent and
+/// the refunds service often export to different files), the others one by one, in order.
+///
+/// # Errors
+/// As [`read_file`] for each file.
+pub fn read_files(
+    paths: &[std::path::PathBuf],
+    format: Option<Format>,
+    opts: &ImportOptions,
+) -> Result<Recording, ImportError> {
+    let mut loaded = Vec::new();
+    for p in paths {
+        loaded.push(load(p, format)?);
+    }
+    let mut rec = Recording::default();
+    let otlp: Vec<(&str, &str)> = loaded
+        .iter()
+        .filter(|(_, _, f)| *f == Format::Otlp)
+        .map(|(n, t, _)| (n.as_str(), t.as_str()))
+        .collect();
+    if !otlp.is_empty() {
+        rec.extend(otlp::read_files(&otlp, opts)?);
+    }
+    for (name, text, f) in &loaded {
+        if *f != Format::Otlp {
+            rec.extend(read_text(name, text, *f, opts)?);
+        }
+    }
+    Ok(rec)
+}
+
+/// A file's name, text and format (given, or detected).
+fn load(path: &Path, format: Option<Format>) -> Result<(String, String, Format), ImportError> {
     let name = path.display().to_string();
     let meta = std::fs::metadata(path)
         .map_err(|e| ImportError::at(&name, 0, format!("cannot read: {e}")))?;
@@ -217,17 +258,16 @@ pub fn read_file(
             format!("not UTF-8 text (byte {})", e.utf8_error().valid_up_to()),
         )
     })?;
-    let format = match format.or_else(|| Format::detect(&text)) {
-        Some(f) => f,
-        None => return Err(ImportError::at(
+    match format.or_else(|| Format::detect(&text)) {
+        Some(f) => Ok((name, text, f)),
+        None => Err(ImportError::at(
             &name,
             1,
             "cannot tell the format: expected OTLP/JSON (`resourceSpans`), JSON lines, a refund \
-                 export CSV (a header with `id` and `amount`) or a log (`HH:MM:SS.mmm` lines); \
-                 name it with --format otlp|log|jsonl|refunds-csv",
+             export CSV (a header with `id` and `amount`) or a log (`HH:MM:SS.mmm` lines); name \
+             it with --format otlp|log|jsonl|refunds-csv",
         )),
-    };
-    read_text(&name, &text, format, opts)
+    }
 }
 
 /// Reads `text` (the content of file `name`) in `format`.
@@ -291,10 +331,8 @@ pub fn import(inputs: &ImportInputs) -> Result<Imported, crate::error::CliError>
     if opts.date.is_none() {
         opts.date = origin_date(&base);
     }
-    let mut rec = Recording::default();
-    for f in &inputs.files {
-        rec.extend(read_file(f, inputs.format, &opts).map_err(|e| CliError::Input(e.to_string()))?);
-    }
+    let rec = read_files(&inputs.files, inputs.format, &opts)
+        .map_err(|e| CliError::Input(e.to_string()))?;
     let sources: Vec<String> = inputs
         .files
         .iter()

@@ -290,6 +290,18 @@ async fn handle(
         Some(caller),
     )
     .await;
+    if let Some(call) = w
+        .cfg
+        .replay
+        .as_ref()
+        .and_then(|r| r.call(req.ticket, req.attempt))
+    {
+        if !call.respond_after.is_zero() {
+            w.sim
+                .sleep(SimTime::from_duration(call.respond_after))
+                .await;
+        }
+    }
     if permit.is_some() {
         drop(permit);
         release(w, ids);

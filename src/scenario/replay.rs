@@ -146,6 +146,24 @@ pub struct RecordedCall {
     )]
     #[schemars(with = "Option<String>")]
     pub response_tolerance: Duration,
+    /// The refunds service's time from the provider's answer to its own answer (its ledger
+    /// write and response), replayed for this call. Default: 0.
+    #[serde(
+        default,
+        with = "humantime_serde",
+        skip_serializing_if = "Duration::is_zero"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub respond_after: Duration,
+    /// The time from the service's answer to the executor receiving it, replayed for this call
+    /// (inside the executor's timeout). Default: 0.
+    #[serde(
+        default,
+        with = "humantime_serde",
+        skip_serializing_if = "Duration::is_zero"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub return_after: Duration,
     /// Where the call was recorded (`FILE:LINE`).
     #[serde(default)]
     pub source: String,

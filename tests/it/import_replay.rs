@@ -295,3 +295,74 @@ fn bad_recordings_are_refused_with_file_and_line_and_no_output() {
         "{err}"
     );
 }
+
+const OTLP: &str = "tests/fixtures/import/ticket-48213.otlp.json";
+const JSONL: &str = "tests/fixtures/import/ticket-48213.jsonl";
+const CSV: &str = "tests/fixtures/import/ticket-48213.refunds.csv";
+
+#[test]
+fn traces_and_json_lines_with_the_refund_export_replay_exactly() {
+    for trace in [OTLP, JSONL] {
+        let (code, v) = command_json("replay", &[trace, CSV, "--base", INCIDENT]);
+        assert_eq!(code, 0, "{trace}: {v:#}");
+        let t = &v["comparison"]["tickets"][0];
+        assert_eq!(t["recorded_refunds_from"], "refund export", "{trace}");
+        assert_eq!(
+            (
+                t["recorded_refunds"].as_u64(),
+                t["replayed_refunds"].as_u64()
+            ),
+            (Some(2), Some(2))
+        );
+        // The service's own time after Stripe's answer and the way back to the executor are
+        // replayed: the retry's answer at 18.497 and its result at 18.501.
+        let rows = rows(&v);
+        let at = |what: &str, attempt: u64| {
+            rows.iter()
+                .find(|r| r["what"] == what && r["attempt"] == attempt)
+                .and_then(|r| r["replayed_ns"].as_u64())
+        };
+        assert_eq!(at("service_response", 1), Some(10_497_000_000), "{trace}");
+        assert_eq!(at("tool_result", 1), Some(10_501_000_000), "{trace}");
+        assert_eq!(at("service_response", 0), Some(11_950_000_000), "{trace}");
+    }
+}
+
+#[test]
+fn a_recorded_5xx_commits_only_where_the_refund_export_lists_a_refund() {
+    // The first call's late answer becomes a 500: with the export listing its refund it
+    // committed (Stripe's 500 after commit), without an export it did not.
+    let text = std::fs::read_to_string(JSONL).unwrap();
+    let changed: String = text
+        .lines()
+        .map(|l| {
+            if l.contains(r#""attempt":0"#) {
+                l.replace(r#""status":200"#, r#""status":500"#)
+                    .replace(r#","refund_id":"re_1P8wAbC""#, "")
+            } else if l.contains("toolu_01A") {
+                l.replace(r#""ok":true,"refund_id":"re_1P8wAbC""#, r#""ok":false"#)
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert_ne!(changed, text);
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("five-hundred.jsonl");
+    std::fs::write(&f, changed).unwrap();
+    let f = f.to_str().unwrap();
+    let (code, v) = command_json("replay", &[f, CSV, "--base", INCIDENT]);
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(v["comparison"]["tickets"][0]["replayed_refunds"], 2);
+    let (code, v) = command_json("replay", &[f, "--base", INCIDENT]);
+    assert_eq!(code, 0, "{v:#}");
+    let t = &v["comparison"]["tickets"][0];
+    assert_eq!(
+        (
+            t["recorded_refunds"].as_u64(),
+            t["replayed_refunds"].as_u64()
+        ),
+        (Some(1), Some(1))
+    );
+}
