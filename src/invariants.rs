@@ -86,8 +86,10 @@ impl LatencyHistogram {
 /// Latency distributions of a run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Latencies {
-    /// Refunds-service response time per request (what a tool call takes if nobody times out,
-    /// including late responses).
+    /// The refunds service's response time per request, late ("zombie") responses included:
+    /// what a tool call would take if nobody timed out, so its max can exceed the executor's
+    /// timeout. Printed as "service response time"; named `tool_call` in the JSON report and in
+    /// `expect` (`latency_tool_call_p99_ms`) for compatibility.
     pub tool_call: Percentiles,
     /// Time ticket requests waited for a pool connection.
     pub pool_wait: Percentiles,

@@ -221,7 +221,7 @@ struct SweepArgs {
     #[arg(long, value_name = "METRIC<=V")]
     require: Vec<String>,
     /// Print the safe point with the smallest value of this varied PATH; repeatable (ties
-    /// broken by the next, then by tool-call p99 latency).
+    /// broken by the next, then by service response p99).
     #[arg(long, value_name = "PATH")]
     minimize: Vec<String>,
     /// Output directory (created if missing; its files are replaced whole).

@@ -146,7 +146,7 @@ fn stripe_and_latency(rows: &mut Rows, m: &Metrics) {
             m.stripe_no_response
         ),
     );
-    rows.row("tool-call latency", pct(&m.latency.tool_call));
+    rows.row("service response time", pct(&m.latency.tool_call));
     rows.row("pool wait", pct(&m.latency.pool_wait));
     rows.row("stripe latency", pct(&m.latency.stripe));
     rows.row("max pool queue depth", m.max_pool_queue_depth.to_string());

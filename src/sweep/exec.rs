@@ -228,7 +228,7 @@ pub(super) fn finish(inputs: Inputs, shard: Option<Shard>, runs: Vec<RunRow>) ->
 }
 
 /// The safe point with the smallest value of the first `--minimize` path, ties broken by the
-/// next ones, then by the mean over seeds of the tool-call p99 latency, then by grid order.
+/// next ones, then by the mean over seeds of the service response p99, then by grid order.
 fn minimize(inputs: &Inputs, pts: &[PointRow]) -> Option<usize> {
     let axes: Vec<usize> = inputs
         .minimize

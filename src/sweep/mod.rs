@@ -29,7 +29,7 @@
 //!   inputs, the points, the recommendation), and SVG plots ([`plots`]). Numbers are Rust's
 //!   shortest round-trip form; nothing depends on the thread count.
 //! - **Safe region** ([`Require`]): the points where every `--require` holds; `--minimize`
-//!   picks the safe point with the smallest value of its paths, then the smallest tool-call p99.
+//!   picks the safe point with the smallest value of its paths, then the smallest service response p99.
 //! - **Shards** ([`Shard`], [`merge`]): `--shard K/N` runs every N-th run; `merge` checks the
 //!   shards and gives the unsharded sweep's files back, byte for byte.
 

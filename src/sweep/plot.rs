@@ -1,6 +1,6 @@
 //! The sweep's plots, SVG only (plotters' SVG backend, no font library: text is left to the
 //! viewer): with two varied fields, heatmaps of P(any duplicate) and of mean duplicate tickets
-//! with the safe region outlined; for each varied field, tool-call latency p50 and p99 (means
+//! with the safe region outlined; for each varied field, service response time p50 and p99 (means
 //! over seeds) against it, one line per value of the other fields, safe points filled.
 
 use plotters::prelude::*;
@@ -179,7 +179,7 @@ fn cell_text(v: f64) -> String {
     }
 }
 
-/// Tool-call latency p50 (thin) and p99 (thick), means over seeds, against axis `a`: one line
+/// Service response time p50 (thin) and p99 (thick), means over seeds, against axis `a`: one line
 /// per combination of the other fields' values; safe points filled, the others hollow.
 fn latency(s: &Sweep, a: usize) -> Result<String, String> {
     let inputs = &s.inputs;
@@ -187,7 +187,7 @@ fn latency(s: &Sweep, a: usize) -> Result<String, String> {
     let n = axis.values.len();
     let col = |name: &str| inputs.metrics.iter().position(|m| m == name);
     let (Some(p50), Some(p99)) = (col(TOOL_CALL_P50), col(TOOL_CALL_P99)) else {
-        return Err("the report has no tool-call latency".into());
+        return Err("the report has no service response time".into());
     };
     // Lines: the points sharing every other axis's value, ordered along axis `a`.
     let mut lines: Vec<(String, Vec<usize>)> = Vec::new();
@@ -219,7 +219,7 @@ fn latency(s: &Sweep, a: usize) -> Result<String, String> {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let title = format!(
-            "Tool-call latency against {} (mean over {} seeds)",
+            "Service response time against {} (mean over {} seeds)",
             axis.path,
             seeds(s)
         );
@@ -236,7 +236,7 @@ fn latency(s: &Sweep, a: usize) -> Result<String, String> {
             .x_labels(0)
             .disable_x_mesh()
             .x_desc(&axis.path)
-            .y_desc("tool-call latency, ms")
+            .y_desc("service response time, ms")
             .y_label_formatter(&|v| format!("{v:.0}"))
             .axis_desc_style(font(16))
             .draw()

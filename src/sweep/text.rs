@@ -6,7 +6,7 @@ use super::exec::Sweep;
 use super::table::{PointRow, DUPLICATES, TOOL_CALL_P50, TOOL_CALL_P99};
 
 /// The summary `refundsim sweep` and `refundsim merge` print: for a shard, what it ran; for a
-/// whole sweep, one row per point (P(duplicate), mean duplicate tickets, tool-call latency p50
+/// whole sweep, one row per point (P(duplicate), mean duplicate tickets, service response time p50
 /// and p99 as means over seeds, safe or not), the safe region's size and, with `--minimize`,
 /// the chosen point.
 pub fn sweep_text(s: &Sweep) -> String {
@@ -42,7 +42,7 @@ pub fn sweep_text(s: &Sweep) -> String {
     let (dup, p50, p99) = (col(DUPLICATES), col(TOOL_CALL_P50), col(TOOL_CALL_P99));
     let mean = |p: &PointRow, c: Option<usize>| c.map_or(f64::NAN, |c| p.stats[c].mean);
     let mut header: Vec<String> = i.paths();
-    header.extend(["P(dup)", "dups mean", "tool p50 ms", "tool p99 ms", "safe"].map(String::from));
+    header.extend(["P(dup)", "dups mean", "resp p50 ms", "resp p99 ms", "safe"].map(String::from));
     let rows: Vec<Vec<String>> = s
         .points
         .iter()
@@ -96,7 +96,7 @@ pub fn sweep_text(s: &Sweep) -> String {
         return out;
     }
     let order = format!(
-        "smallest {}, then tool-call p99",
+        "smallest {}, then service response p99",
         i.minimize.join(", then ")
     );
     match s.best.and_then(|b| s.points.iter().find(|p| p.point == b)) {

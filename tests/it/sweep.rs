@@ -73,7 +73,7 @@ fn the_table_the_safe_region_and_the_recommendation() {
     );
     assert!(
         stdout.contains(
-            "recommended (smallest executor.timeout, then tool-call p99): \
+            "recommended (smallest executor.timeout, then service response p99): \
              executor.timeout=8s refunds_service.pool_size=4"
         ),
         "{stdout}"

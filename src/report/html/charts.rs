@@ -1,5 +1,5 @@
 //! The timelines as SVG charts (plotters' SVG backend, as the sweep's plots): load, the pool's
-//! queue, tool-call latency and duplicate-refund tickets over virtual time. The x axis reads
+//! queue, service response time and duplicate-refund tickets over virtual time. The x axis reads
 //! in the scenario's clock (`clock_origin`, as stories do). No text of the inputs is drawn: the
 //! page's captions carry it, escaped.
 
@@ -231,7 +231,7 @@ fn queue(root: &Area<'_>, s: &Series, cx: &ChartContext) -> Result<(), String> {
 fn latency(root: &Area<'_>, s: &Series, cx: &ChartContext) -> Result<(), String> {
     let timeout_ms = cx.executor_timeout.as_millis_f64();
     let ymax = y_max(s, |b| b.latency_max_ms.unwrap_or(0.0)).max(timeout_ms * 1.15);
-    let caption = "Tool-call latency (refunds-service response time), ms";
+    let caption = "Service response time (refunds-service response time), ms";
     let mut chart = frame(root, s, cx, caption, "ms", ymax)?;
     let x = x_range(s, cx);
     let timeout = vec![(x.start, timeout_ms), (x.end, timeout_ms)];

@@ -586,13 +586,13 @@ fn kpis(r: &RunReport, json: &Value) -> Vec<Kpi> {
         ),
         ms(
             "latency-p50",
-            "tool-call latency p50",
+            "service response time p50",
             "p50_ms",
             m.latency.tool_call.p50_ms,
         ),
         ms(
             "latency-p99",
-            "tool-call latency p99",
+            "service response time p99",
             "p99_ms",
             m.latency.tool_call.p99_ms,
         ),

@@ -83,7 +83,7 @@ fn recommendation(h: &mut String, s: &SweepRead) {
     };
     let _ = writeln!(
         h,
-        "<p>Recommended (smallest {}, then tool-call p99): <code id=\"sweep-recommendation\">{}</code></p>",
+        "<p>Recommended (smallest {}, then service response p99): <code id=\"sweep-recommendation\">{}</code></p>",
         esc(&s.inputs.minimize.join(", then ")),
         esc(&text)
     );
@@ -95,8 +95,8 @@ fn table(h: &mut String, s: &SweepRead) {
         let _ = write!(h, "<th><code>{}</code></th>", esc(&p));
     }
     h.push_str(
-        "<th class=\"n\">P(dup)</th><th class=\"n\">dups mean</th><th class=\"n\">tool p50 ms</th>\
-         <th class=\"n\">tool p99 ms</th><th>safe</th></tr>\n",
+        "<th class=\"n\">P(dup)</th><th class=\"n\">dups mean</th><th class=\"n\">resp p50 ms</th>\
+         <th class=\"n\">resp p99 ms</th><th>safe</th></tr>\n",
     );
     for (k, p) in s.points.iter().enumerate() {
         let mean = |m: &str| p.means.get(m).copied().unwrap_or(f64::NAN);

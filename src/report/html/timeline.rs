@@ -259,7 +259,7 @@ pub struct BucketSummary {
     pub queue_depth_max: u32,
     /// The mean queue depth they found; `None` without requests.
     pub queue_depth_mean: Option<f64>,
-    /// Refunds-service responses (the tool-call latency sample, late ones included).
+    /// Refunds-service responses (the service response time sample, late ones included).
     pub responses: u64,
     /// Their latency's median, ms (1 % precision); `None` without responses.
     pub latency_p50_ms: Option<f64>,
