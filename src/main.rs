@@ -679,6 +679,10 @@ fn cmd_explore(a: ExploreArgs) -> anyhow::Result<ExitCode> {
     }
     let outcome = outcome?;
     emit(&outcome)?;
+    if matches!(outcome, explore::CliOutcome::Aborted { .. }) {
+        // Inconclusive: neither "no violation" (0) nor a violation (1).
+        return Ok(ExitCode::from(2));
+    }
     Ok(exit(!outcome.found_violation()))
 }
 

@@ -48,6 +48,17 @@ pub enum CliOutcome {
         /// The search seed.
         seed: u64,
     },
+    /// The search was aborted before its cases were tried: inconclusive (exit 2).
+    Aborted {
+        /// Cases tried.
+        tried: u32,
+        /// Cases asked for.
+        cases: u32,
+        /// Why it stopped.
+        reason: String,
+        /// The search seed.
+        seed: u64,
+    },
     /// A violation, shrunk; the minimal scenario was written to `out`.
     Found {
         /// What the minimal scenario violates.
@@ -62,7 +73,7 @@ impl CliOutcome {
     pub fn found_violation(&self) -> bool {
         match self {
             CliOutcome::Exhaustive(r) => r.first_violation.is_some(),
-            CliOutcome::NotFound { .. } => false,
+            CliOutcome::NotFound { .. } | CliOutcome::Aborted { .. } => false,
             CliOutcome::Found { .. } => true,
         }
     }
@@ -75,6 +86,16 @@ impl fmt::Display for CliOutcome {
             CliOutcome::NotFound { cases, seed } => {
                 writeln!(f, "no violation in {cases} cases (seed {seed})")
             }
+            CliOutcome::Aborted {
+                tried,
+                cases,
+                reason,
+                seed,
+            } => writeln!(
+                f,
+                "inconclusive: the search stopped after {tried} of {cases} cases (seed {seed}): \
+                 {reason}; no violation among the cases tried, which proves nothing"
+            ),
             CliOutcome::Found { violation, out } => {
                 writeln!(
                     f,
@@ -105,7 +126,16 @@ fn fmt_exhaustive(f: &mut fmt::Formatter<'_>, r: &Exhaustive) -> fmt::Result {
             } else {
                 " (stopped at --max-schedules)"
             };
-            writeln!(f, "no violation{stopped}")
+            if r.complete {
+                writeln!(f, "no violation{stopped}")
+            } else {
+                writeln!(
+                    f,
+                    "inconclusive: no violation in the first {} schedules{stopped}, but not \
+                     every schedule was visited",
+                    r.schedules
+                )
+            }
         }
         Some((v, choices)) => {
             writeln!(f, "violation: {v}\nchoices: {choices:?}")?;
@@ -137,6 +167,16 @@ pub fn cli_run(opts: &CliOptions, on_case: impl Fn()) -> Result<CliOutcome, CliE
     match search::explore(&sc, &search_opts, on_case) {
         search::Outcome::NotFound { cases } => Ok(CliOutcome::NotFound {
             cases,
+            seed: opts.seed,
+        }),
+        search::Outcome::Aborted {
+            tried,
+            cases,
+            reason,
+        } => Ok(CliOutcome::Aborted {
+            tried,
+            cases,
+            reason,
             seed: opts.seed,
         }),
         search::Outcome::Found { minimal, violation } => {
@@ -203,5 +243,26 @@ fn file_stem_of(name: &str) -> String {
         "explore".into()
     } else {
         stem
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_aborted_search_is_inconclusive_not_a_pass() {
+        let o = CliOutcome::Aborted {
+            tried: 7,
+            cases: 256,
+            reason: "Too many global rejects".into(),
+            seed: 3,
+        };
+        assert!(!o.found_violation());
+        assert_eq!(
+            o.to_string(),
+            "inconclusive: the search stopped after 7 of 256 cases (seed 3): Too many global \
+             rejects; no violation among the cases tried, which proves nothing\n"
+        );
     }
 }

@@ -47,6 +47,16 @@ pub enum Outcome {
         /// Cases tried.
         cases: u32,
     },
+    /// The search stopped before trying `cases` cases (proptest aborted it, e.g. too many
+    /// generated worlds rejected): inconclusive, whatever it saw.
+    Aborted {
+        /// Cases tried before it stopped.
+        tried: u32,
+        /// Cases asked for.
+        cases: u32,
+        /// Why it stopped (proptest's reason).
+        reason: String,
+    },
 }
 
 /// The bounds `explore` perturbs a scenario within: 1–30 recorded tickets arriving in the first
@@ -188,7 +198,9 @@ pub fn explore(base: &Scenario, opts: &ExploreOptions, on_case: impl Fn()) -> Ou
     seed[..8].copy_from_slice(&opts.seed.to_le_bytes());
     let mut runner =
         TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed));
+    let tried = std::cell::Cell::new(0u32);
     let result = runner.run(&perturbed(base, opts.epsilon), |case| {
+        tried.set(tried.get().saturating_add(1));
         on_case();
         check_case(&case).map_err(|v| TestCaseError::fail(v.to_string()))
     });
@@ -210,6 +222,10 @@ pub fn explore(base: &Scenario, opts: &ExploreOptions, on_case: impl Fn()) -> Ou
                 violation,
             }
         }
-        Err(TestError::Abort(_)) => Outcome::NotFound { cases: opts.cases },
+        Err(TestError::Abort(reason)) => Outcome::Aborted {
+            tried: tried.get(),
+            cases: opts.cases,
+            reason: reason.to_string(),
+        },
     }
 }

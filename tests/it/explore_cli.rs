@@ -244,3 +244,31 @@ fn explore_ignores_proptest_environment_variables() {
         "PROPTEST_VERBOSE must not add output"
     );
 }
+
+/// A search that stops before it has seen everything says "inconclusive", never a bare
+/// "no violation" (issue 13): exhaustive mode cut short by --max-schedules.
+#[test]
+fn a_search_cut_short_says_inconclusive() {
+    let out = refundsim()
+        .args([
+            "explore",
+            "scenarios/findings/tiny-world.json",
+            "--policy",
+            "policies/fixed.json",
+            "--set",
+            "humans.check_probability=1",
+            "--set",
+            "humans.check_service_status=true",
+            "--exhaustive",
+            "--max-schedules",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        text,
+        "schedules checked: 2\ninconclusive: no violation in the first 2 schedules (stopped at --max-schedules), but not every schedule was visited\n"
+    );
+}
