@@ -8,6 +8,7 @@ mod cli;
 mod determinism;
 mod docs_match;
 mod explore_cli;
+mod fuzz_import;
 mod fuzz_inputs;
 mod gate_check;
 mod gate_diff;
