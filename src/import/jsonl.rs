@@ -191,12 +191,26 @@ fn recorded<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<String>>, D
 /// unknown field or a value of the wrong shape; two `executor` lines that disagree. The error
 /// names the file, the line and the field path.
 pub fn read(name: &str, text: &str, opts: &ImportOptions) -> Result<Recording, ImportError> {
+    read_lines(name, text.lines().map(|l| Ok(l.to_string())), opts)
+}
+
+/// [`read`] over lines as they are read (a file is streamed, not loaded whole: see
+/// [`super::LineReader`]).
+///
+/// # Errors
+/// As [`read`], and the lines' own errors (a line too long, not UTF-8, unreadable).
+pub fn read_lines(
+    name: &str,
+    lines: impl Iterator<Item = Result<String, ImportError>>,
+    opts: &ImportOptions,
+) -> Result<Recording, ImportError> {
     let mut rec = Recording::default();
     let mut timeout_line = 0;
     let mut other_tools: Vec<(u64, String)> = Vec::new();
-    for (i, line) in text.lines().enumerate() {
+    for (i, line) in lines.enumerate() {
+        let line = line?;
         let n = i as u64 + 1;
-        let line = line.strip_prefix('\u{feff}').unwrap_or(line).trim();
+        let line = line.strip_prefix('\u{feff}').unwrap_or(&line).trim();
         if line.is_empty() {
             continue;
         }

@@ -168,6 +168,19 @@ const ORDINALS: [&str; 5] = ["FIRST", "SECOND", "THIRD", "FOURTH", "FIFTH"];
 /// a numeric ticket id or amount; a line that needs a tool call before it has none; times go
 /// backwards by less than 12 h.
 pub fn read(name: &str, text: &str, opts: &ImportOptions) -> Result<Recording, ImportError> {
+    read_lines(name, text.lines().map(|l| Ok(l.to_string())), opts)
+}
+
+/// [`read`] over lines as they are read (a file is streamed, not loaded whole: see
+/// [`super::LineReader`]); only the recorded facts are kept.
+///
+/// # Errors
+/// As [`read`], and the lines' own errors (a line too long, not UTF-8, unreadable).
+pub fn read_lines(
+    name: &str,
+    lines: impl Iterator<Item = Result<String, ImportError>>,
+    opts: &ImportOptions,
+) -> Result<Recording, ImportError> {
     let date = opts.date.as_deref().unwrap_or("1970-01-01");
     let day0 = midnight(date).map_err(|e| ImportError::at(name, 0, format!("--date: {e}")))?;
     // Entries: (line number, time, tolerance, text with continuation lines joined).
@@ -175,7 +188,9 @@ pub fn read(name: &str, text: &str, opts: &ImportOptions) -> Result<Recording, I
     let mut rec = Recording::default();
     let mut day = day0;
     let mut previous: Option<i64> = None;
-    for (i, raw) in text.lines().enumerate() {
+    let mut current: Option<usize> = None;
+    for (i, raw) in lines.enumerate() {
+        let raw = raw?;
         let line_no = i as u64 + 1;
         let line = raw.trim_end();
         if line.trim().is_empty() {
@@ -248,12 +263,28 @@ pub fn read(name: &str, text: &str, opts: &ImportOptions) -> Result<Recording, I
                 ),
             });
         }
+        // The entry before this one is complete (no continuation can follow a timed line).
+        if let Some(done) = entries.pop() {
+            entry(name, done, &mut rec, &mut current, opts)?;
+        }
         entries.push((line_no, at, tolerance, rest.trim().to_string()));
     }
+    if let Some(done) = entries.pop() {
+        entry(name, done, &mut rec, &mut current, opts)?;
+    }
+    Ok(rec)
+}
 
-    // Index in rec.tool_calls of the current call (the latest tool call).
-    let mut current: Option<usize> = None;
-    for (line_no, at, tolerance, body) in entries {
+/// One complete log entry (a timed line and its continuations): `current` is the index in
+/// `rec.tool_calls` of the latest tool call.
+fn entry(
+    name: &str,
+    (line_no, at, tolerance, body): (u64, i64, u64, String),
+    rec: &mut Recording,
+    current: &mut Option<usize>,
+    opts: &ImportOptions,
+) -> Result<(), ImportError> {
+    {
         let here = Source {
             file: name.into(),
             line: line_no,
@@ -307,7 +338,7 @@ pub fn read(name: &str, text: &str, opts: &ImportOptions) -> Result<Recording, I
                         ),
                     )
                 })?,
-                None if tool != opts.tool => continue,
+                None if tool != opts.tool => return Ok(()),
                 None => {
                     return Err(ImportError::at(
                         name,
@@ -343,9 +374,9 @@ pub fn read(name: &str, text: &str, opts: &ImportOptions) -> Result<Recording, I
                 service_response: None,
                 source: here,
             });
-            current = Some(rec.tool_calls.len() - 1);
+            *current = Some(rec.tool_calls.len() - 1);
         } else if body.starts_with("tool_executor:") && body.contains("timeout") {
-            let k = need_call(current, "tool_executor timeout")?;
+            let k = need_call(*current, "tool_executor timeout")?;
             if let Some(ms) = body
                 .split("after")
                 .nth(1)
@@ -361,13 +392,13 @@ pub fn read(name: &str, text: &str, opts: &ImportOptions) -> Result<Recording, I
                 refund_id: None,
             });
         } else if body.starts_with("model:") {
-            let k = need_call(current, "model decision")?;
+            let k = need_call(*current, "model decision")?;
             rec.tool_calls[k].decision_at.get_or_insert(instant);
         } else if body.starts_with("tool_result") {
-            let k = need_call(current, "tool_result")?;
+            let k = need_call(*current, "tool_result")?;
             let status = quoted(&body, "status");
             let refund_id = quoted(&body, "refund_id");
-            warn_truncated(&mut rec, &refund_id);
+            warn_truncated(rec, &refund_id);
             let ok = status.as_deref() == Some("refunded")
                 || (refund_id.is_some() && !body.contains("error"));
             rec.tool_calls[k].result = Some(ToolResultRec {
@@ -378,7 +409,7 @@ pub fn read(name: &str, text: &str, opts: &ImportOptions) -> Result<Recording, I
             });
         } else if body.contains("response") && (body.contains("service") || body.contains("async"))
         {
-            let k = need_call(current, "service response")?;
+            let k = need_call(*current, "service response")?;
             let ticket = rec.tool_calls[k].ticket;
             let of_ticket: Vec<usize> = (0..rec.tool_calls.len())
                 .filter(|&j| rec.tool_calls[j].ticket == ticket)
@@ -408,7 +439,7 @@ pub fn read(name: &str, text: &str, opts: &ImportOptions) -> Result<Recording, I
             };
             let status = quoted(&body, "status");
             let refund_id = quoted(&body, "refund_id");
-            warn_truncated(&mut rec, &refund_id);
+            warn_truncated(rec, &refund_id);
             rec.tool_calls[target].service_response = Some(ServiceResponseRec {
                 at: instant,
                 ok: status.as_deref() == Some("refunded") || refund_id.is_some(),
@@ -424,7 +455,7 @@ pub fn read(name: &str, text: &str, opts: &ImportOptions) -> Result<Recording, I
             });
         }
     }
-    Ok(rec)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -29,8 +29,9 @@ pub use recording::{
     ToolCallRec, ToolResultRec, UnixNs, Warning,
 };
 
-/// Largest input file read, bytes (256 MiB): a larger one is refused with a message rather than
-/// read into memory.
+/// Largest input file read whole, bytes (256 MiB): an OTLP/JSON document. A larger one is
+/// refused with a message rather than read into memory; logs, JSON lines and refund exports are
+/// streamed and have no size limit.
 pub const MAX_INPUT_BYTES: u64 = 256 << 20;
 
 /// An input format.
@@ -202,6 +203,8 @@ pub fn read_file(
 
 /// Reads every file, OTLP ones together (a span's parent may be in another file: the agent and
 /// the refunds service often export to different files), the others one by one, in order.
+/// Logs, JSON lines and refund exports are streamed (read line by line, only the recorded facts
+/// kept, any size); an OTLP file is read whole and may be at most [`MAX_INPUT_BYTES`].
 ///
 /// # Errors
 /// As [`read_file`] for each file.
@@ -210,28 +213,178 @@ pub fn read_files(
     format: Option<Format>,
     opts: &ImportOptions,
 ) -> Result<Recording, ImportError> {
-    let mut loaded = Vec::new();
-    for p in paths {
-        loaded.push(load(p, format)?);
-    }
     let mut rec = Recording::default();
-    let otlp: Vec<(&str, &str)> = loaded
-        .iter()
-        .filter(|(_, _, f)| *f == Format::Otlp)
-        .map(|(n, t, _)| (n.as_str(), t.as_str()))
-        .collect();
-    if !otlp.is_empty() {
-        rec.extend(otlp::read_files(&otlp, opts)?);
-    }
-    for (name, text, f) in &loaded {
-        if *f != Format::Otlp {
-            rec.extend(read_text(name, text, *f, opts)?);
+    let mut otlp_texts = Vec::new();
+    for p in paths {
+        let (name, format) = sniff(p, format)?;
+        let open = || {
+            let f = std::fs::File::open(p)
+                .map_err(|e| ImportError::at(&name, 0, format!("cannot read: {e}")))?;
+            let mut r = std::io::BufReader::with_capacity(1 << 16, f);
+            skip_bom(&mut r).map_err(|e| ImportError::at(&name, 0, format!("cannot read: {e}")))?;
+            Ok::<_, ImportError>(r)
+        };
+        match format {
+            Format::Otlp => {
+                let (name, text, _) = load(p, Some(Format::Otlp))?;
+                otlp_texts.push((name, text));
+            }
+            Format::Log => rec.extend(log::read_lines(
+                &name,
+                LineReader::new(&name, open()?),
+                opts,
+            )?),
+            Format::Jsonl => rec.extend(jsonl::read_lines(
+                &name,
+                LineReader::new(&name, open()?),
+                opts,
+            )?),
+            Format::RefundsCsv => rec.extend(refunds_csv::read_from(&name, open()?, opts)?),
         }
+    }
+    if !otlp_texts.is_empty() {
+        let files: Vec<(&str, &str)> = otlp_texts
+            .iter()
+            .map(|(n, t)| (n.as_str(), t.as_str()))
+            .collect();
+        rec.extend(otlp::read_files(&files, opts)?);
     }
     Ok(rec)
 }
 
-/// A file's name, text and format (given, or detected).
+/// Longest line a streamed reader accepts, bytes (16 MiB): a longer one is refused rather than
+/// read into memory.
+pub const MAX_LINE_BYTES: usize = 16 << 20;
+
+/// The lines of a streamed file, each checked: at most [`MAX_LINE_BYTES`], UTF-8; errors name
+/// the file and the line.
+pub struct LineReader<R> {
+    name: String,
+    input: R,
+    line: u64,
+    done: bool,
+}
+
+impl<R: std::io::BufRead> LineReader<R> {
+    /// Lines of `input`, the content of file `name`.
+    pub fn new(name: &str, input: R) -> Self {
+        LineReader {
+            name: name.to_string(),
+            input,
+            line: 0,
+            done: false,
+        }
+    }
+}
+
+impl<R: std::io::BufRead> Iterator for LineReader<R> {
+    type Item = Result<String, ImportError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        use std::io::{BufRead, Read};
+        if self.done {
+            return None;
+        }
+        self.line += 1;
+        let mut buf = Vec::new();
+        let limit = MAX_LINE_BYTES as u64 + 1;
+        match (&mut self.input).take(limit).read_until(b'\n', &mut buf) {
+            Ok(0) => {
+                self.done = true;
+                return None;
+            }
+            Ok(_) => {}
+            Err(e) => {
+                self.done = true;
+                return Some(Err(ImportError::at(
+                    &self.name,
+                    self.line,
+                    format!("cannot read: {e}"),
+                )));
+            }
+        }
+        if buf.last() == Some(&b'\n') {
+            buf.pop();
+            if buf.last() == Some(&b'\r') {
+                buf.pop();
+            }
+        } else if buf.len() > MAX_LINE_BYTES {
+            self.done = true;
+            return Some(Err(ImportError::at(
+                &self.name,
+                self.line,
+                format!("a line longer than {MAX_LINE_BYTES} bytes: expected one record per line"),
+            )));
+        }
+        Some(String::from_utf8(buf).map_err(|e| {
+            self.done = true;
+            ImportError::at(
+                &self.name,
+                self.line,
+                format!(
+                    "not UTF-8 text (byte {} of the line)",
+                    e.utf8_error().valid_up_to()
+                ),
+            )
+        }))
+    }
+}
+
+/// Skips a UTF-8 byte order mark at the start of `r`.
+fn skip_bom(r: &mut impl std::io::BufRead) -> std::io::Result<()> {
+    if r.fill_buf()?.starts_with(b"\xef\xbb\xbf") {
+        r.consume(3);
+    }
+    Ok(())
+}
+
+/// A file's name and format (given, or detected from its first 64 KiB).
+fn sniff(path: &Path, format: Option<Format>) -> Result<(String, Format), ImportError> {
+    use std::io::Read;
+    let name = path.display().to_string();
+    let meta = std::fs::metadata(path)
+        .map_err(|e| ImportError::at(&name, 0, format!("cannot read: {e}")))?;
+    if meta.is_dir() {
+        return Err(ImportError::at(&name, 0, "is a directory, expected a file"));
+    }
+    if let Some(f) = format {
+        return Ok((name, f));
+    }
+    let mut head = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(64 << 10).read_to_end(&mut head))
+        .map_err(|e| ImportError::at(&name, 0, format!("cannot read: {e}")))?;
+    // A multi-byte character may be cut at the end of the sample.
+    let text = match std::str::from_utf8(&head) {
+        Ok(t) => t,
+        Err(e) if e.error_len().is_none() => {
+            std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or("")
+        }
+        Err(e) => {
+            return Err(ImportError::at(
+                &name,
+                0,
+                format!("not UTF-8 text (byte {})", e.valid_up_to()),
+            ))
+        }
+    };
+    match Format::detect(text) {
+        Some(f) => Ok((name, f)),
+        None => Err(undetected(&name)),
+    }
+}
+
+fn undetected(name: &str) -> ImportError {
+    ImportError::at(
+        name,
+        1,
+        "cannot tell the format: expected OTLP/JSON (`resourceSpans`), JSON lines, a refund \
+         export CSV (a header with `id` and `amount`) or a log (`HH:MM:SS.mmm` lines); name \
+         it with --format otlp|log|jsonl|refunds-csv",
+    )
+}
+
+/// A file's name, text and format (given, or detected); at most [`MAX_INPUT_BYTES`].
 fn load(path: &Path, format: Option<Format>) -> Result<(String, String, Format), ImportError> {
     let name = path.display().to_string();
     let meta = std::fs::metadata(path)
@@ -244,7 +397,8 @@ fn load(path: &Path, format: Option<Format>) -> Result<(String, String, Format),
             &name,
             0,
             format!(
-                "{} bytes is more than the {MAX_INPUT_BYTES}-byte limit; split the recording",
+                "{} bytes is more than the {MAX_INPUT_BYTES}-byte limit of a file read whole (an \
+                 OTLP/JSON document); export JSON lines, or split the recording",
                 meta.len()
             ),
         ));
@@ -260,13 +414,7 @@ fn load(path: &Path, format: Option<Format>) -> Result<(String, String, Format),
     })?;
     match format.or_else(|| Format::detect(&text)) {
         Some(f) => Ok((name, text, f)),
-        None => Err(ImportError::at(
-            &name,
-            1,
-            "cannot tell the format: expected OTLP/JSON (`resourceSpans`), JSON lines, a refund \
-             export CSV (a header with `id` and `amount`) or a log (`HH:MM:SS.mmm` lines); name \
-             it with --format otlp|log|jsonl|refunds-csv",
-        )),
+        None => Err(undetected(&name)),
     }
 }
 
@@ -400,4 +548,68 @@ pub fn render_report(r: &ImportReport) -> String {
         let _ = writeln!(out, "warning: {}: {}", w.source, w.message);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(bytes: &[u8]) -> Vec<Result<String, String>> {
+        LineReader::new("f.log", bytes)
+            .map(|l| l.map_err(|e| e.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn streamed_lines_are_checked_one_by_one() {
+        assert_eq!(
+            lines(b"a\r\nb\n\nc"),
+            [
+                Ok("a".into()),
+                Ok("b".into()),
+                Ok(String::new()),
+                Ok("c".into())
+            ]
+        );
+        assert_eq!(
+            lines(b"a\n\xff\nc\n"),
+            [
+                Ok("a".into()),
+                Err("f.log:2: not UTF-8 text (byte 0 of the line)".into())
+            ]
+        );
+        let mut long = vec![b'x'; MAX_LINE_BYTES + 1];
+        long.extend_from_slice(b"\nnext\n");
+        let got = lines(&long);
+        assert_eq!(got.len(), 1);
+        assert!(got[0]
+            .as_ref()
+            .unwrap_err()
+            .starts_with("f.log:1: a line longer than 16777216 bytes"));
+        // Exactly at the limit is fine.
+        let mut at = vec![b'y'; MAX_LINE_BYTES];
+        at.push(b'\n');
+        assert_eq!(lines(&at)[0].as_ref().map(String::len), Ok(MAX_LINE_BYTES));
+    }
+
+    #[test]
+    fn formats_are_detected_from_the_content() {
+        assert_eq!(
+            Format::detect("{\"resourceSpans\": []}"),
+            Some(Format::Otlp)
+        );
+        assert_eq!(
+            Format::detect("{\"type\": \"tool_call\"}"),
+            Some(Format::Jsonl)
+        );
+        assert_eq!(
+            Format::detect("id,amount,charge\n"),
+            Some(Format::RefundsCsv)
+        );
+        assert_eq!(
+            Format::detect("16:41:09.210  tool_call x()"),
+            Some(Format::Log)
+        );
+        assert_eq!(Format::detect("hello"), None);
+    }
 }

@@ -60,9 +60,22 @@ struct Columns {
 /// error names the file, the row's line and the column.
 pub fn read(name: &str, text: &str, opts: &ImportOptions) -> Result<Recording, ImportError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    read_from(name, text.as_bytes(), opts)
+}
+
+/// [`read`] from a reader, row by row (a file is streamed, not loaded whole); a UTF-8 byte
+/// order mark at the start is the caller's to skip.
+///
+/// # Errors
+/// As [`read`], and the reader's own errors.
+pub fn read_from(
+    name: &str,
+    input: impl std::io::Read,
+    opts: &ImportOptions,
+) -> Result<Recording, ImportError> {
     let mut reader = csv::ReaderBuilder::new()
         .trim(csv::Trim::All)
-        .from_reader(text.as_bytes());
+        .from_reader(input);
     let header = reader
         .headers()
         .map_err(|e| csv_error(name, &e))?
