@@ -34,3 +34,24 @@ fn the_incident_fixtures_the_docs_cite_are_in_the_repository() {
         serde_json::from_str(&read("tests/fixtures/incident/issue_refund.tool.json")).unwrap();
     assert_eq!(tool["name"], "issue_refund");
 }
+
+/// Every code fence in the README and docs is closed: an unclosed one turns the rest of the
+/// page inside out (a merge once dropped one in the README).
+#[test]
+fn markdown_code_fences_are_balanced() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![root.join("README.md"), root.join("CHANGELOG.md")];
+    for e in std::fs::read_dir(root.join("docs")).unwrap().flatten() {
+        if e.path().extension().is_some_and(|x| x == "md") {
+            files.push(e.path());
+        }
+    }
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        let fences = text
+            .lines()
+            .filter(|l| l.trim_start().starts_with("```"))
+            .count();
+        assert_eq!(fences % 2, 0, "{}: {fences} code fences", f.display());
+    }
+}
