@@ -496,7 +496,16 @@ fn cmd_import(a: ImportArgs) -> anyhow::Result<ExitCode> {
     let inputs_paths: Vec<&PathBuf> = inputs.files.iter().chain(inputs.base.iter()).collect();
     refundsim::output::refuse_overwriting_inputs("--out", &a.out, &inputs_paths)
         .map_err(refundsim::error::CliError::Input)?;
+    if a.out.as_os_str() == "-" {
+        return Err(refundsim::error::CliError::Input(
+            "--out -: expected a file path (the scenario is written to a file; `refundsim replay` \
+             replays a recording without one)"
+                .into(),
+        )
+        .into());
+    }
     let imported = refundsim::import::import(&inputs)?;
+    eprint!("{}", refundsim::import::render_warnings(&imported.report));
     refundsim::output::write_whole(&a.out, |w: &mut dyn Write| {
         w.write_all(imported.json.as_bytes())
     })
@@ -521,10 +530,18 @@ fn cmd_replay(a: ReplayArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("the imported scenario has no replay section");
     };
     let exact = a.policies.is_empty() && a.sets.is_empty();
+    eprint!("{}", refundsim::import::render_warnings(&imported.report));
     if a.json {
+        let mut warnings: Vec<_> = imported.report.warnings.iter().collect();
+        warnings.sort();
+        let warnings: Vec<String> = warnings
+            .iter()
+            .map(|w| format!("{}: {}", w.source, w.message))
+            .collect();
         print_json(&serde_json::json!({
             "mode": if exact { "exact" } else { "counterfactual" },
             "seed": seed,
+            "warnings": warnings,
             "comparison": c,
         }))?;
     } else {

@@ -29,6 +29,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use super::recording::{ProviderRequestRec, Recording, ToolCallRec, UnixNs, Warning};
 use super::{ImportError, ImportOptions, Source};
+use crate::scenario::MAX_CENTS;
 use crate::scenario::{
     LatencyDist, RecordedCall, RecordedRequest, RecordedTicket, Replay, RequestKey, Scenario,
     TicketSpec,
@@ -90,7 +91,12 @@ fn nearest_rank(sorted: &[Duration], q: f64) -> Duration {
 /// A lognormal by the recorded median and 99th percentile (nearest rank), with p50/p90/p99 rows;
 /// a constant with one sample; `fallback` with none.
 fn fit(what: &str, field: &str, samples: &[Duration], fallback: LatencyDist) -> Fit {
-    let mut sorted = samples.to_vec();
+    // A distribution's values are > 0: a recorded 0 (a request sent the instant the call was
+    // made) counts as 1 µs.
+    let mut sorted: Vec<Duration> = samples
+        .iter()
+        .map(|d| (*d).max(Duration::from_micros(1)))
+        .collect();
     sorted.sort();
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     match sorted.len() {
@@ -98,9 +104,12 @@ fn fit(what: &str, field: &str, samples: &[Duration], fallback: LatencyDist) -> 
             what: what.into(),
             field: field.into(),
             samples: 0,
-            dist: fallback,
+            dist: fallback.clone(),
             rows: Vec::new(),
-            note: Some("none recorded: the base scenario's distribution is kept".into()),
+            note: Some(format!(
+                "none recorded: {} is kept",
+                serde_json::to_string(&fallback).unwrap_or_default()
+            )),
         },
         1 => Fit {
             what: what.into(),
@@ -134,6 +143,33 @@ fn fit(what: &str, field: &str, samples: &[Duration], fallback: LatencyDist) -> 
             }
         }
     }
+}
+
+/// A tool call's recorded instants in order: its result, decision and service response come
+/// after the call, the decision after the result.
+fn check_order(c: &ToolCallRec) -> Result<(), ImportError> {
+    let bad = |what: &str, at: i64, after: &str, than: i64| {
+        ImportError {
+        at: c.source.clone(),
+        message: format!(
+            "ticket {}: the {what} is {:.3} s before the {after}: expected recorded instants in order",
+            c.ticket,
+            (than - at) as f64 / 1e9
+        ),
+    }
+    };
+    if let Some(r) = c.result.as_ref().filter(|r| r.at.at < c.at.at) {
+        return Err(bad("tool result", r.at.at, "tool call", c.at.at));
+    }
+    if let Some(s) = c.service_response.as_ref().filter(|s| s.at.at < c.at.at) {
+        return Err(bad("service response", s.at.at, "tool call", c.at.at));
+    }
+    if let (Some(d), Some(r)) = (c.decision_at, &c.result) {
+        if d.at < r.at.at {
+            return Err(bad("model decision", d.at, "tool result", r.at.at));
+        }
+    }
+    Ok(())
 }
 
 /// The RFC 3339 form of `origin` (whole seconds).
@@ -173,12 +209,46 @@ pub fn build(
     };
     let mut by_ticket: BTreeMap<u64, Vec<&ToolCallRec>> = BTreeMap::new();
     let mut other_tools = 0usize;
+    // A record seen twice (a file given twice, a log and the JSON lines of the same calls): the
+    // first kept, the others counted in a warning.
+    let mut seen_calls = std::collections::BTreeSet::new();
+    let mut seen_ids = std::collections::BTreeSet::new();
+    let mut repeated: Vec<&Source> = Vec::new();
     for c in &rec.tool_calls {
+        let same_instant = !seen_calls.insert((c.ticket, c.tool.as_str(), c.at.at));
+        let same_id = c
+            .call_id
+            .as_deref()
+            .is_some_and(|id| !seen_ids.insert((c.ticket, id)));
+        if same_instant || same_id {
+            repeated.push(&c.source);
+            continue;
+        }
+        if c.amount_cents.is_some_and(|a| a == 0 || a > MAX_CENTS) {
+            return Err(ImportError {
+                at: c.source.clone(),
+                message: format!(
+                    "ticket {}: amount {} cents: expected 1 to {MAX_CENTS}",
+                    c.ticket,
+                    c.amount_cents.unwrap_or(0)
+                ),
+            });
+        }
+        check_order(c)?;
         if c.tool == opts.tool {
             by_ticket.entry(c.ticket).or_default().push(c);
         } else {
             other_tools += 1;
         }
+    }
+    if let Some(first) = repeated.first() {
+        warnings.push(Warning {
+            source: (*first).clone(),
+            message: format!(
+                "{} tool call(s) repeated (same ticket and instant, or same call id) ignored: the first of each kept",
+                repeated.len()
+            ),
+        });
     }
     if other_tools > 0 {
         warnings.push(Warning {
@@ -202,7 +272,23 @@ pub fn build(
         calls.sort_by(|a, b| (a.at.at, &a.source).cmp(&(b.at.at, &b.source)));
     }
     let mut requests_of: BTreeMap<(u64, u32), Vec<&ProviderRequestRec>> = BTreeMap::new();
+    let mut seen_requests = std::collections::BTreeSet::new();
+    let mut repeated_requests: Vec<&Source> = Vec::new();
     for r in &rec.provider_requests {
+        if !seen_requests.insert((r.ticket, r.attempt, r.try_no, r.sent.at)) {
+            repeated_requests.push(&r.source);
+            continue;
+        }
+        if let Some(recv) = r.service_received.filter(|x| x.at > r.sent.at) {
+            return Err(ImportError {
+                at: r.source.clone(),
+                message: format!(
+                    "provider request for ticket {}: sent {:.3} s before the service received the call (service_received): expected sent ≥ service_received",
+                    r.ticket,
+                    (recv.at - r.sent.at) as f64 / 1e9
+                ),
+            });
+        }
         let Some(calls) = by_ticket.get(&r.ticket) else {
             warnings.push(Warning {
                 source: r.source.clone(),
@@ -217,6 +303,27 @@ pub fn build(
             let before = calls.iter().filter(|c| c.at.at <= r.sent.at).count();
             u32::try_from(before.saturating_sub(1)).unwrap_or(0)
         });
+        let Some(call) = calls.get(attempt as usize) else {
+            return Err(ImportError {
+                at: r.source.clone(),
+                message: format!(
+                    "provider request for ticket {} attempt {attempt}: the ticket has {} tool call(s) (attempts 0 to {}): expected the attempt of one of them",
+                    r.ticket,
+                    calls.len(),
+                    calls.len().saturating_sub(1)
+                ),
+            });
+        };
+        if r.sent.at < call.at.at {
+            return Err(ImportError {
+                at: r.source.clone(),
+                message: format!(
+                    "provider request for ticket {} attempt {attempt}: sent {:.3} s before its tool call: expected sent ≥ the call's time",
+                    r.ticket,
+                    (call.at.at - r.sent.at) as f64 / 1e9
+                ),
+            });
+        }
         requests_of.entry((r.ticket, attempt)).or_default().push(r);
     }
     for rs in requests_of.values_mut() {
@@ -238,7 +345,13 @@ pub fn build(
     let provider_p50 = out.stripe.latency.median();
 
     let mut exported: BTreeMap<u64, Vec<&super::ExportedRefund>> = BTreeMap::new();
+    let mut seen_refunds = std::collections::BTreeSet::new();
+    let mut repeated_refunds: Vec<&Source> = Vec::new();
     for r in &rec.refunds {
+        if !seen_refunds.insert(r.id.as_str()) {
+            repeated_refunds.push(&r.source);
+            continue;
+        }
         if by_ticket.contains_key(&r.ticket) {
             exported.entry(r.ticket).or_default().push(r);
         } else {
@@ -248,6 +361,17 @@ pub fn build(
                     "refund {} is for ticket {}, which has no tool call: ignored",
                     r.id, r.ticket
                 ),
+            });
+        }
+    }
+    for (list, what) in [
+        (&repeated_requests, "provider request(s) repeated"),
+        (&repeated_refunds, "refund(s) repeated (same id)"),
+    ] {
+        if let Some(first) = list.first() {
+            warnings.push(Warning {
+                source: (*first).clone(),
+                message: format!("{} {what} ignored: the first of each kept", list.len()),
             });
         }
     }
@@ -311,7 +435,11 @@ pub fn build(
             id,
             opened_at: since(origin, calls[0].at.at).saturating_sub(overhead),
             amount_cents: amount,
-            charge_amount_cents: (amount.saturating_mul(u64::from(refunds) + 1)).max(exported_sum),
+            charge_amount_cents: amount
+                .saturating_mul(u64::from(refunds) + 1)
+                .max(exported_sum)
+                .min(MAX_CENTS)
+                .max(amount),
         });
         // Refunds in the export that no 2xx answer returned: what a 5xx or a lost answer may
         // have created.
@@ -376,8 +504,13 @@ pub fn build(
             {
                 last = last.max(t.at);
             }
+            let end = previous_end;
             recorded_calls.push(RecordedCall {
                 think,
+                think_after: match (c.decision_at, end) {
+                    (Some(d), Some(end)) if i + 1 == calls.len() => Some(since(end, d.at)),
+                    _ => None,
+                },
                 at: since(origin, call_at),
                 result_at: c.result.as_ref().map(|r| since(origin, r.at.at)),
                 result: c.result.as_ref().map(|r| {
@@ -450,6 +583,39 @@ pub fn build(
                         );
                     }
                 }
+                None if response.is_none() && c.result.as_ref().is_some_and(|r| r.timed_out) => {
+                    // Timed out, and the service's answer was never recorded: it came after the
+                    // executor gave up (one provider median later, a guess); it created a
+                    // refund only if the export lists one nothing else returned.
+                    let refund = unclaimed
+                        .iter()
+                        .position(|x| x.created.at >= call_at)
+                        .map(|k| unclaimed.remove(k));
+                    let latency = provider_p50;
+                    let reach = timeout + Duration::from_millis(1);
+                    warnings.push(Warning {
+                        source: c.source.clone(),
+                        message: format!(
+                            "ticket {id}: tool call {attempt} timed out and the service's answer is not recorded: replayed as {} {} ms after the timeout",
+                            if refund.is_some() {
+                                "a refund (the export lists one)"
+                            } else {
+                                "no answer (no refund)"
+                            },
+                            1 + latency.as_millis()
+                        ),
+                    });
+                    requests.insert(
+                        RequestKey::service(id, attempt, 0),
+                        RecordedRequest {
+                            reach_provider: reach,
+                            latency,
+                            status: refund.map(|_| 200),
+                            commits: refund.is_some(),
+                            idempotency_key: None,
+                        },
+                    );
+                }
                 None => {
                     // A log: only the service's response time is known.
                     if let Some((at, ok)) = response {
@@ -490,7 +656,7 @@ pub fn build(
         "time to reach the provider",
         "replay.reach_provider",
         &reaches,
-        LatencyDist::constant(Duration::ZERO),
+        LatencyDist::constant(Duration::from_millis(1)),
     );
     out.stripe.latency = latency_fit.dist.clone();
     out.arrivals.tickets = specs;

@@ -78,7 +78,13 @@ pub fn midnight(date: &str) -> Result<i64, String> {
         30,
         31,
     ];
-    if !(1970..=9999).contains(&y)
+    // Nanoseconds since the epoch in an i64 reach 2262-04-11.
+    if !(1970..=2261).contains(&y) {
+        return Err(format!(
+            "expected a date from 1970-01-01 to 2261-12-31 (nanoseconds since 1970 fit 64 bits), got \"{date}\""
+        ));
+    }
+    if !(1970..=2261).contains(&y)
         || !(1..=12).contains(&m)
         || d < 1
         || d > days_in[(m - 1) as usize]
@@ -377,13 +383,34 @@ fn entry(
             *current = Some(rec.tool_calls.len() - 1);
         } else if body.starts_with("tool_executor:") && body.contains("timeout") {
             let k = need_call(*current, "tool_executor timeout")?;
-            if let Some(ms) = body
-                .split("after")
-                .nth(1)
-                .and_then(|s| s.trim().split(|c: char| !c.is_ascii_digit()).next())
-                .and_then(|s| s.parse::<u64>().ok())
-            {
-                rec.executor_timeout_ns.get_or_insert(ms * 1_000_000);
+            if let Some(after) = body.split("after").nth(1) {
+                let word = after.trim().split([',', ' ']).next().unwrap_or("");
+                let ms = word
+                    .strip_suffix("ms")
+                    .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+                    .and_then(|d| d.parse::<u64>().ok())
+                    .filter(|&ms| (1..=86_400_000).contains(&ms))
+                    .ok_or_else(|| {
+                        ImportError::at(
+                            name,
+                            line_no,
+                            format!(
+                                "tool_executor timeout: expected `timeout after Nms` with N a whole number of milliseconds from 1 to 86400000, got \"{}\"",
+                                word.chars().take(24).collect::<String>()
+                            ),
+                        )
+                    })?;
+                if let Some(earlier) = rec.executor_timeout_ns.filter(|&t| t != ms * 1_000_000) {
+                    return Err(ImportError::at(
+                        name,
+                        line_no,
+                        format!(
+                            "tool_executor timeout: {ms}ms, but an earlier line said {}ms: expected one executor timeout per recording",
+                            earlier / 1_000_000
+                        ),
+                    ));
+                }
+                rec.executor_timeout_ns = Some(ms * 1_000_000);
             }
             rec.tool_calls[k].result = Some(ToolResultRec {
                 at: instant,
@@ -399,8 +426,11 @@ fn entry(
             let status = quoted(&body, "status");
             let refund_id = quoted(&body, "refund_id");
             warn_truncated(rec, &refund_id);
-            let ok = status.as_deref() == Some("refunded")
-                || (refund_id.is_some() && !body.contains("error"));
+            // `status` decides when given; without one, a refund id and no error.
+            let ok = match status.as_deref() {
+                Some(s) => s == "refunded",
+                None => refund_id.is_some() && !body.contains("error"),
+            };
             rec.tool_calls[k].result = Some(ToolResultRec {
                 at: instant,
                 ok,
@@ -442,7 +472,10 @@ fn entry(
             warn_truncated(rec, &refund_id);
             rec.tool_calls[target].service_response = Some(ServiceResponseRec {
                 at: instant,
-                ok: status.as_deref() == Some("refunded") || refund_id.is_some(),
+                ok: match status.as_deref() {
+                    Some(s) => s == "refunded",
+                    None => refund_id.is_some(),
+                },
                 refund_id,
             });
         } else {
@@ -554,6 +587,48 @@ mod tests {
         .unwrap_err()
         .to_string()
         .contains("--date: expected a date YYYY-MM-DD"));
+    }
+
+    #[test]
+    fn status_decides_and_timeouts_and_dates_are_checked() {
+        let rec = read(
+            "x.log",
+            "16:41:09.210 tool_call issue_refund(ticket=1, amount=5)\n16:41:10.000 tool_result: { status: \"failed\", refund_id: \"re_1\" }",
+            &opts(),
+        )
+        .unwrap();
+        assert!(!rec.tool_calls[0].result.as_ref().unwrap().ok);
+        let err = |text: &str| read("x.log", text, &opts()).unwrap_err().to_string();
+        let call = "16:41:09.210 tool_call issue_refund(ticket=1, amount=5)\n";
+        for bad in ["-8000ms", "8000.5ms", "99999999999999999999ms", "0ms", "8s"] {
+            let e = err(&format!(
+                "{call}16:41:17.211 tool_executor: timeout after {bad}, x"
+            ));
+            assert!(
+                e.starts_with("x.log:2: tool_executor timeout: expected `timeout after Nms`"),
+                "{bad}: {e}"
+            );
+        }
+        assert_eq!(
+            err(&format!("{call}16:41:17.211 tool_executor: timeout after 8000ms\n16:41:18.000 tool_call issue_refund(ticket=1, amount=5)\n16:41:26.000 tool_executor: timeout after 9000ms")),
+            "x.log:4: tool_executor timeout: 9000ms, but an earlier line said 8000ms: expected one executor timeout per recording"
+        );
+        for date in ["2600-01-01", "2262-04-12", "1969-12-31"] {
+            let e = read(
+                "x.log",
+                call,
+                &ImportOptions {
+                    date: Some(date.into()),
+                    ..opts()
+                },
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(
+                e.contains("expected a date from 1970-01-01 to 2261-12-31"),
+                "{e}"
+            );
+        }
     }
 
     #[test]

@@ -403,8 +403,24 @@ fn load(path: &Path, format: Option<Format>) -> Result<(String, String, Format),
             ),
         ));
     }
-    let bytes =
-        std::fs::read(path).map_err(|e| ImportError::at(&name, 0, format!("cannot read: {e}")))?;
+    // Bounded even where the size is not known beforehand (a pipe, /dev/zero).
+    let mut bytes = Vec::new();
+    {
+        use std::io::Read;
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes))
+            .map_err(|e| ImportError::at(&name, 0, format!("cannot read: {e}")))?;
+    }
+    if bytes.len() as u64 > MAX_INPUT_BYTES {
+        return Err(ImportError::at(
+            &name,
+            0,
+            format!(
+                "more than the {MAX_INPUT_BYTES}-byte limit of a file read whole (an OTLP/JSON \
+                 document); export JSON lines, or split the recording"
+            ),
+        ));
+    }
     let text = String::from_utf8(bytes).map_err(|e| {
         ImportError::at(
             &name,
@@ -516,10 +532,14 @@ impl Imported {
 pub fn render_report(r: &ImportReport) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
+    let n = |k: usize, one: &str, many: &str| format!("{k} {}", if k == 1 { one } else { many });
     let _ = writeln!(
         out,
-        "imported {} tickets, {} tool calls, {} provider requests, {} exported refunds",
-        r.tickets, r.tool_calls, r.provider_requests, r.exported_refunds
+        "imported {}, {}, {}, {}",
+        n(r.tickets, "ticket", "tickets"),
+        n(r.tool_calls, "tool call", "tool calls"),
+        n(r.provider_requests, "provider request", "provider requests"),
+        n(r.exported_refunds, "exported refund", "exported refunds")
     );
     for f in &r.fits {
         let _ = writeln!(
@@ -544,7 +564,17 @@ pub fn render_report(r: &ImportReport) -> String {
             let _ = writeln!(out, "  {n}");
         }
     }
-    for w in &r.warnings {
+    out
+}
+
+/// The import's warnings, one line each (`warning: FILE:LINE: …`), in file and line order: for
+/// stderr.
+pub fn render_warnings(r: &ImportReport) -> String {
+    use std::fmt::Write as _;
+    let mut ws: Vec<&Warning> = r.warnings.iter().collect();
+    ws.sort();
+    let mut out = String::new();
+    for w in ws {
         let _ = writeln!(out, "warning: {}: {}", w.source, w.message);
     }
     out

@@ -291,8 +291,15 @@ fn llm_fails_after_tool(w: &World, ticket: u64, attempt: u32) -> bool {
 /// The recorded think time before `ticket`'s tool call `attempt` (`replay` section), which
 /// replaces the drawn one (drawn all the same, so no other draw moves).
 fn replayed_think(w: &World, ticket: u64, attempt: u32) -> Option<SimTime> {
-    let call = w.cfg.replay.as_ref()?.call(ticket, attempt)?;
-    Some(SimTime::from_duration(call.think))
+    let replay = w.cfg.replay.as_ref()?;
+    match replay.call(ticket, attempt) {
+        Some(call) => Some(SimTime::from_duration(call.think)),
+        // No such call recorded: the decision after the last one (to give up), if recorded.
+        None => attempt
+            .checked_sub(1)
+            .and_then(|a| replay.call(ticket, a)?.think_after)
+            .map(SimTime::from_duration),
+    }
 }
 
 async fn run_turn(

@@ -149,9 +149,13 @@ fn cli_run_by(
     } else {
         render_text(opts, &sc, &out, origin, story_lines.as_deref())
     };
+    // An exact replay (an imported scenario as written) that differs from its recording fails
+    // like `refundsim replay` does.
+    let exact = opts.policies.is_empty() && opts.sets.is_empty();
+    let replay_ok = !exact || out.report.recording.as_ref().is_none_or(|c| c.matches);
     Ok(CliOutcome {
         stdout,
-        expectations_met: out.report.expectations_met,
+        expectations_met: out.report.expectations_met && replay_ok,
     })
 }
 

@@ -32,4 +32,4 @@ pub use layers::{
 pub use load::{load, load_str, load_text, load_with_expect_source, schema_json};
 pub use provider::{Provider, ProviderKind, Settle};
 pub use replay::{RecordedCall, RecordedRequest, RecordedTicket, Replay};
-pub use validate::{validate, MAX_DURATION, MAX_FIRST_TICKET_ID, MAX_HORIZON, METRICS};
+pub use validate::{validate, MAX_CENTS, MAX_DURATION, MAX_FIRST_TICKET_ID, MAX_HORIZON, METRICS};

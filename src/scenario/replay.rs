@@ -105,6 +105,15 @@ pub struct RecordedCall {
     #[serde(with = "humantime_serde")]
     #[schemars(with = "String")]
     pub think: Duration,
+    /// The model's think time after this call's failed result when no later call was recorded
+    /// (its decision to give up), replayed; absent otherwise.
+    #[serde(
+        default,
+        with = "humantime_serde",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub think_after: Option<Duration>,
     /// When the call reached the executor.
     #[serde(with = "humantime_serde")]
     #[schemars(with = "String")]

@@ -86,12 +86,15 @@ fn the_text_replay_says_it_matches_and_is_deterministic() {
         "{text}"
     );
     assert!(text.contains("replay matches the recording: 0 of 1 tickets with other refunds, 0 recorded facts differ"), "{text}");
+    let err = String::from_utf8(a.stderr).unwrap();
+    assert!(err.starts_with("warning: tests/fixtures/incident/incident-trace-ticket-48213.log:5: truncated refund id"), "{err}");
     assert!(
-        text.contains(
+        err.contains(
             "warning: tests/fixtures/incident/incident-trace-ticket-48213.log:6: redacted digits"
         ),
-        "{text}"
+        "{err}"
     );
+    assert!(!text.contains("warning:"), "{text}");
 }
 
 #[test]
@@ -208,7 +211,7 @@ fn import_writes_a_scenario_that_run_replays() {
     let text = String::from_utf8(imported.stdout).unwrap();
     assert!(
         text.starts_with(
-            "imported 1 tickets, 2 tool calls, 2 provider requests, 0 exported refunds\n"
+            "imported 1 ticket, 2 tool calls, 2 provider requests, 0 exported refunds\n"
         ),
         "{text}"
     );
@@ -365,4 +368,124 @@ fn a_recorded_5xx_commits_only_where_the_refund_export_lists_a_refund() {
         ),
         (Some(1), Some(1))
     );
+}
+
+#[test]
+fn repeated_records_are_kept_once_and_impossible_times_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    // The same log twice, its JSON lines, and the refund export with a row repeated: one of
+    // each kept.
+    let csv = std::fs::read_to_string(CSV).unwrap();
+    let last = csv.lines().last().unwrap().to_string();
+    let doubled = dir.path().join("doubled.csv");
+    std::fs::write(&doubled, format!("{csv}{last}\n")).unwrap();
+    let out = refundsim()
+        .args([
+            "replay",
+            LOG,
+            LOG,
+            JSONL,
+            doubled.to_str().unwrap(),
+            "--base",
+            INCIDENT,
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{err}{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        err.contains("4 tool call(s) repeated (same ticket and instant, or same call id) ignored"),
+        "{err}"
+    );
+    assert!(
+        err.contains("1 refund(s) repeated (same id) ignored"),
+        "{err}"
+    );
+    // A provider request sent before the service received the call.
+    let text = std::fs::read_to_string(JSONL).unwrap().replace(
+        r#""sent":"2024-05-14T16:41:18.061Z""#,
+        r#""sent":"2024-05-14T16:40:00.000Z""#,
+    );
+    let f = dir.path().join("early.jsonl");
+    std::fs::write(&f, text).unwrap();
+    let out = refundsim()
+        .args(["replay", f.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("early.jsonl:4: provider request for ticket 48213: sent 77.248 s before the service received the call"), "{err}");
+    // `--out -` is not a file.
+    let out = refundsim()
+        .args(["import", LOG, "--out", "-"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8(out.stderr)
+        .unwrap()
+        .contains("--out -: expected a file path"));
+}
+
+#[test]
+fn a_timeout_without_a_recorded_answer_replays_and_run_fails_on_a_mismatch() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("short.log");
+    std::fs::write(
+        &log,
+        "10:00:00.000  tool_call issue_refund(ticket=7, amount=500)\n\
+         10:00:08.000  tool_executor: timeout after 8000ms, injecting error result\n\
+         10:00:08.030  model: \"giving up\"\n",
+    )
+    .unwrap();
+    let base = dir.path().join("no-retry.json");
+    std::fs::write(
+        &base,
+        r#"{"name":"no-retry","horizon":"1h","arrivals":{"schedule":[{"duration":"1h","rate_per_s":0.01}]},"agent":{"retry":{"max_retries":0}},"humans":{"enabled":false}}"#,
+    )
+    .unwrap();
+    let l = log.to_str().unwrap();
+    let out = refundsim()
+        .args(["replay", l, "--base", base.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{err}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(err.contains("tool call 0 timed out and the service's answer is not recorded: replayed as no answer (no refund)"), "{err}");
+    // `run` on an imported scenario that no longer matches its recording exits 1: over the
+    // incident's base the model retries, which the recording did not.
+    let imported = dir.path().join("short.json");
+    let o = imported.to_str().unwrap();
+    refundsim()
+        .args(["import", l, "--base", INCIDENT, "--out", o])
+        .assert()
+        .success();
+    let out = refundsim().args(["run", o]).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(String::from_utf8(out.stdout)
+        .unwrap()
+        .contains("REPLAY DIFFERS"));
+    // A hand-edited replay section is validated like any field.
+    let text = std::fs::read_to_string(&imported).unwrap();
+    let edited = text.replacen(r#""result": "timeout""#, r#""result": "maybe""#, 1);
+    assert_ne!(edited, text);
+    std::fs::write(&imported, edited).unwrap();
+    let out = refundsim().args(["run", o]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("replay.tickets.7.calls.0.result: expected \"ok\", \"fail\" or \"timeout\", got \"maybe\""), "{err}");
 }

@@ -12,6 +12,7 @@ mod expect;
 mod exploration;
 mod humans;
 mod provider;
+mod replay;
 mod service;
 mod stripe;
 #[cfg(test)]
@@ -138,6 +139,7 @@ pub fn validate(s: &Scenario) -> Result<(), ValidationError> {
     humans::validate(s)?;
     exploration::validate(s)?;
     expect::validate(&s.expect)?;
+    replay::validate(s)?;
     // Last: the layers' cap multiplies retries that the rules above bound one by one.
     super::layers::validate_layers(s)?;
     Ok(())
