@@ -790,7 +790,9 @@ impl Evaluator {
 /// Stripe's answer by status: replays, 409, 400, 429, 5xx, and no response at all.
 fn count_stripe_status(m: &mut Metrics, status: u16, outcome: &str) {
     match (status, outcome) {
-        (200, "replayed") => m.stripe_replays += 1,
+        // A saved response replayed under its key, a refund or a saved 500: a replay, not a
+        // new 5xx (Stripe's `Idempotent-Replayed: true`).
+        (_, "replayed") => m.stripe_replays += 1,
         // An in-flight duplicate: Stripe's 409, or 422 where `provider.in_flight_duplicate_status`
         // says so (the only 422 the fake provider sends).
         (409 | 422, _) => m.stripe_409 += 1,
@@ -931,6 +933,15 @@ mod tests {
         count_stripe_status(&mut m, 400, "idempotency_error");
         count_stripe_status(&mut m, 200, "replayed");
         assert_eq!((m.stripe_409, m.stripe_400, m.stripe_replays), (3, 1, 1));
+    }
+
+    /// A saved 500 replayed under its key is a replay, not a new 5xx (issue 13).
+    #[test]
+    fn a_replayed_500_counts_as_a_replay() {
+        let mut m = Metrics::default();
+        count_stripe_status(&mut m, 500, "replayed");
+        count_stripe_status(&mut m, 500, "api_error");
+        assert_eq!((m.stripe_replays, m.stripe_500), (1, 1));
     }
 
     #[test]

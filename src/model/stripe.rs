@@ -1335,6 +1335,12 @@ mod tests {
         assert_eq!((replay.status, replay.idempotent_replayed), (500, true));
         assert_eq!(replay.error_type(), Some(ErrorType::ApiError));
         assert_eq!(s.refunds().len(), 1);
+        // Traced (and counted) as a replay, not as a new 500.
+        let (status, outcome, _) =
+            super::super::stripe_client::classify(&Delivered::Response(replay));
+        assert_eq!((status, outcome), (500, "replayed"));
+        let (_, first, _) = super::super::stripe_client::classify(&Delivered::Response(resp));
+        assert_eq!(first, "api_error");
     }
 
     #[test]

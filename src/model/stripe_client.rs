@@ -53,7 +53,9 @@ pub fn classify(d: &Delivered) -> (u16, &'static str, Option<String>) {
         Delivered::ConnectionLost => (0, "connection_lost", None),
         Delivered::Response(r) => {
             let outcome = match &r.body {
-                Body::Refund(_) if r.idempotent_replayed => "replayed",
+                // A saved response replayed under its key (`Idempotent-Replayed: true`),
+                // whether a refund or a saved error (a 500 after commit): a replay.
+                _ if r.idempotent_replayed => "replayed",
                 Body::Refund(_) => "created",
                 Body::Error { kind, code, .. } => match (r.status, kind, code.as_deref()) {
                     (_, _, Some("duplicate_in_progress")) => "duplicate_in_progress",
