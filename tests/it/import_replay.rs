@@ -489,3 +489,33 @@ fn a_timeout_without_a_recorded_answer_replays_and_run_fails_on_a_mismatch() {
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("replay.tickets.7.calls.0.result: expected \"ok\", \"fail\" or \"timeout\", got \"maybe\""), "{err}");
 }
+
+#[test]
+fn the_html_report_of_an_imported_scenario_compares_it_with_the_recording() {
+    let dir = tempfile::tempdir().unwrap();
+    let sc = dir.path().join("ticket.json");
+    let s = sc.to_str().unwrap();
+    refundsim()
+        .args(["import", LOG, "--base", INCIDENT, "--out", s])
+        .assert()
+        .success();
+    let html = dir.path().join("r.html");
+    let h = html.to_str().unwrap();
+    refundsim()
+        .args(["report", s, "--out", h])
+        .assert()
+        .success();
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains(r#"<section id="recording" data-mode="exact" data-matches="true" data-recorded-refunds="2" data-replayed-refunds="2">"#),
+        "{page}"
+    );
+    assert!(page.contains("The replay matches the recording."));
+    refundsim()
+        .args(["report", s, "--policy", "policies/fixed.json", "--out", h])
+        .assert()
+        .success();
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains(r#"data-mode="counterfactual" data-matches="false" data-recorded-refunds="2" data-replayed-refunds="1""#));
+    assert!(page.contains(r#"<tr data-ticket="48213"><td class="n">48213</td><td class="n">2</td><td class="n">1</td>"#));
+}

@@ -31,6 +31,9 @@ pub(super) fn num(v: f64) -> String {
 }
 
 /// Everything the page shows.
+/// Most recorded tickets the report lists one by one.
+const RECORDED_ROWS: usize = 200;
+
 pub(super) struct Page<'a> {
     /// The scenario as run (after policies and `--set`).
     pub sc: &'a Scenario,
@@ -146,6 +149,7 @@ impl Page<'_> {
         self.header(&mut h);
         h.push_str("<main>\n");
         self.summary(&mut h);
+        self.recording(&mut h);
         self.timelines(&mut h);
         self.stories(&mut h);
         if let Some((dir, s)) = self.sweep {
@@ -258,6 +262,75 @@ impl Page<'_> {
             );
         }
         h.push_str("</table>\n");
+    }
+
+    /// An imported scenario (`replay` section): per recorded ticket, recorded vs replayed (the
+    /// scenario as written) or vs counterfactual (with a policy or `--set`) refunds and tool
+    /// calls; at most [`RECORDED_ROWS`] rows, then a count of the rest.
+    fn recording(&self, h: &mut String) {
+        let Some(c) = &self.report.recording else {
+            return;
+        };
+        let exact = self.how.policies.is_empty() && self.how.sets.is_empty();
+        let (title, other) = if exact {
+            ("Recorded vs replayed", "replayed")
+        } else {
+            (
+                "Recorded vs counterfactual (this policy on the recorded traffic)",
+                "counterfactual",
+            )
+        };
+        let verdict = if !exact {
+            String::new()
+        } else if c.matches {
+            "<p class=\"ok\">The replay matches the recording.</p>\n".to_string()
+        } else {
+            format!(
+                "<p class=\"bad\">The replay differs from the recording: {} tickets with other \
+                 refunds, {} recorded facts differ.</p>\n",
+                c.tickets_with_other_refunds, c.rows_differing
+            )
+        };
+        let _ = write!(
+            h,
+            "<section id=\"recording\" data-mode=\"{}\" data-matches=\"{}\" \
+             data-recorded-refunds=\"{}\" data-replayed-refunds=\"{}\">\n<h2>{title}</h2>\n\
+             <p class=\"muted\">From {}.</p>\n{verdict}<table>\n<tr><th class=\"n\">ticket</th>\
+             <th class=\"n\">recorded refunds</th><th class=\"n\">{other} refunds</th>\
+             <th class=\"n\">recorded tool calls</th><th class=\"n\">{other} tool calls</th>\
+             <th class=\"n\">facts that differ</th></tr>\n",
+            if exact { "exact" } else { "counterfactual" },
+            c.matches,
+            c.recorded_refunds,
+            c.replayed_refunds,
+            esc(&c.sources.join(", ")),
+        );
+        for t in c.tickets.iter().take(RECORDED_ROWS) {
+            let differ = t.rows.iter().filter(|r| !r.ok).count();
+            let _ = writeln!(
+                h,
+                "<tr data-ticket=\"{}\"><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+                 <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+                 <td class=\"n\">{}</td></tr>",
+                t.ticket,
+                t.ticket,
+                t.recorded_refunds,
+                t.replayed_refunds,
+                t.recorded_tool_calls,
+                t.replayed_tool_calls,
+                differ
+            );
+        }
+        h.push_str("</table>\n");
+        if c.tickets.len() > RECORDED_ROWS {
+            let _ = writeln!(
+                h,
+                "<p class=\"muted\">…and {} more tickets (<code>refundsim replay --json</code> \
+                 lists every one).</p>",
+                c.tickets.len() - RECORDED_ROWS
+            );
+        }
+        h.push_str("</section>\n");
     }
 
     fn expectations(&self, h: &mut String) {
