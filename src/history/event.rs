@@ -1,10 +1,15 @@
 //! The typed event record every run produces (DESIGN §4, "Trace").
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use crate::sim::SimTime;
+
+/// An event's text field: a fixed text (`&'static str`, no allocation per event) or one built
+/// for the event. Serialized as a plain JSON string either way.
+pub type Text = Cow<'static, str>;
 
 /// One thing that happened, at one virtual instant.
 ///
@@ -135,7 +140,7 @@ pub enum EventKind {
         /// The try about to start (1 = first retry).
         layer_try: u32,
         /// The `retry_on` class that caused it (`timeout`, `5xx`, `reset`, …).
-        reason: String,
+        reason: Text,
         /// Backoff before the try, ns.
         backoff_ns: u64,
     },
@@ -203,7 +208,7 @@ pub enum EventKind {
         /// `created`, `replayed`, `idempotency_key_in_use`, `idempotency_error`,
         /// `charge_already_refunded`, `invalid_request`, `rate_limited`, `lock_timeout`,
         /// `api_error`, `connection_lost`, `sdk_timeout`.
-        outcome: String,
+        outcome: Text,
         /// Refund id in the body, if any.
         refund_id: Option<String>,
         /// Time from request to answer, ns.
@@ -216,11 +221,11 @@ pub enum EventKind {
         /// Cents.
         amount_cents: u64,
         /// Refund status (`succeeded`, `pending`, `failed`, …).
-        status: String,
+        status: Text,
         /// Whether money moves (status not `failed`/`canceled`).
         moves_money: bool,
         /// `service` or `human`.
-        by: String,
+        by: Text,
     },
     /// A `pending` refund reached its final status (`provider.settle`).
     RefundSettled {
@@ -231,7 +236,7 @@ pub enum EventKind {
         /// When it was created (virtual ns).
         created_ns: u64,
         /// The final status: `succeeded`, `failed` or `canceled`.
-        status: String,
+        status: Text,
         /// Whether money moves now (`succeeded`).
         moves_money: bool,
     },
@@ -253,7 +258,7 @@ pub enum EventKind {
         /// The timeout, ns.
         after_ns: u64,
         /// What the executor does next: `report_error` or `probe_status`.
-        action: String,
+        action: Text,
     },
     /// The executor's status probe (`get_status(ticket)`) answered, failed or timed out.
     Probe {
@@ -278,7 +283,7 @@ pub enum EventKind {
         /// Retry or escalate.
         decision: Decision,
         /// What the model said.
-        text: String,
+        text: Text,
     },
     /// The ticket went to a human.
     Escalation {

@@ -10,7 +10,7 @@ use super::framework_retry;
 use super::humans::escalate;
 use super::layers::{self, Via};
 use super::world::{Ids, World};
-use crate::history::{Decision, EventKind, Outcome};
+use crate::history::{Decision, EventKind, Outcome, Text};
 use crate::scenario::{AppliesTo, Cancellation, Position, ReportTimeout, RetryLayer, RetryOn};
 use crate::sim::{tag, SimTime, StreamRng};
 
@@ -408,21 +408,22 @@ async fn run_turn(
         if !retry {
             return TurnEnd::GaveUp { ids, reply };
         }
-        let text = if reply.outcome == Outcome::Info {
+        let text: Text = if reply.outcome == Outcome::Info {
             "The refund's outcome is unknown and the tool said not to retry. Retrying anyway."
-                .to_string()
+                .into()
         } else if reply.timed_out {
-            "The refund call timed out. Retrying once per policy.".to_string()
+            "The refund call timed out. Retrying once per policy.".into()
         } else {
             format!(
                 "The refund call failed: {}. Retrying once per policy.",
                 reply.shown
             )
+            .into()
         };
         let text = if cfg.retry.max_retries == 1 {
             text
         } else {
-            text.replace("once ", "")
+            text.replace("once ", "").into()
         };
         w.record(
             ids,
