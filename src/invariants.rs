@@ -5,7 +5,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::history::{Decision, Event, EventKind, History, HumanAction, Outcome, TicketStatus};
+use crate::history::{
+    Caller, Decision, Event, EventKind, History, HumanAction, Outcome, ProviderOutcome,
+    TicketStatus,
+};
 use crate::model::ModelGauges;
 use crate::scenario::Bound;
 use crate::sim::SimTime;
@@ -698,7 +701,7 @@ impl Evaluator {
                         *f.refunded_attempts.entry(*a) = ();
                     }
                 }
-                count_stripe_status(m, *status, outcome);
+                count_stripe_status(m, *status, *outcome);
             }
             EventKind::RefundCreated {
                 amount_cents,
@@ -706,7 +709,7 @@ impl Evaluator {
                 by,
                 ..
             } => {
-                if by == "human" {
+                if *by == Caller::Human {
                     m.manual_refunds += 1;
                 }
                 if *moves_money {
@@ -790,11 +793,11 @@ impl Evaluator {
 }
 
 /// Stripe's answer by status: replays, 409, 400, 429, 5xx, and no response at all.
-fn count_stripe_status(m: &mut Metrics, status: u16, outcome: &str) {
+fn count_stripe_status(m: &mut Metrics, status: u16, outcome: ProviderOutcome) {
     match (status, outcome) {
         // A saved response replayed under its key, a refund or a saved 500: a replay, not a
         // new 5xx (Stripe's `Idempotent-Replayed: true`).
-        (_, "replayed") => m.stripe_replays += 1,
+        (_, ProviderOutcome::Replayed) => m.stripe_replays += 1,
         // An in-flight duplicate: Stripe's 409, or 422 where `provider.in_flight_duplicate_status`
         // says so (the only 422 the fake provider sends).
         (409 | 422, _) => m.stripe_409 += 1,
@@ -929,11 +932,11 @@ mod tests {
     #[test]
     fn in_flight_duplicates_count_as_409_with_either_status() {
         let mut m = Metrics::default();
-        count_stripe_status(&mut m, 409, "idempotency_key_in_use");
-        count_stripe_status(&mut m, 422, "idempotency_error");
-        count_stripe_status(&mut m, 422, "duplicate_in_progress");
-        count_stripe_status(&mut m, 400, "idempotency_error");
-        count_stripe_status(&mut m, 200, "replayed");
+        count_stripe_status(&mut m, 409, ProviderOutcome::IdempotencyKeyInUse);
+        count_stripe_status(&mut m, 422, ProviderOutcome::IdempotencyError);
+        count_stripe_status(&mut m, 422, ProviderOutcome::DuplicateInProgress);
+        count_stripe_status(&mut m, 400, ProviderOutcome::IdempotencyError);
+        count_stripe_status(&mut m, 200, ProviderOutcome::Replayed);
         assert_eq!((m.stripe_409, m.stripe_400, m.stripe_replays), (3, 1, 1));
     }
 
@@ -941,8 +944,8 @@ mod tests {
     #[test]
     fn a_replayed_500_counts_as_a_replay() {
         let mut m = Metrics::default();
-        count_stripe_status(&mut m, 500, "replayed");
-        count_stripe_status(&mut m, 500, "api_error");
+        count_stripe_status(&mut m, 500, ProviderOutcome::Replayed);
+        count_stripe_status(&mut m, 500, ProviderOutcome::ApiError);
         assert_eq!((m.stripe_replays, m.stripe_500), (1, 1));
     }
 

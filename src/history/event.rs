@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::scenario::OnTimeout;
 use crate::sim::SimTime;
 
 /// An event's text field: a fixed text (`&'static str`, no allocation per event) or one built
@@ -43,6 +44,173 @@ pub enum Outcome {
     Fail,
     /// Indeterminate: the outcome is unknown.
     Info,
+}
+
+/// How one Stripe request ended, as the client saw it (`StripeResponse.outcome`).
+///
+/// Serialized as its snake_case name, which for an error is the `code` (or `type`) of Stripe's
+/// error object: `idempotency_key_in_use` is the 409 of a key still in flight, `idempotency_error`
+/// the 400 of a key reused with other parameters, `charge_already_refunded` the 400 of a charge
+/// with nothing left to refund, `lock_timeout` the 429 of a contended object ("Idempotent
+/// requests", "Errors" and "Rate limits" in Stripe's API reference). The checker and the
+/// metrics match on these variants, never on their text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderOutcome {
+    /// HTTP 200 with a new refund object.
+    Created,
+    /// A saved response replayed under its idempotency key (`Idempotent-Replayed: true`): a
+    /// refund or a saved error such as a 500 after commit.
+    Replayed,
+    /// A duplicate of a request still in flight, refused with the status that
+    /// `provider.in_flight_duplicate_status` names (422 `duplicate_in_progress`).
+    DuplicateInProgress,
+    /// 409: the key's first request is still being processed.
+    IdempotencyKeyInUse,
+    /// 400: the key was used with different parameters.
+    IdempotencyError,
+    /// 400: the charge has no amount left to refund.
+    ChargeAlreadyRefunded,
+    /// 429 `lock_timeout`: the charge object was locked by another request.
+    LockTimeout,
+    /// 429: rate limited.
+    RateLimited,
+    /// 5xx: Stripe's `api_error`.
+    ApiError,
+    /// Any other 4xx (`invalid_request_error`).
+    InvalidRequest,
+    /// No response: the connection dropped (status 0).
+    ConnectionLost,
+    /// No response: the SDK's own timeout fired (status 0).
+    SdkTimeout,
+    /// No response: the caller aborted the call in flight (`abort_in_flight`, status 0).
+    AbortedByCaller,
+}
+
+impl ProviderOutcome {
+    /// Every outcome, in declaration order.
+    pub const ALL: [ProviderOutcome; 13] = [
+        ProviderOutcome::Created,
+        ProviderOutcome::Replayed,
+        ProviderOutcome::DuplicateInProgress,
+        ProviderOutcome::IdempotencyKeyInUse,
+        ProviderOutcome::IdempotencyError,
+        ProviderOutcome::ChargeAlreadyRefunded,
+        ProviderOutcome::LockTimeout,
+        ProviderOutcome::RateLimited,
+        ProviderOutcome::ApiError,
+        ProviderOutcome::InvalidRequest,
+        ProviderOutcome::ConnectionLost,
+        ProviderOutcome::SdkTimeout,
+        ProviderOutcome::AbortedByCaller,
+    ];
+
+    /// The snake_case name the trace and reports use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderOutcome::Created => "created",
+            ProviderOutcome::Replayed => "replayed",
+            ProviderOutcome::DuplicateInProgress => "duplicate_in_progress",
+            ProviderOutcome::IdempotencyKeyInUse => "idempotency_key_in_use",
+            ProviderOutcome::IdempotencyError => "idempotency_error",
+            ProviderOutcome::ChargeAlreadyRefunded => "charge_already_refunded",
+            ProviderOutcome::LockTimeout => "lock_timeout",
+            ProviderOutcome::RateLimited => "rate_limited",
+            ProviderOutcome::ApiError => "api_error",
+            ProviderOutcome::InvalidRequest => "invalid_request",
+            ProviderOutcome::ConnectionLost => "connection_lost",
+            ProviderOutcome::SdkTimeout => "sdk_timeout",
+            ProviderOutcome::AbortedByCaller => "aborted_by_caller",
+        }
+    }
+
+    /// A conflict over the idempotency key (409 in use, 400 mismatch, in-flight duplicate):
+    /// the request was refused because of its key, so its effect is whatever the key's first
+    /// request did.
+    pub fn is_key_conflict(self) -> bool {
+        matches!(
+            self,
+            ProviderOutcome::IdempotencyKeyInUse
+                | ProviderOutcome::IdempotencyError
+                | ProviderOutcome::DuplicateInProgress
+        )
+    }
+}
+
+impl std::fmt::Display for ProviderOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A refund object's `status` (Stripe API, "The Refund object").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RefundStatus {
+    /// Money is on its way.
+    Pending,
+    /// Customer action needed.
+    RequiresAction,
+    /// Done.
+    Succeeded,
+    /// Failed; no money moved.
+    Failed,
+    /// Canceled; no money moved.
+    Canceled,
+}
+
+impl RefundStatus {
+    /// Whether money moves (or has moved) for a refund in this status.
+    pub fn moves_money(self) -> bool {
+        matches!(
+            self,
+            RefundStatus::Pending | RefundStatus::RequiresAction | RefundStatus::Succeeded
+        )
+    }
+
+    /// Stripe's name for the status.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RefundStatus::Pending => "pending",
+            RefundStatus::RequiresAction => "requires_action",
+            RefundStatus::Succeeded => "succeeded",
+            RefundStatus::Failed => "failed",
+            RefundStatus::Canceled => "canceled",
+        }
+    }
+}
+
+impl std::fmt::Display for RefundStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Who sent a request to Stripe: the refunds service or a human in the dashboard
+/// (`RefundCreated.by`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Caller {
+    /// The refunds service.
+    Service,
+    /// A human, from the dashboard.
+    Human,
+}
+
+impl Caller {
+    /// `service` or `human`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Caller::Service => "service",
+            Caller::Human => "human",
+        }
+    }
+}
+
+impl std::fmt::Display for Caller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// The refunds service's view of a ticket, as returned by `get_status`.
@@ -205,10 +373,8 @@ pub enum EventKind {
     StripeResponse {
         /// HTTP status; 0 when the connection was lost or the SDK timed out.
         status: u16,
-        /// `created`, `replayed`, `idempotency_key_in_use`, `idempotency_error`,
-        /// `charge_already_refunded`, `invalid_request`, `rate_limited`, `lock_timeout`,
-        /// `api_error`, `connection_lost`, `sdk_timeout`.
-        outcome: Text,
+        /// How it ended (serialized as `created`, `replayed`, `idempotency_key_in_use`, …).
+        outcome: ProviderOutcome,
         /// Refund id in the body, if any.
         refund_id: Option<String>,
         /// Time from request to answer, ns.
@@ -221,11 +387,11 @@ pub enum EventKind {
         /// Cents.
         amount_cents: u64,
         /// Refund status (`succeeded`, `pending`, `failed`, …).
-        status: Text,
+        status: RefundStatus,
         /// Whether money moves (status not `failed`/`canceled`).
         moves_money: bool,
         /// `service` or `human`.
-        by: Text,
+        by: Caller,
     },
     /// A `pending` refund reached its final status (`provider.settle`).
     RefundSettled {
@@ -236,7 +402,7 @@ pub enum EventKind {
         /// When it was created (virtual ns).
         created_ns: u64,
         /// The final status: `succeeded`, `failed` or `canceled`.
-        status: Text,
+        status: RefundStatus,
         /// Whether money moves now (`succeeded`).
         moves_money: bool,
     },
@@ -257,8 +423,8 @@ pub enum EventKind {
     ExecutorTimeout {
         /// The timeout, ns.
         after_ns: u64,
-        /// What the executor does next: `report_error` or `probe_status`.
-        action: Text,
+        /// What the executor does next: `report_error` or `probe_status` (its `on_timeout`).
+        action: OnTimeout,
     },
     /// The executor's status probe (`get_status(ticket)`) answered, failed or timed out.
     Probe {
@@ -302,4 +468,53 @@ pub enum EventKind {
         /// For each, when its second refund was created (ns), in the same order.
         duplicate_at_ns: Vec<u64>,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The names reports print (`as_str`) are the names the trace writes and reads (serde), for
+    /// every variant; a trace naming an outcome that does not exist is refused, not kept as text.
+    #[test]
+    fn typed_names_agree_with_the_trace() {
+        for o in ProviderOutcome::ALL {
+            let json = serde_json::to_string(&o).unwrap();
+            assert_eq!(json, format!("\"{}\"", o.as_str()));
+            assert_eq!(serde_json::from_str::<ProviderOutcome>(&json).unwrap(), o);
+        }
+        let key_conflicts: Vec<_> = ProviderOutcome::ALL
+            .into_iter()
+            .filter(|o| o.is_key_conflict())
+            .map(ProviderOutcome::as_str)
+            .collect();
+        assert_eq!(
+            key_conflicts,
+            [
+                "duplicate_in_progress",
+                "idempotency_key_in_use",
+                "idempotency_error"
+            ]
+        );
+        for s in [
+            RefundStatus::Pending,
+            RefundStatus::RequiresAction,
+            RefundStatus::Succeeded,
+            RefundStatus::Failed,
+            RefundStatus::Canceled,
+        ] {
+            assert_eq!(
+                serde_json::to_string(&s).unwrap(),
+                format!("\"{}\"", s.as_str())
+            );
+        }
+        for c in [Caller::Service, Caller::Human] {
+            assert_eq!(
+                serde_json::to_string(&c).unwrap(),
+                format!("\"{}\"", c.as_str())
+            );
+        }
+        assert!(serde_json::from_str::<ProviderOutcome>("\"creatd\"").is_err());
+        assert!(serde_json::from_str::<RefundStatus>("\"done\"").is_err());
+    }
 }

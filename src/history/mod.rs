@@ -4,7 +4,10 @@ mod event;
 mod observer;
 mod trace;
 
-pub use event::{Decision, Event, EventKind, HumanAction, Outcome, Text, TicketStatus};
+pub use event::{
+    Caller, Decision, Event, EventKind, HumanAction, Outcome, ProviderOutcome, RefundStatus, Text,
+    TicketStatus,
+};
 pub use observer::{Keep, Observer, TraceStream};
 pub use trace::{clock_time, read_trace, write_event, write_trace, TraceError};
 

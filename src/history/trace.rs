@@ -147,6 +147,29 @@ mod tests {
         assert!(clock_time(None, SimTime::MAX).ends_with(".709"));
     }
 
+    /// A provider outcome is read as a type: a known name becomes its variant, an unknown one is
+    /// refused with the trace's line (the checker never sees free text).
+    #[test]
+    fn provider_outcomes_are_read_as_types() {
+        let ok = r#"{"t_ns":4120630261,"ticket":47500,"attempt":0,"call":1,"kind":"stripe_response","status":200,"outcome":"replayed","refund_id":"re_1","latency_ns":5}"#;
+        let events = read_trace(format!("\n{ok}\n").as_bytes(), "t.jsonl").unwrap();
+        assert!(matches!(
+            events[0].kind,
+            EventKind::StripeResponse {
+                outcome: crate::history::ProviderOutcome::Replayed,
+                ..
+            }
+        ));
+        let bad = ok.replace("replayed", "replayd");
+        match read_trace(format!("{ok}\n{bad}\n").as_bytes(), "t.jsonl") {
+            Err(TraceError::Parse { line, message, .. }) => {
+                assert_eq!(line, 2);
+                assert!(message.contains("unknown variant `replayd`"), "{message}");
+            }
+            other => panic!("expected a parse error, got {other:?}"),
+        }
+    }
+
     #[test]
     fn trace_round_trips() {
         let events = vec![

@@ -150,15 +150,11 @@ pub async fn call_tool(
             Ok(ServiceResult::Unknown(text)) => return ToolReply::unknown(text),
             Err(_) => {
                 let ids = Ids::call(ticket, attempt, last_call.get());
-                let action = match cfg.on_timeout {
-                    OnTimeout::ReportError => "report_error",
-                    OnTimeout::ProbeStatus => "probe_status",
-                };
                 w.record(
                     ids,
                     EventKind::ExecutorTimeout {
                         after_ns: timeout.as_nanos(),
-                        action: action.into(),
+                        action: cfg.on_timeout,
                     },
                 );
                 match cfg.on_timeout {

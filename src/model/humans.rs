@@ -153,7 +153,7 @@ async fn manual_refund(w: &Rc<World>, t: &Ticket, ids: Ids, attempt: u32) -> u16
         ids,
         EventKind::StripeResponse {
             status,
-            outcome: outcome.into(),
+            outcome,
             refund_id,
             latency_ns,
         },

@@ -57,31 +57,7 @@ pub struct StripeRequest {
     pub origin: Origin,
 }
 
-/// Refund object status (Stripe API).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RefundStatus {
-    /// Money is on its way.
-    Pending,
-    /// Customer action needed.
-    RequiresAction,
-    /// Done.
-    Succeeded,
-    /// Failed; no money moved.
-    Failed,
-    /// Canceled; no money moved.
-    Canceled,
-}
-
-impl RefundStatus {
-    /// Whether money moves (or has moved) for a refund in this status.
-    pub fn moves_money(self) -> bool {
-        matches!(
-            self,
-            RefundStatus::Pending | RefundStatus::RequiresAction | RefundStatus::Succeeded
-        )
-    }
-}
+pub use crate::history::RefundStatus;
 
 /// A refund object.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -843,6 +819,7 @@ fn cents(c: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::history::ProviderOutcome;
 
     const DAY: SimTime = SimTime::from_secs(24 * 3600);
 
@@ -1338,9 +1315,9 @@ mod tests {
         // Traced (and counted) as a replay, not as a new 500.
         let (status, outcome, _) =
             super::super::stripe_client::classify(&Delivered::Response(replay));
-        assert_eq!((status, outcome), (500, "replayed"));
+        assert_eq!((status, outcome), (500, ProviderOutcome::Replayed));
         let (_, first, _) = super::super::stripe_client::classify(&Delivered::Response(resp));
-        assert_eq!(first, "api_error");
+        assert_eq!(first, ProviderOutcome::ApiError);
     }
 
     #[test]

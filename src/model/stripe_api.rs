@@ -15,23 +15,7 @@ use crate::sim::{SimTime, StreamRng};
 /// Round trip of a request Stripe answers without executing (429, 409, 400, replay): 30 ms.
 pub const REJECT_LATENCY: SimTime = SimTime::from_millis(30);
 
-/// Who is asking: `service` (the refunds service) or `human` (a manual refund in the dashboard).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Caller {
-    /// The refunds service.
-    Service,
-    /// A human, from the dashboard.
-    Human,
-}
-
-impl Caller {
-    fn as_str(self) -> &'static str {
-        match self {
-            Caller::Service => "service",
-            Caller::Human => "human",
-        }
-    }
-}
+pub use crate::history::Caller;
 
 /// The draws for one Stripe request, taken in a fixed order from its own stream so that the
 /// same (ticket, attempt, try) sees the same latency and faults under every policy.
@@ -224,9 +208,9 @@ pub async fn serve(
                     EventKind::RefundCreated {
                         refund_id: r.id.clone(),
                         amount_cents: r.amount_cents,
-                        status: status_name(r.status).into(),
+                        status: r.status,
                         moves_money: r.status.moves_money(),
-                        by: caller.as_str().into(),
+                        by: caller,
                     },
                 );
                 if let Some(settle) = w.cfg.provider.settle.as_ref().filter(|_| settles) {
@@ -267,21 +251,10 @@ async fn settle_later(
                 refund_id: s.id,
                 amount_cents: s.amount_cents,
                 created_ns: s.created.as_nanos(),
-                status: status_name(s.status).into(),
+                status: s.status,
                 moves_money: s.status.moves_money(),
             },
         );
-    }
-}
-
-/// Stripe's name for a refund status.
-pub fn status_name(s: RefundStatus) -> &'static str {
-    match s {
-        RefundStatus::Pending => "pending",
-        RefundStatus::RequiresAction => "requires_action",
-        RefundStatus::Succeeded => "succeeded",
-        RefundStatus::Failed => "failed",
-        RefundStatus::Canceled => "canceled",
     }
 }
 

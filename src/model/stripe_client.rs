@@ -13,7 +13,7 @@ use super::layers::{via_ids, Via};
 use super::stripe::{Body, Delivered, ErrorType, Origin, RefundParams, Response, StripeRequest};
 use super::stripe_api::{serve, Caller};
 use super::world::{Ids, World};
-use crate::history::EventKind;
+use crate::history::{EventKind, ProviderOutcome};
 use crate::scenario::{
     DroppedConnectionRetry, KeyMode, Position, RequestKey, SdkKey, StripeClient,
 };
@@ -47,25 +47,28 @@ pub enum CallResult {
     KeyConflict(u16, String),
 }
 
-/// Classifies a delivery for the trace: `(http status, outcome name, refund id)`.
-pub fn classify(d: &Delivered) -> (u16, &'static str, Option<String>) {
+/// Classifies a delivery for the trace: `(http status, outcome, refund id)`. The outcome follows
+/// the error object's `code`, then its `type`, then the status (see [`ProviderOutcome`]).
+pub fn classify(d: &Delivered) -> (u16, ProviderOutcome, Option<String>) {
     match d {
-        Delivered::ConnectionLost => (0, "connection_lost", None),
+        Delivered::ConnectionLost => (0, ProviderOutcome::ConnectionLost, None),
         Delivered::Response(r) => {
             let outcome = match &r.body {
                 // A saved response replayed under its key (`Idempotent-Replayed: true`),
                 // whether a refund or a saved error (a 500 after commit): a replay.
-                _ if r.idempotent_replayed => "replayed",
-                Body::Refund(_) => "created",
+                _ if r.idempotent_replayed => ProviderOutcome::Replayed,
+                Body::Refund(_) => ProviderOutcome::Created,
                 Body::Error { kind, code, .. } => match (r.status, kind, code.as_deref()) {
-                    (_, _, Some("duplicate_in_progress")) => "duplicate_in_progress",
-                    (409, _, _) => "idempotency_key_in_use",
-                    (_, ErrorType::IdempotencyError, _) => "idempotency_error",
-                    (_, _, Some("charge_already_refunded")) => "charge_already_refunded",
-                    (_, _, Some("lock_timeout")) => "lock_timeout",
-                    (429, _, _) => "rate_limited",
-                    (s, _, _) if s >= 500 => "api_error",
-                    _ => "invalid_request",
+                    (_, _, Some("duplicate_in_progress")) => ProviderOutcome::DuplicateInProgress,
+                    (409, _, _) => ProviderOutcome::IdempotencyKeyInUse,
+                    (_, ErrorType::IdempotencyError, _) => ProviderOutcome::IdempotencyError,
+                    (_, _, Some("charge_already_refunded")) => {
+                        ProviderOutcome::ChargeAlreadyRefunded
+                    }
+                    (_, _, Some("lock_timeout")) => ProviderOutcome::LockTimeout,
+                    (429, _, _) => ProviderOutcome::RateLimited,
+                    (s, _, _) if s >= 500 => ProviderOutcome::ApiError,
+                    _ => ProviderOutcome::InvalidRequest,
                 },
             };
             let id = match &r.body {
@@ -238,14 +241,14 @@ pub async fn create_refund(
         let latency_ns = (w.now() - start).as_nanos();
         let (status, outcome, refund_id) = match &got {
             Some(d) => classify(d),
-            None if aborted => (0, "aborted_by_caller", None),
-            None => (0, "sdk_timeout", None),
+            None if aborted => (0, ProviderOutcome::AbortedByCaller, None),
+            None => (0, ProviderOutcome::SdkTimeout, None),
         };
         w.record(
             ids,
             EventKind::StripeResponse {
                 status,
-                outcome: outcome.into(),
+                outcome,
                 refund_id: refund_id.clone(),
                 latency_ns,
             },
@@ -278,11 +281,10 @@ pub async fn create_refund(
             continue;
         }
         let text = format!("stripe {outcome} (HTTP {status})");
-        let result = match outcome {
-            "idempotency_key_in_use" | "idempotency_error" | "duplicate_in_progress" => {
-                CallResult::KeyConflict(status, text)
-            }
-            _ => CallResult::Failed(status, text),
+        let result = if outcome.is_key_conflict() {
+            CallResult::KeyConflict(status, text)
+        } else {
+            CallResult::Failed(status, text)
         };
         return (result, uncertain);
     }

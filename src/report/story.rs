@@ -4,11 +4,13 @@ use std::collections::BTreeMap;
 use std::time::SystemTime;
 
 use crate::history::{
-    clock_time, Decision, Event, EventKind, History, HumanAction, Outcome, TicketStatus,
+    clock_time, Caller, Decision, Event, EventKind, History, HumanAction, Outcome, ProviderOutcome,
+    TicketStatus,
 };
 use crate::invariants::CappedIds;
 #[allow(unused_imports)] // named in docs
 use crate::invariants::MAX_LISTED_IDS;
+use crate::scenario::OnTimeout;
 use crate::sim::SimTime;
 
 fn ordinal(attempt: u32) -> String {
@@ -85,7 +87,7 @@ fn line(
             outcome,
             refund_id,
             ..
-        } => stripe_response(e, sdk_tries, *status, outcome, refund_id.as_deref()),
+        } => stripe_response(e, sdk_tries, *status, *outcome, refund_id.as_deref()),
         EventKind::RefundCreated {
             refund_id,
             amount_cents,
@@ -93,7 +95,7 @@ fn line(
             by,
             ..
         } => {
-            let who = if by == "human" {
+            let who = if *by == Caller::Human {
                 "manual refund by a human".to_string()
             } else {
                 format!("for the {which}")
@@ -118,7 +120,7 @@ fn line(
         EventKind::ServiceCrash { refund_id } => format!(
             "refunds-service: call #{call} failed after Stripe's 200 ({refund_id}), before its ledger write; the caller's connection drops"
         ),
-        EventKind::ExecutorTimeout { after_ns, action } => executor_timeout(*after_ns, action),
+        EventKind::ExecutorTimeout { after_ns, action } => executor_timeout(*after_ns, *action),
         EventKind::Probe { status, error } => match error {
             Some(err) => format!(
                 "tool_executor: get_status(ticket={}) → unknown ({err})",
@@ -206,7 +208,7 @@ fn stripe_response(
     e: &Event,
     sdk_tries: &BTreeMap<u64, u32>,
     status: u16,
-    outcome: &str,
+    outcome: ProviderOutcome,
     refund_id: Option<&str>,
 ) -> String {
     let call = e.call.unwrap_or(0);
@@ -225,13 +227,13 @@ fn stripe_response(
 }
 
 /// What the executor does when its timeout fires: probe, or inject an error result.
-fn executor_timeout(after_ns: u64, action: &str) -> String {
+fn executor_timeout(after_ns: u64, action: OnTimeout) -> String {
     match action {
-        "probe_status" => format!(
+        OnTimeout::ProbeStatus => format!(
             "tool_executor: timeout after {}ms, probing refund status",
             after_ns / 1_000_000
         ),
-        _ => format!(
+        OnTimeout::ReportError => format!(
             "tool_executor: timeout after {}ms, injecting error result",
             after_ns / 1_000_000
         ),

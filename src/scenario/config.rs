@@ -546,6 +546,16 @@ pub enum OnTimeout {
     ProbeStatus,
 }
 
+impl OnTimeout {
+    /// The setting's name in a scenario file and in the trace: `report_error` or `probe_status`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnTimeout::ReportError => "report_error",
+            OnTimeout::ProbeStatus => "probe_status",
+        }
+    }
+}
+
 /// The tool executor.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

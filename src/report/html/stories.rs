@@ -79,7 +79,7 @@ impl Observer for DuplicateStories {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::EventKind;
+    use crate::history::{Caller, EventKind, RefundStatus};
     use crate::sim::SimTime;
 
     fn refund(t: u64, ticket: u64) -> Event {
@@ -91,9 +91,9 @@ mod tests {
             kind: EventKind::RefundCreated {
                 refund_id: format!("re_{ticket}_{t}"),
                 amount_cents: 1,
-                status: "succeeded".into(),
+                status: RefundStatus::Succeeded,
                 moves_money: true,
-                by: "service".into(),
+                by: Caller::Service,
             },
         }
     }

@@ -293,7 +293,7 @@ impl Series {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::EventKind;
+    use crate::history::{Caller, EventKind, RefundStatus};
 
     fn ev(t_s: u64, ticket: Option<u64>, kind: EventKind) -> Event {
         Event {
@@ -312,9 +312,9 @@ mod tests {
             EventKind::RefundCreated {
                 refund_id: format!("re_{t_s}"),
                 amount_cents: 100,
-                status: "succeeded".into(),
+                status: RefundStatus::Succeeded,
                 moves_money: true,
-                by: "service".into(),
+                by: Caller::Service,
             },
         )
     }
@@ -391,7 +391,7 @@ mod tests {
                 refund_id: "re_2".into(),
                 amount_cents: 100,
                 created_ns: 2_000_000_000,
-                status: "failed".into(),
+                status: RefundStatus::Failed,
                 moves_money: false,
             },
         ));

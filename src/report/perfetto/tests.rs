@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 
 use super::PerfettoStream;
-use crate::history::{Decision, Event, EventKind, Outcome};
+use crate::history::{Caller, Decision, Event, EventKind, Outcome, ProviderOutcome, RefundStatus};
+use crate::scenario::OnTimeout;
 use crate::sim::SimTime;
 
 fn ev(ms: u64, attempt: Option<u32>, call: Option<u64>, kind: EventKind) -> Event {
@@ -28,9 +29,9 @@ fn stripe_done(ms: u64, attempt: u32, call: u64, late: bool) -> Vec<Event> {
             EventKind::RefundCreated {
                 refund_id: id.clone(),
                 amount_cents: 4200,
-                status: "succeeded".into(),
+                status: RefundStatus::Succeeded,
                 moves_money: true,
-                by: "service".into(),
+                by: Caller::Service,
             },
         ),
         ev(
@@ -39,7 +40,7 @@ fn stripe_done(ms: u64, attempt: u32, call: u64, late: bool) -> Vec<Event> {
             c,
             EventKind::StripeResponse {
                 status: 200,
-                outcome: "created".into(),
+                outcome: ProviderOutcome::Created,
                 refund_id: Some(id.clone()),
                 latency_ns: 1,
             },
@@ -137,7 +138,7 @@ fn zombie_history() -> Vec<Event> {
         Some(1),
         EventKind::ExecutorTimeout {
             after_ns: 8_000_000_000,
-            action: "report_error".into(),
+            action: OnTimeout::ReportError,
         },
     ));
     h.push(result(8_001, 0, Outcome::Fail));

@@ -262,7 +262,7 @@ impl TicketEvents {
                 let suffix = format!(" → {status} {outcome}");
                 let args = Args::default()
                     .u("status", u64::from(*status))
-                    .s("outcome", outcome.as_ref())
+                    .s("outcome", outcome.as_str())
                     .opt("refund_id", refund_id.as_deref())
                     .u("latency_ns", *latency_ns);
                 if e.call.is_some() {
@@ -279,7 +279,7 @@ impl TicketEvents {
                     end: Some(t),
                     args: Args::default()
                         .u("after_ns", *after_ns)
-                        .s("action", action.as_ref())
+                        .s("action", action.as_str())
                         .u("call", e.call.unwrap_or(0)),
                 };
                 let call = e.call;
@@ -366,9 +366,9 @@ impl TicketEvents {
                 format!("refund created {refund_id}"),
                 "stripe",
                 a.u("amount_cents", *amount_cents)
-                    .s("status", status.as_ref())
+                    .s("status", status.as_str())
                     .b("moves_money", *moves_money)
-                    .s("by", by.as_ref()),
+                    .s("by", by.as_str()),
             ),
             EventKind::RefundSettled {
                 refund_id, status, ..
