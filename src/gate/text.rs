@@ -140,13 +140,21 @@ pub fn diff_text(r: &DiffReport) -> String {
             if sc.passed { "ok" } else { "FAILED" }
         );
         safety_text(&mut s, sc);
+        // The widest metric name sets the first column (`pool_wait_over_threshold_fraction` is 33).
+        let w = sc
+            .metrics
+            .iter()
+            .map(|m| m.metric.len())
+            .max()
+            .unwrap_or(0)
+            .max(26);
         let _ = writeln!(
             s,
-            "  {:<26} {:>5} {:>12} {:>12} {:>12} {:>25} {:>10}  verdict",
+            "  {:<w$} {:>5} {:>12} {:>12} {:>12} {:>25} {:>10}  verdict",
             "metric", "unit", "baseline", "candidate", "difference", "95% CI", "tolerance"
         );
         for m in &sc.metrics {
-            diff_row(&mut s, m);
+            diff_row(&mut s, m, w);
         }
         for m in sc.metrics.iter().filter(|m| !m.ok) {
             if let Some((seed, cmd)) = &m.worst {
@@ -210,7 +218,8 @@ fn unit_label(unit: &str) -> &'static str {
     }
 }
 
-fn diff_row(s: &mut String, m: &MetricDiff) {
+/// One metric's row; `w` is the metric column's width.
+fn diff_row(s: &mut String, m: &MetricDiff, w: usize) {
     let u = m.unit;
     let ci = format!(
         "[{}, {}]",
@@ -218,7 +227,7 @@ fn diff_row(s: &mut String, m: &MetricDiff) {
         shown(u, m.difference.high)
     );
     let line = format!(
-        "  {:<26} {:>5} {:>12} {:>12} {:>12} {:>25} {:>10}  {}",
+        "  {:<w$} {:>5} {:>12} {:>12} {:>12} {:>25} {:>10}  {}",
         m.metric,
         unit_label(u),
         shown(u, m.baseline_mean),

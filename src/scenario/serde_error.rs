@@ -117,7 +117,9 @@ pub(super) fn segments(path: &serde_path_to_error::Path) -> Vec<String> {
             serde_path_to_error::Segment::Seq { index } => index.to_string(),
             serde_path_to_error::Segment::Map { key } => key.clone(),
             serde_path_to_error::Segment::Enum { variant } => variant.clone(),
-            serde_path_to_error::Segment::Unknown => "?".to_string(),
+            // A map key that could not be read (e.g. a ticket id that is not a number): the
+            // location points at the key itself.
+            serde_path_to_error::Segment::Unknown => "<key>".to_string(),
         })
         .collect()
 }

@@ -143,7 +143,16 @@ fn text_output_is_a_table_with_a_verdict() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.starts_with("baseline policies/fixed.json vs candidate policies/fixed.json — paired on seeds 1..3\n"), "{text}");
-    assert!(text.contains("  duplicate_refund_tickets   count            0            0            0                    [0, 0]        ≤ 0  ok\n"), "{text}");
+    assert!(text.contains("  duplicate_refund_tickets          count            0            0            0                    [0, 0]        ≤ 0  ok\n"), "{text}");
+    // Aligned whatever the longest metric name (`pool_wait_over_threshold_fraction`, 33
+    // characters): every row without a verdict is as wide as the header without its own.
+    let header = text.lines().find(|l| l.starts_with("  metric ")).unwrap();
+    let width = header.chars().count() - "  verdict".len();
+    let rows: Vec<&str> = text.lines().filter(|l| l.ends_with(" -")).collect();
+    assert!(rows.len() > 30, "{text}");
+    for row in rows {
+        assert_eq!(row.chars().count(), width, "{row}\n{header}");
+    }
     assert!(
         text.contains("  candidate in itself: safe (safety invariants violated: at_most_one_refund_per_ticket 0/3, no_over_refund 0/3, no_lost_refund 0/3, conservation 0/3)\n"),
         "{text}"
@@ -282,7 +291,7 @@ fn text_shows_units_money_in_dollars_and_latency_in_ms() {
         .unwrap();
     assert_eq!(p99.split_whitespace().nth(1), Some("ms"), "{p99}");
     assert!(
-        text.contains("\n  metric                      unit     baseline"),
+        text.contains("\n  metric                             unit     baseline"),
         "{text}"
     );
 }

@@ -519,3 +519,25 @@ fn the_html_report_of_an_imported_scenario_compares_it_with_the_recording() {
     assert!(page.contains(r#"data-mode="counterfactual" data-matches="false" data-recorded-refunds="2" data-replayed-refunds="1""#));
     assert!(page.contains(r#"<tr data-ticket="48213"><td class="n">48213</td><td class="n">2</td><td class="n">1</td>"#));
 }
+
+/// A replay section keyed by something that is not a ticket number names the map and says a
+/// key, not `?`.
+#[test]
+fn a_ticket_key_that_is_not_a_number_is_named_as_a_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.json");
+    std::fs::write(
+        &path,
+        r#"{"name":"x","replay":{"tickets":{"abc":{"calls":[]}}}}"#,
+    )
+    .unwrap();
+    let out = refundsim().arg("run").arg(&path).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "s.json:1:34: replay.tickets.<key>: invalid value: expected key to be a number"
+        ),
+        "{err}"
+    );
+}
