@@ -294,6 +294,112 @@ pub async fn create_refund(
 mod tests {
     use super::*;
 
+    /// Each Stripe answer maps to its outcome by the error object's code, then its type, then
+    /// the status; a replayed answer is a replay whatever its body.
+    #[test]
+    fn classify_follows_the_error_object() {
+        use super::super::stripe::{Body, ErrorType, Origin, Refund, RefundStatus, Response};
+        let err = |status: u16, kind: ErrorType, code: Option<&str>, replayed: bool| {
+            Delivered::Response(Response {
+                status,
+                body: Body::Error {
+                    kind,
+                    code: code.map(str::to_string),
+                    param: None,
+                    message: String::new(),
+                },
+                idempotent_replayed: replayed,
+                should_retry: None,
+                retry_after: None,
+            })
+        };
+        use ErrorType::*;
+        use ProviderOutcome as O;
+        let cases = [
+            (
+                err(
+                    422,
+                    InvalidRequestError,
+                    Some("duplicate_in_progress"),
+                    false,
+                ),
+                O::DuplicateInProgress,
+            ),
+            (
+                err(409, IdempotencyError, Some("idempotency_key_in_use"), false),
+                O::IdempotencyKeyInUse,
+            ),
+            (
+                err(409, InvalidRequestError, None, false),
+                O::IdempotencyKeyInUse,
+            ),
+            (err(400, IdempotencyError, None, false), O::IdempotencyError),
+            (
+                err(
+                    400,
+                    InvalidRequestError,
+                    Some("charge_already_refunded"),
+                    false,
+                ),
+                O::ChargeAlreadyRefunded,
+            ),
+            (
+                err(429, RateLimitError, Some("lock_timeout"), false),
+                O::LockTimeout,
+            ),
+            (err(429, RateLimitError, None, false), O::RateLimited),
+            (err(500, ApiError, None, false), O::ApiError),
+            (err(503, ApiError, None, false), O::ApiError),
+            (err(500, ApiError, None, true), O::Replayed),
+            (
+                err(400, InvalidRequestError, Some("amount_too_large"), false),
+                O::InvalidRequest,
+            ),
+            (
+                err(499, InvalidRequestError, None, false),
+                O::InvalidRequest,
+            ),
+            (Delivered::ConnectionLost, O::ConnectionLost),
+        ];
+        for (d, want) in cases {
+            let (status, got, id) = classify(&d);
+            assert_eq!(got, want, "{d:?}");
+            assert_eq!(id, None);
+            let expected_status = match &d {
+                Delivered::Response(r) => r.status,
+                Delivered::ConnectionLost => 0,
+            };
+            assert_eq!(status, expected_status);
+        }
+        let refund = |replayed| {
+            Delivered::Response(Response {
+                status: 200,
+                body: Body::Refund(Refund {
+                    id: "re_1".into(),
+                    charge: "ch_1".into(),
+                    amount_cents: 4200,
+                    status: RefundStatus::Succeeded,
+                    created: SimTime::ZERO,
+                    origin: Origin {
+                        ticket: 1,
+                        request: Some(1),
+                    },
+                }),
+                idempotent_replayed: replayed,
+                should_retry: None,
+                retry_after: None,
+            })
+        };
+        assert_eq!(
+            classify(&refund(false)),
+            (200, O::Created, Some("re_1".into()))
+        );
+        assert_eq!(
+            classify(&refund(true)),
+            (200, O::Replayed, Some("re_1".into()))
+        );
+    }
+
     #[test]
     fn backoff_follows_stripe_node() {
         assert_eq!(backoff(1, 1.0), SimTime::from_millis(500));
