@@ -949,6 +949,95 @@ mod tests {
         assert_eq!((m.stripe_replays, m.stripe_500), (1, 1));
     }
 
+    /// Refunds are counted by their typed fields: a service refund per attempt, a second one is
+    /// a duplicate; a human's refund counts as manual; a pending refund that settles `failed`
+    /// no longer counts for its ticket.
+    #[test]
+    fn refunds_count_by_who_made_them_and_how_they_settled() {
+        use crate::history::{Caller, RefundStatus};
+        let ev = |ms: u64, ticket: u64, attempt: Option<u32>, kind: EventKind| Event {
+            t_ns: SimTime::from_millis(ms),
+            ticket: Some(ticket),
+            attempt,
+            call: attempt.map(|a| u64::from(a) + 10 * ticket),
+            kind,
+        };
+        let opened = |t: u64| {
+            ev(
+                0,
+                t,
+                None,
+                EventKind::TicketOpened {
+                    amount_cents: 4200,
+                    charge_amount_cents: 10_000,
+                    phase: "p".into(),
+                },
+            )
+        };
+        let created = |ms, t, attempt, status: RefundStatus, by: Caller| {
+            ev(
+                ms,
+                t,
+                attempt,
+                EventKind::RefundCreated {
+                    refund_id: format!("re_{t}_{ms}"),
+                    amount_cents: 4200,
+                    status,
+                    moves_money: status.moves_money(),
+                    by,
+                },
+            )
+        };
+        let history = History {
+            events: vec![
+                opened(1),
+                created(10, 1, Some(0), RefundStatus::Succeeded, Caller::Service),
+                created(20, 1, Some(1), RefundStatus::Succeeded, Caller::Service),
+                opened(2),
+                created(30, 2, None, RefundStatus::Succeeded, Caller::Human),
+                opened(3),
+                created(40, 3, Some(0), RefundStatus::Pending, Caller::Service),
+                ev(
+                    50,
+                    3,
+                    Some(0),
+                    EventKind::RefundSettled {
+                        refund_id: "re_3_40".into(),
+                        amount_cents: 4200,
+                        created_ns: SimTime::from_millis(40).as_nanos(),
+                        status: RefundStatus::Failed,
+                        moves_money: false,
+                    },
+                ),
+            ],
+        };
+        let gauges = ModelGauges {
+            max_pool_queue_depth: 0,
+            pool_acquired: 0,
+            pool_released: 0,
+            pool_waits: 0,
+            pool_wait_ns: 0,
+            pool_waits_over_threshold: 0,
+            pool_wait_threshold: SimTime::ZERO,
+            pool_busy_ns: 0,
+            pool_capacity_ns: 0,
+            stripe_in_flight: 0,
+            premature_evictions: 0,
+        };
+        let m = evaluate(&history, &gauges);
+        assert_eq!(
+            (
+                m.refunds_created,
+                m.manual_refunds,
+                m.duplicate_refund_tickets,
+                m.extra_refunds,
+                m.refunds_failed_after_200,
+                m.lost_refunds,
+            ),
+            (4, 1, 1, 1, 1, 1)
+        );
+    }
+
     #[test]
     fn nearest_rank_percentiles() {
         let p = Percentiles::of((1..=100).map(|ms| ms * 1_000_000).collect());
