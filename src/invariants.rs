@@ -940,6 +940,47 @@ mod tests {
         assert_eq!((m.stripe_409, m.stripe_400, m.stripe_replays), (3, 1, 1));
     }
 
+    /// Every status lands in exactly its own counter, once.
+    #[test]
+    fn each_stripe_status_has_its_counter() {
+        let counters = |m: &Metrics| {
+            [
+                m.stripe_replays,
+                m.stripe_409,
+                m.stripe_400,
+                m.stripe_429,
+                m.stripe_500,
+                m.stripe_no_response,
+            ]
+        };
+        let cases = [
+            (200, ProviderOutcome::Replayed, [1, 0, 0, 0, 0, 0]),
+            (
+                409,
+                ProviderOutcome::IdempotencyKeyInUse,
+                [0, 1, 0, 0, 0, 0],
+            ),
+            (
+                400,
+                ProviderOutcome::ChargeAlreadyRefunded,
+                [0, 0, 1, 0, 0, 0],
+            ),
+            (429, ProviderOutcome::LockTimeout, [0, 0, 0, 1, 0, 0]),
+            (429, ProviderOutcome::RateLimited, [0, 0, 0, 1, 0, 0]),
+            (503, ProviderOutcome::ApiError, [0, 0, 0, 0, 1, 0]),
+            (0, ProviderOutcome::SdkTimeout, [0, 0, 0, 0, 0, 1]),
+            (0, ProviderOutcome::ConnectionLost, [0, 0, 0, 0, 0, 1]),
+            (200, ProviderOutcome::Created, [0, 0, 0, 0, 0, 0]),
+            (402, ProviderOutcome::InvalidRequest, [0, 0, 0, 0, 0, 0]),
+        ];
+        for (status, outcome, want) in cases {
+            let mut m = Metrics::default();
+            count_stripe_status(&mut m, status, outcome);
+            count_stripe_status(&mut m, status, outcome);
+            assert_eq!(counters(&m), want.map(|n| 2 * n), "{status} {outcome}");
+        }
+    }
+
     /// A saved 500 replayed under its key is a replay, not a new 5xx (issue 13).
     #[test]
     fn a_replayed_500_counts_as_a_replay() {
