@@ -240,7 +240,10 @@ pub async fn send(w: Rc<World>, req: Outgoing, last_call: Rc<Cell<u64>>) -> Serv
     let caller = Rc::new(CallerState::default());
     let guard = GiveUpOnDrop(Some((caller.clone(), mode)));
     let (ticket, attempt) = (req.ticket, req.attempt);
-    let answer = w.spawn_for(req.ticket, issue(w.clone(), req, caller)).await;
+    let ww = w.clone();
+    let answer = w
+        .spawn_for_with(ticket, move || issue(ww, req, caller))
+        .await;
     // A replayed call's recorded way back from the service (`replay.tickets…return_after`).
     if let Some(call) = w.cfg.replay.as_ref().and_then(|r| r.call(ticket, attempt)) {
         if !call.return_after.is_zero() {

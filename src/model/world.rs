@@ -292,22 +292,50 @@ impl World {
     }
 
     /// Spawns `fut` as a task that works on ticket `id` (holding a lease on it until it ends).
+    #[inline]
     pub fn spawn_for<F, T>(self: &Rc<Self>, id: u64, fut: F) -> crate::sim::JoinHandle<T>
     where
         F: std::future::Future<Output = T> + 'static,
         T: 'static,
     {
+        self.spawn_for_with(id, move || fut)
+    }
+
+    /// [`World::spawn_for`] of the future `make()` returns, built directly in the task's box
+    /// (see [`crate::sim::Sim::spawn_holding_with`]): pass `move || some_async_fn(args)` rather
+    /// than `some_async_fn(args)`, which is built on the stack and copied whole into the box.
+    #[inline]
+    pub fn spawn_for_with<F, T>(
+        self: &Rc<Self>,
+        id: u64,
+        make: impl FnOnce() -> F,
+    ) -> crate::sim::JoinHandle<T>
+    where
+        F: std::future::Future<Output = T> + 'static,
+        T: 'static,
+    {
         let lease = self.lease(id);
-        self.sim.spawn_holding(lease, fut)
+        self.sim.spawn_holding_with(lease, make)
     }
 
     /// [`World::spawn_for`] for a task nobody awaits (no [`crate::sim::JoinHandle`] is made).
+    #[inline]
     pub fn spawn_detached_for<F>(self: &Rc<Self>, id: u64, fut: F)
     where
         F: std::future::Future<Output = ()> + 'static,
     {
+        self.spawn_detached_for_with(id, move || fut);
+    }
+
+    /// [`World::spawn_detached_for`] of the future `make()` returns, built directly in the
+    /// task's box (see [`World::spawn_for_with`]).
+    #[inline]
+    pub fn spawn_detached_for_with<F>(self: &Rc<Self>, id: u64, make: impl FnOnce() -> F)
+    where
+        F: std::future::Future<Output = ()> + 'static,
+    {
         let lease = self.lease(id);
-        self.sim.spawn_detached_holding(lease, fut);
+        self.sim.spawn_detached_holding_with(lease, make);
     }
 
     /// Evictions refused so far because the ticket's state was still in use: a closed ticket
