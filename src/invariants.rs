@@ -263,7 +263,9 @@ struct TicketFacts {
     /// without it: a broken eviction rule, counted as a conservation violation).
     opened: bool,
     approved: u64,
-    phase: String,
+    /// Its arrival phase's label: 0 for none (facts without their `ticket_opened`), else `k`
+    /// for the [`Evaluator`]'s `phases[k - 1]`.
+    phase: u32,
     /// Money-moving refunds: (amount, created).
     refunds: Vec<(u64, SimTime)>,
     refunded_attempts: VecMap<u32, ()>,
@@ -440,6 +442,9 @@ pub struct Evaluator {
     duplicated: CappedIds,
     /// Events seen (orders false failures by when they were reported).
     seq: u64,
+    /// Arrival phase labels seen, each once (a run has a handful): tickets keep an index, not a
+    /// copy of the label.
+    phases: Vec<String>,
 }
 
 /// Computes every metric and invariant from `history` and the model gauges (offline: the same
@@ -546,7 +551,16 @@ impl Evaluator {
             m.duplicate_refund_tickets += 1;
             m.extra_refunds += n - 1;
             self.duplicated.insert(id);
-            *m.duplicates_by_phase.entry(f.phase.clone()).or_default() += 1;
+            let phase = match f.phase {
+                0 => "",
+                k => self.phases[k as usize - 1].as_str(),
+            };
+            match m.duplicates_by_phase.get_mut(phase) {
+                Some(n) => *n += 1,
+                None => {
+                    m.duplicates_by_phase.insert(phase.to_string(), 1);
+                }
+            }
             inv.hit("at_most_one_refund_per_ticket", id, id);
         }
         let total: u64 = f.refunds.iter().fold(0u64, |a, r| a.saturating_add(r.0));
@@ -620,7 +634,14 @@ impl Evaluator {
                 if let Some(f) = facts {
                     f.opened = true;
                     f.approved = *amount_cents;
-                    f.phase = phase.clone();
+                    let k = match self.phases.iter().position(|p| p == phase) {
+                        Some(i) => i,
+                        None => {
+                            self.phases.push(phase.clone());
+                            self.phases.len() - 1
+                        }
+                    };
+                    f.phase = u32::try_from(k + 1).expect("fewer than 2^32 phase labels");
                 }
             }
             EventKind::ToolCall { .. } => {

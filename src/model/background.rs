@@ -112,6 +112,7 @@ impl Background {
     }
 
     /// Holds a connection just taken after waiting `waited` for `hold`, then returns it.
+    #[inline]
     fn hold(&self, w: &World, hold: SimTime, waited: SimTime) {
         w.pool_gauges.wait_ends(true, waited, w.now());
         let end = w.now().saturating_add(hold);

@@ -105,9 +105,11 @@ pub fn deliver(w: &Rc<World>, t: Ticket) {
     let first = Delivery::first(traced);
     let second = again.map(|delay| (delay, Delivery::duplicate(&first), t.clone()));
     let id = t.id;
-    w.spawn_detached_for(id, handle_delivery(w.clone(), t, first));
+    let ww = w.clone();
+    w.spawn_detached_for_with(id, move || handle_delivery(ww, t, first));
     if let Some((delay, d, t)) = second {
-        w.spawn_detached_for(id, redeliver(w.clone(), t, delay, d));
+        let ww = w.clone();
+        w.spawn_detached_for_with(id, move || redeliver(ww, t, delay, d));
     }
 }
 

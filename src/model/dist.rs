@@ -130,7 +130,7 @@ fn latency_of(
                 .copied()
                 .unwrap_or_else(|| Lognormal::new(p50.as_nanos() as f64, p99.as_nanos() as f64));
             let ns = ln.draw(rng);
-            SimTime::from_nanos(ns.round().clamp(0.0, u64::MAX as f64) as u64)
+            SimTime::from_nanos(round_to_ns(ns))
         }
         LatencyDist::Constant { value } => {
             let _unused: (f64, f64) = (rng.random(), rng.random());
@@ -140,7 +140,7 @@ fn latency_of(
             let u = open_unit(rng);
             let _unused: f64 = rng.random();
             let ns = -libm::log(u) * mean.as_nanos() as f64;
-            SimTime::from_nanos(ns.round().clamp(0.0, u64::MAX as f64) as u64)
+            SimTime::from_nanos(round_to_ns(ns))
         }
         LatencyDist::Empirical { samples } => {
             let u: f64 = rng.random();
@@ -156,6 +156,21 @@ fn latency_of(
             key.and_then(|k| s.by_request.get(k))
                 .map_or(drawn, |d| SimTime::from_duration(*d))
         }
+    }
+}
+
+/// `x.round().clamp(0.0, u64::MAX as f64) as u64`, the same for every `x` (NaN, negatives and
+/// the huge included), without a call to libm's `round` for the usual `0 ≤ x < 2^52` (x86_64's
+/// baseline has no rounding instruction): `x as u64` truncates, `x - i` is then exact, and
+/// rounding half away from zero adds one from a fraction of one half up.
+#[inline]
+fn round_to_ns(x: f64) -> u64 {
+    const EXACT: f64 = 4_503_599_627_370_496.0; // 2^52: every f64 below it has a fraction to read
+    if (0.0..EXACT).contains(&x) {
+        let i = x as u64;
+        i + u64::from(x - i as f64 >= 0.5)
+    } else {
+        x.round().clamp(0.0, u64::MAX as f64) as u64
     }
 }
 
@@ -357,6 +372,42 @@ mod tests {
 
     /// Pinned bits: the draws are computed with `libm`, so these hold on every platform; a
     /// change here moves every run's numbers (re-pin `tests/pinned/` and say so in CHANGELOG).
+    #[test]
+    fn round_to_ns_is_round_then_clamp() {
+        let reference = |x: f64| x.round().clamp(0.0, u64::MAX as f64) as u64;
+        let mut cases = vec![
+            0.0,
+            -0.0,
+            0.49999999999999994,
+            0.5,
+            1.5,
+            2.5,
+            -0.5,
+            -3.7,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            4_503_599_627_370_495.5,
+            4_503_599_627_370_496.0,
+            9_007_199_254_740_993.0,
+            1e19,
+            1.8446744073709552e19,
+            1e300,
+            f64::MIN_POSITIVE,
+            380e6,
+        ];
+        let mut rng = Streams::new(3).stream("round", &[]);
+        for _ in 0..100_000 {
+            let u: f64 = rng.random();
+            cases.push(u * 1e12);
+            cases.push((u - 0.5) * 8.0);
+            cases.push(f64::from_bits(rng.random::<u64>()));
+        }
+        for x in cases {
+            assert_eq!(round_to_ns(x), reference(x), "{x:e} ({:#x})", x.to_bits());
+        }
+    }
+
     #[test]
     fn draws_are_bit_identical_across_platforms() {
         let mut rng = Streams::new(1).stream("t", &[]);

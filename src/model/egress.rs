@@ -60,8 +60,12 @@ fn through(
             let mut entity = p.entity.clone();
             entity.extend(layers::via_ids(&via));
             let rng = w.ticket_stream("stripe", ticket, &entity);
-            let server = serve(w.clone(), p.req, p.ids, Caller::Service, rng, p.script_key);
-            return w.spawn_for(ticket, server).await;
+            let (ww, req, ids, script_key) = (w.clone(), p.req, p.ids, p.script_key);
+            return w
+                .spawn_for_with(ticket, move || {
+                    serve(ww, req, ids, Caller::Service, rng, script_key)
+                })
+                .await;
         };
         let ww = w.clone();
         let base = p.clone();

@@ -37,7 +37,7 @@ impl ToolReply {
     fn ok(id: String) -> Self {
         ToolReply {
             outcome: Outcome::Ok,
-            shown: format!("{{ status: \"refunded\", refund_id: \"{id}\" }}"),
+            shown: concat(&["{ status: \"refunded\", refund_id: \"", &id, "\" }"]),
             refund_id: Some(id),
             timed_out: false,
             class: None,
@@ -47,7 +47,7 @@ impl ToolReply {
     fn fail(text: String, timed_out: bool, status: u16) -> Self {
         ToolReply {
             outcome: Outcome::Fail,
-            shown: format!("{{ error: \"{text}\" }}"),
+            shown: concat(&["{ error: \"", &text, "\" }"]),
             refund_id: None,
             timed_out,
             class: if timed_out {
@@ -71,14 +71,27 @@ impl ToolReply {
     fn unknown(text: String) -> Self {
         ToolReply {
             outcome: Outcome::Info,
-            shown: format!(
-                "{{ status: \"unknown\", note: \"{text}; outcome unknown, do not retry\" }}"
-            ),
+            shown: concat(&[
+                "{ status: \"unknown\", note: \"",
+                &text,
+                "; outcome unknown, do not retry\" }",
+            ]),
             refund_id: None,
             timed_out: true,
             class: None,
         }
     }
+}
+
+/// The pieces one after the other: what `format!` of literal text around `{}`s gives, for the
+/// tool results every call makes (a formatting pass cost about 400 instructions; this is an
+/// allocation and a few copies).
+fn concat(pieces: &[&str]) -> String {
+    let mut s = String::with_capacity(pieces.iter().map(|p| p.len()).sum());
+    for p in pieces {
+        s.push_str(p);
+    }
+    s
 }
 
 /// Delay before executor retry `n` (1-based): `initial · factor^(n−1)`, capped at `max_delay`,
@@ -236,7 +249,10 @@ pub async fn send(w: Rc<World>, req: Outgoing, last_call: Rc<Cell<u64>>) -> Serv
     let caller = Rc::new(CallerState::default());
     let guard = GiveUpOnDrop(Some((caller.clone(), mode)));
     let (ticket, attempt) = (req.ticket, req.attempt);
-    let answer = w.spawn_for(req.ticket, issue(w.clone(), req, caller)).await;
+    let ww = w.clone();
+    let answer = w
+        .spawn_for_with(ticket, move || issue(ww, req, caller))
+        .await;
     // A replayed call's recorded way back from the service (`replay.tickets…return_after`).
     if let Some(call) = w.cfg.replay.as_ref().and_then(|r| r.call(ticket, attempt)) {
         if !call.return_after.is_zero() {
@@ -354,6 +370,24 @@ async fn probe_once(w: &World, ids: Ids, n: u64) -> (TicketStatus, Option<String
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn tool_replies_show_what_format_gave() {
+        let id = "re_000123".to_string();
+        assert_eq!(
+            ToolReply::ok(id.clone()).shown,
+            format!("{{ status: \"refunded\", refund_id: \"{id}\" }}")
+        );
+        let text = "timeout after 8000ms".to_string();
+        assert_eq!(
+            ToolReply::fail(text.clone(), true, 0).shown,
+            format!("{{ error: \"{text}\" }}")
+        );
+        assert_eq!(
+            ToolReply::unknown(text.clone()).shown,
+            format!("{{ status: \"unknown\", note: \"{text}; outcome unknown, do not retry\" }}")
+        );
+    }
 
     #[test]
     fn retry_delay_follows_tool_retry_middleware_defaults() {

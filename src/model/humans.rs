@@ -20,7 +20,8 @@ use crate::sim::SimTime;
 pub async fn escalate(w: &Rc<World>, t: &Ticket, ids: Ids, reason: String) {
     w.record(ids, EventKind::Escalation { reason });
     if w.cfg.humans.enabled {
-        w.spawn_detached_for(t.id, human(w.clone(), t.clone()));
+        let (ww, tt) = (w.clone(), t.clone());
+        w.spawn_detached_for_with(t.id, move || human(ww, tt));
     }
 }
 

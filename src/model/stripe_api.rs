@@ -225,7 +225,10 @@ pub async fn serve(
                     };
                     let after = SimTime::from_duration(settle.after);
                     let ticket = r.origin.ticket;
-                    w.spawn_detached_for(ticket, settle_later(w.clone(), ids, r, status, after));
+                    let ww = w.clone();
+                    w.spawn_detached_for_with(ticket, move || {
+                        settle_later(ww, ids, r, status, after)
+                    });
                 }
             }
             delivered

@@ -222,10 +222,10 @@ pub async fn create_refund(
             ))
         } else {
             let rng = w.ticket_stream("stripe", ticket, entity);
-            Server::Task(w.spawn_for(
-                ticket,
-                serve(w.clone(), req, ids, Caller::Service, rng, script_key),
-            ))
+            let ww = w.clone();
+            Server::Task(w.spawn_for_with(ticket, move || {
+                serve(ww, req, ids, Caller::Service, rng, script_key)
+            }))
         };
         let sdk_timeout = w.sim.timeout(SimTime::from_duration(cfg.timeout), server);
         // The caller may abort the call in flight (`abort_in_flight`): the connection closes and

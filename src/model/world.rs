@@ -1,6 +1,8 @@
 //! The wired-up model: shared state every component task receives explicitly.
 
 use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;
 
 use super::layers::LayerLoad;
@@ -157,8 +159,9 @@ pub struct World {
     pub streams: Streams,
     /// Where events go (metrics, trace, story filter).
     observer: Rc<RefCell<dyn Observer>>,
-    /// Leases held per open ticket.
-    leases: RefCell<std::collections::BTreeMap<u64, u32>>,
+    /// Leases held per open ticket. A hash map: looked up at every spawn and every task's end,
+    /// never iterated (so its order reaches no output).
+    leases: RefCell<HashMap<u64, u32, BuildHasherDefault<IdHash>>>,
     /// Closed tickets whose Stripe objects wait for the next reconciliation run.
     awaiting_reconciliation: RefCell<Vec<u64>>,
     /// Set once the run is over: late lease drops then change nothing.
@@ -292,22 +295,50 @@ impl World {
     }
 
     /// Spawns `fut` as a task that works on ticket `id` (holding a lease on it until it ends).
+    #[inline]
     pub fn spawn_for<F, T>(self: &Rc<Self>, id: u64, fut: F) -> crate::sim::JoinHandle<T>
     where
         F: std::future::Future<Output = T> + 'static,
         T: 'static,
     {
+        self.spawn_for_with(id, move || fut)
+    }
+
+    /// [`World::spawn_for`] of the future `make()` returns, built directly in the task's box
+    /// (see [`crate::sim::Sim::spawn_holding_with`]): pass `move || some_async_fn(args)` rather
+    /// than `some_async_fn(args)`, which is built on the stack and copied whole into the box.
+    #[inline]
+    pub fn spawn_for_with<F, T>(
+        self: &Rc<Self>,
+        id: u64,
+        make: impl FnOnce() -> F,
+    ) -> crate::sim::JoinHandle<T>
+    where
+        F: std::future::Future<Output = T> + 'static,
+        T: 'static,
+    {
         let lease = self.lease(id);
-        self.sim.spawn_holding(lease, fut)
+        self.sim.spawn_holding_with(lease, make)
     }
 
     /// [`World::spawn_for`] for a task nobody awaits (no [`crate::sim::JoinHandle`] is made).
+    #[inline]
     pub fn spawn_detached_for<F>(self: &Rc<Self>, id: u64, fut: F)
     where
         F: std::future::Future<Output = ()> + 'static,
     {
+        self.spawn_detached_for_with(id, move || fut);
+    }
+
+    /// [`World::spawn_detached_for`] of the future `make()` returns, built directly in the
+    /// task's box (see [`World::spawn_for_with`]).
+    #[inline]
+    pub fn spawn_detached_for_with<F>(self: &Rc<Self>, id: u64, make: impl FnOnce() -> F)
+    where
+        F: std::future::Future<Output = ()> + 'static,
+    {
         let lease = self.lease(id);
-        self.sim.spawn_detached_holding(lease, fut);
+        self.sim.spawn_detached_holding_with(lease, make);
     }
 
     /// Evictions refused so far because the ticket's state was still in use: a closed ticket
@@ -455,6 +486,29 @@ impl World {
 pub struct TicketLease {
     w: Rc<World>,
     id: u64,
+}
+
+/// The hasher of [`World`]'s leases: ticket ids are integers, so one multiplication by an odd
+/// constant spreads them (consecutive ids land in distinct buckets); std's default SipHash, with
+/// its random keys, cost more than the lookup. Deterministic.
+#[derive(Default)]
+struct IdHash(u64);
+
+impl Hasher for IdHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    #[inline]
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(29) ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
 }
 
 impl Drop for TicketLease {

@@ -325,6 +325,22 @@ impl Shape {
     }
 }
 
+/// What one event tells [`IncidentShapes`] about its ticket.
+enum Note {
+    /// The first attempt's call answered late and ok, after this many ns.
+    FirstLate(u64),
+    /// The first attempt's call timed out in the executor.
+    TimedOut,
+    /// The model retried after the first attempt.
+    Retried,
+    /// The retry's tool call started.
+    RetryCall,
+    /// The retry's tool call answered ok.
+    RetryOk,
+    /// A refund that moves money was created.
+    Refund,
+}
+
 /// [`incident_shaped`] online: feed events in order, close tickets as they close (their state
 /// is judged and dropped), then [`IncidentShapes::finish`].
 #[derive(Default)]
@@ -334,11 +350,11 @@ pub struct IncidentShapes {
 }
 
 impl IncidentShapes {
-    /// Notes one event.
+    /// Notes one event. Only the few kinds a shape reads look the ticket up (a shape made for
+    /// any other event would stay at its default, which never matches).
     pub fn record(&mut self, e: &Event) {
         let Some(t) = e.ticket else { return };
-        let s = self.open.entry(t).or_default();
-        match (&e.kind, e.attempt) {
+        let note = match (&e.kind, e.attempt) {
             (
                 EventKind::ServiceResponse {
                     late: true,
@@ -347,30 +363,39 @@ impl IncidentShapes {
                     ..
                 },
                 Some(0),
-            ) => s.first_late_ns = Some(*latency_ns),
-            (EventKind::ExecutorTimeout { .. }, Some(0)) => s.timed_out = true,
+            ) => Note::FirstLate(*latency_ns),
+            (EventKind::ExecutorTimeout { .. }, Some(0)) => Note::TimedOut,
             (
                 EventKind::ModelDecision {
                     decision: Decision::Retry,
                     ..
                 },
                 Some(0),
-            ) => s.retried = true,
-            (EventKind::ToolCall { .. }, Some(1)) => s.retry_call_at = Some(e.t_ns),
+            ) => Note::Retried,
+            (EventKind::ToolCall { .. }, Some(1)) => Note::RetryCall,
             (
                 EventKind::ToolResult {
                     outcome: Outcome::Ok,
                     ..
                 },
                 Some(1),
-            ) => s.retry_ok_in = s.retry_call_at.map(|c| e.t_ns - c),
+            ) => Note::RetryOk,
             (
                 EventKind::RefundCreated {
                     moves_money: true, ..
                 },
                 _,
-            ) => s.refunds += 1,
-            _ => {}
+            ) => Note::Refund,
+            _ => return,
+        };
+        let s = self.open.entry(t).or_default();
+        match note {
+            Note::FirstLate(ns) => s.first_late_ns = Some(ns),
+            Note::TimedOut => s.timed_out = true,
+            Note::Retried => s.retried = true,
+            Note::RetryCall => s.retry_call_at = Some(e.t_ns),
+            Note::RetryOk => s.retry_ok_in = s.retry_call_at.map(|c| e.t_ns - c),
+            Note::Refund => s.refunds += 1,
         }
     }
 

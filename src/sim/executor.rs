@@ -307,6 +307,20 @@ impl Timers {
         Some(h)
     }
 
+    /// Removes the earliest live timer, heap entry and slot, and returns its key and action
+    /// (stale entries on the way are dropped): [`Timers::pop_live`] then [`Timers::remove`] in
+    /// one pass, for the engine loop.
+    #[inline(always)]
+    fn pop_due(&mut self) -> Option<(TimerKey, TimerAction)> {
+        loop {
+            let e = self.heap.pop()?;
+            let h = e.handle();
+            if let Some(action) = self.remove(h) {
+                return Some((h.key, action));
+            }
+        }
+    }
+
     /// Rebuilds the heap without stale entries once they outnumber live timers (plus a slack),
     /// so long cancelled timeouts do not pile up. Amortised O(1) per cancellation.
     fn compact_if_stale(&mut self) {
@@ -423,38 +437,36 @@ impl Sim {
     /// key order); the others stay pending.
     fn pop_next_timer(&self) -> Option<(TimerKey, TimerAction)> {
         let mut timers = self.inner.timers.borrow_mut();
-        let first = timers.pop_live()?;
         let mut tb = self.inner.tie_break.borrow_mut();
-        let chosen = match tb.as_mut() {
-            None => first,
-            Some(tb) => {
-                let limit = first.key.0.saturating_add(self.inner.epsilon.get());
-                let mut candidates = [first; MAX_CANDIDATES];
-                let mut n = 1;
-                while n < MAX_CANDIDATES {
-                    match timers.peek_live() {
-                        Some(h) if h.key.0 <= limit => {
-                            timers.heap.pop();
-                            candidates[n] = h;
-                            n += 1;
-                        }
-                        _ => break,
-                    }
-                }
-                let pick = if n < 2 {
-                    0
-                } else {
-                    self.inner.decisions.set(self.inner.decisions.get() + 1);
-                    tb.choose(n).min(n - 1)
-                };
-                for (i, h) in candidates[..n].iter().enumerate() {
-                    if i != pick {
-                        timers.heap.push(HeapEntry::new(h.key, h.slot));
-                    }
-                }
-                candidates[pick]
-            }
+        let Some(tb) = tb.as_mut() else {
+            return timers.pop_due();
         };
+        let first = timers.pop_live()?;
+        let limit = first.key.0.saturating_add(self.inner.epsilon.get());
+        let mut candidates = [first; MAX_CANDIDATES];
+        let mut n = 1;
+        while n < MAX_CANDIDATES {
+            match timers.peek_live() {
+                Some(h) if h.key.0 <= limit => {
+                    timers.heap.pop();
+                    candidates[n] = h;
+                    n += 1;
+                }
+                _ => break,
+            }
+        }
+        let pick = if n < 2 {
+            0
+        } else {
+            self.inner.decisions.set(self.inner.decisions.get() + 1);
+            tb.choose(n).min(n - 1)
+        };
+        for (i, h) in candidates[..n].iter().enumerate() {
+            if i != pick {
+                timers.heap.push(HeapEntry::new(h.key, h.slot));
+            }
+        }
+        let chosen = candidates[pick];
         let action = timers.remove(chosen).expect("a popped timer is live");
         Some((chosen.key, action))
     }
@@ -479,7 +491,23 @@ impl Sim {
     /// (before the output is handed to the [`JoinHandle`]), or with the task if it never does.
     /// The same as spawning `async move { let out = fut.await; drop(guard); out }`, with one
     /// layer of future less to build and move.
+    #[inline]
     pub fn spawn_holding<G, F, T>(&self, guard: G, fut: F) -> JoinHandle<T>
+    where
+        G: 'static,
+        F: Future<Output = T> + 'static,
+        T: 'static,
+    {
+        self.spawn_holding_with(guard, move || fut)
+    }
+
+    /// [`Sim::spawn_holding`] of the future `make()` returns, built directly in the task's box:
+    /// `fut` passed by value is copied into the box whole (futures of `async fn`s are as large
+    /// as their largest state, often kilobytes, however little they hold before their first
+    /// poll), where `make` — a closure that calls the `async fn` — writes only the arguments.
+    /// `make` runs before the task is queued, after `guard` is taken.
+    #[inline]
+    pub fn spawn_holding_with<G, F, T>(&self, guard: G, make: impl FnOnce() -> F) -> JoinHandle<T>
     where
         G: 'static,
         F: Future<Output = T> + 'static,
@@ -489,11 +517,12 @@ impl Sim {
             value: None,
             waker: None,
         }));
-        self.insert_task(Box::pin(Guarded {
-            fut,
+        let join = slot.clone();
+        self.insert_task(Box::into_pin(boxed_in_place(move || Guarded {
+            fut: make(),
             guard: Some(guard),
-            slot: Some(slot.clone()),
-        }));
+            slot: Some(join),
+        })));
         JoinHandle { slot }
     }
 
@@ -508,16 +537,28 @@ impl Sim {
 
     /// [`Sim::spawn_detached`] with a `guard` the task owns and drops as soon as `fut`
     /// completes (see [`Sim::spawn_holding`]).
+    #[inline]
     pub fn spawn_detached_holding<G, F>(&self, guard: G, fut: F)
     where
         G: 'static,
         F: Future<Output = ()> + 'static,
     {
-        self.insert_task(Box::pin(Guarded {
-            fut,
+        self.spawn_detached_holding_with(guard, move || fut);
+    }
+
+    /// [`Sim::spawn_detached_holding`] of the future `make()` returns, built directly in the
+    /// task's box (see [`Sim::spawn_holding_with`]).
+    #[inline]
+    pub fn spawn_detached_holding_with<G, F>(&self, guard: G, make: impl FnOnce() -> F)
+    where
+        G: 'static,
+        F: Future<Output = ()> + 'static,
+    {
+        self.insert_task(Box::into_pin(boxed_in_place(move || Guarded {
+            fut: make(),
             guard: Some(guard),
             slot: None::<Rc<RefCell<JoinSlot<()>>>>,
-        }));
+        })));
     }
 
     /// Puts a new task in a free slot of the slab and queues it to be polled.
@@ -795,6 +836,20 @@ impl Sim {
             }
         }
     }
+}
+
+/// `Box::new(make())` with the value built directly in the box: the box is allocated first and
+/// `make()` returns its value into it (the compiler passes the box as the return slot), instead
+/// of building the value on the stack and copying it. Task futures are kilobytes; the copies
+/// were about 5 % of a run's instructions.
+#[inline(always)]
+fn boxed_in_place<T>(make: impl FnOnce() -> T) -> Box<T> {
+    let mut boxed = Box::<T>::new_uninit();
+    boxed.write(make());
+    // SAFETY: `write` just initialised the box's value (and if `make` panicked we never get
+    // here; the uninitialised box is freed without dropping a `T`). `Box::write`, the safe
+    // form of these two lines, needs Rust 1.87; this crate supports 1.85.
+    unsafe { boxed.assume_init() }
 }
 
 pin_project_lite::pin_project! {
@@ -1168,6 +1223,70 @@ mod tests {
         }
         sim.run();
         assert_eq!(*log.borrow(), vec![7, 8, 9, 6, 5, 4, 3, 2, 1, 0]);
+    }
+
+    #[test]
+    fn boxed_in_place_holds_the_value_and_a_panicking_make_drops_nothing() {
+        let b = boxed_in_place(|| [7u64; 300]);
+        assert!(b.iter().all(|&x| x == 7));
+        struct Counted(Rc<Cell<u32>>);
+        impl Drop for Counted {
+            fn drop(&mut self) {
+                self.0.set(self.0.get() + 1);
+            }
+        }
+        let drops = Rc::new(Cell::new(0));
+        let b = boxed_in_place(|| Counted(drops.clone()));
+        drop(b);
+        assert_eq!(
+            drops.get(),
+            1,
+            "the boxed value is dropped once, with its box"
+        );
+        let d = drops.clone();
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+            boxed_in_place(|| -> Counted {
+                let _inside = Counted(d);
+                panic!("make failed")
+            })
+        }));
+        assert!(caught.is_err());
+        assert_eq!(
+            drops.get(),
+            2,
+            "only the value inside `make` was dropped, by its unwind"
+        );
+    }
+
+    #[test]
+    fn spawns_with_a_maker_run_like_spawns_of_the_future() {
+        async fn work(s: Sim, ms: u64, log: Rc<RefCell<Vec<u64>>>) -> u64 {
+            s.sleep(SimTime::from_millis(ms)).await;
+            log.borrow_mut().push(ms);
+            ms * 2
+        }
+        let sim = Sim::new();
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let guard_dropped = Rc::new(Cell::new(false));
+        struct Guard(Rc<Cell<bool>>);
+        impl Drop for Guard {
+            fn drop(&mut self) {
+                self.0.set(true);
+            }
+        }
+        let (s, l) = (sim.clone(), log.clone());
+        let h = sim.spawn_holding_with(Guard(guard_dropped.clone()), move || work(s, 5, l));
+        let (s, l) = (sim.clone(), log.clone());
+        sim.spawn_detached_holding_with((), move || async move {
+            work(s, 3, l).await;
+        });
+        let out = Rc::new(Cell::new(0));
+        let o = out.clone();
+        sim.spawn(async move { o.set(h.await) });
+        sim.run();
+        assert_eq!(*log.borrow(), vec![3, 5]);
+        assert_eq!(out.get(), 10);
+        assert!(guard_dropped.get());
     }
 
     #[test]
