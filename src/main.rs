@@ -534,6 +534,14 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<ExitCode> {
 
 fn cmd_import(a: ImportArgs) -> anyhow::Result<ExitCode> {
     let inputs = a.recording.inputs()?;
+    // Said before the --out check, which would call a directory an input to be overwritten.
+    if let Some(dir) = inputs.files.iter().find(|f| f.is_dir()) {
+        return Err(refundsim::error::CliError::Input(format!(
+            "{}: is a directory, expected a file",
+            dir.display()
+        ))
+        .into());
+    }
     let inputs_paths: Vec<&PathBuf> = inputs.files.iter().chain(inputs.base.iter()).collect();
     refundsim::output::refuse_overwriting_inputs("--out", &a.out, &inputs_paths)
         .map_err(refundsim::error::CliError::Input)?;
