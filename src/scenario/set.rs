@@ -268,7 +268,7 @@ mod tests {
             (
                 r#"executor={"timeout":"3s" "on_timeout":"report_error"}"#,
                 &[
-                    "executor: invalid JSON at column 16: expected `,` or `}`",
+                    "executor: invalid JSON at column 17: expected `,` or `}`",
                     "executor=\"…\"",
                 ],
             ),
