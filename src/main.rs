@@ -381,14 +381,55 @@ struct LintArgs {
     json: bool,
 }
 
-fn main() -> ExitCode {
-    // Like other Unix tools, end quietly when stdout is a closed pipe (`refundsim run … | head`)
-    // instead of panicking in `println!`.
+/// Whether file descriptor 1 was closed when the process started (`refundsim run … >&-`), noted
+/// before Rust's runtime reopens a closed standard descriptor on `/dev/null` (which would make
+/// the output vanish with exit 0).
+static STDOUT_CLOSED_AT_START: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+/// Runs before `main` and before Rust's runtime sanitizes the standard descriptors: notes a
+/// closed fd 1 (`fcntl(1, F_GETFD)` fails with `EBADF`) in [`STDOUT_CLOSED_AT_START`].
+#[cfg(unix)]
+#[ctor::ctor(unsafe)]
+fn note_closed_stdout() {
+    // SAFETY: fcntl with F_GETFD only queries the descriptor's flags; errno is read right after.
+    let closed = unsafe { libc::fcntl(1, libc::F_GETFD) } == -1
+        && std::io::Error::last_os_error().raw_os_error() == Some(libc::EBADF);
+    STDOUT_CLOSED_AT_START.store(closed, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// On SIGINT (Ctrl-C) or SIGTERM, removes the temporary files of the outputs being written
+/// (`--trace`, `--perfetto`, `--out`: see `refundsim::output`) and exits 130 or 143 (128 + the
+/// signal), as a shell reports a process the signal killed.
+fn remove_temporaries_on_signals() {
     #[cfg(unix)]
-    // SAFETY: restoring the default SIGPIPE disposition at start-up, before any thread exists.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    {
+        use signal_hook::consts::{SIGINT, SIGTERM};
+        match signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) {
+            Ok(mut signals) => {
+                std::thread::spawn(move || {
+                    if let Some(sig) = signals.forever().next() {
+                        refundsim::output::remove_temporaries_and_exit(128 + sig);
+                    }
+                });
+            }
+            Err(e) => tracing::warn!("cannot handle SIGINT/SIGTERM: {e}"),
+        }
     }
+}
+
+fn main() -> ExitCode {
+    // SIGPIPE stays ignored (Rust's default): a closed pipe (`refundsim run … | head -c0`) is a
+    // write error that `emit` reports as `stdout: cannot write: Broken pipe`, exit 2, rather
+    // than a silent death by signal (exit 141) that a script cannot tell from success.
+    if STDOUT_CLOSED_AT_START.load(std::sync::atomic::Ordering::Relaxed) {
+        eprintln!(
+            "error: stdout is closed (`>&-`); expected it open: redirect it to a file or \
+             /dev/null instead"
+        );
+        return ExitCode::from(2);
+    }
+    remove_temporaries_on_signals();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(tracing_subscriber::EnvFilter::from_env("REFUNDSIM_LOG"))
@@ -493,6 +534,14 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<ExitCode> {
 
 fn cmd_import(a: ImportArgs) -> anyhow::Result<ExitCode> {
     let inputs = a.recording.inputs()?;
+    // Said before the --out check, which would call a directory an input to be overwritten.
+    if let Some(dir) = inputs.files.iter().find(|f| f.is_dir()) {
+        return Err(refundsim::error::CliError::Input(format!(
+            "{}: is a directory, expected a file",
+            dir.display()
+        ))
+        .into());
+    }
     let inputs_paths: Vec<&PathBuf> = inputs.files.iter().chain(inputs.base.iter()).collect();
     refundsim::output::refuse_overwriting_inputs("--out", &a.out, &inputs_paths)
         .map_err(refundsim::error::CliError::Input)?;
@@ -602,7 +651,8 @@ fn print_json(v: &impl serde::Serialize) -> anyhow::Result<()> {
 
 /// Writes a command's output to stdout and flushes it, so that a full disk or another write
 /// error is one that says "stdout" (exit 2) rather than a panic in `print!` or output silently
-/// lost at exit. A closed pipe (`| head`) still ends the process quietly by SIGPIPE.
+/// lost at exit. A closed pipe (`| head -c0`) is the same: `stdout: cannot write: Broken pipe`,
+/// exit 2 (SIGPIPE is ignored, so the write fails with `EPIPE` instead of killing the process).
 fn emit(text: impl std::fmt::Display) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     write!(out, "{text}")

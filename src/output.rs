@@ -4,10 +4,36 @@
 //! it, so a reader never sees a partial file and a failure leaves nothing behind; the new file gets
 //! the old one's permissions, or `0644`. A device, FIFO or socket (`/dev/null`, `/dev/stdout`, a
 //! pipe) is written in place, never replaced. A directory is an error.
+//!
+//! Every temporary file being written is listed in a registry, so that SIGINT or SIGTERM
+//! (Ctrl-C during `run --trace t.jsonl`) removes them all before the process ends
+//! ([`remove_temporaries_and_exit`]): an interrupted command leaves neither the output nor a
+//! hidden `.tmpXXXXXX` beside it.
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+/// The temporary files being written (created, not yet renamed into place or dropped).
+static IN_PROGRESS: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
+
+fn in_progress() -> MutexGuard<'static, BTreeSet<PathBuf>> {
+    // A panic while holding the lock leaves the set as consistent as it was: keep using it.
+    IN_PROGRESS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Removes every temporary output file being written, then ends the process with `code`
+/// (130 after SIGINT, 143 after SIGTERM). The registry stays locked until the process ends, so
+/// no new temporary file is created and none is renamed into place meanwhile.
+pub fn remove_temporaries_and_exit(code: i32) -> ! {
+    let set = in_progress();
+    for path in set.iter() {
+        let _ = fs::remove_file(path);
+    }
+    std::process::exit(code)
+}
 
 /// Writes the output of `write` to `path` as described in the module docs. Errors are one line.
 pub fn write_whole(
@@ -30,6 +56,15 @@ pub fn write_whole(
 pub struct WholeFile {
     target: PathBuf,
     tmp: Option<tempfile::NamedTempFile>,
+}
+
+impl Drop for WholeFile {
+    fn drop(&mut self) {
+        if let Some(tmp) = &self.tmp {
+            // The temporary file is removed by its own drop, right after this.
+            in_progress().remove(tmp.path());
+        }
+    }
 }
 
 impl WholeFile {
@@ -57,26 +92,32 @@ impl WholeFile {
         if !dir.is_dir() {
             return Err(format!("directory {} does not exist", dir.display()));
         }
+        // Created and registered under the registry's lock: a signal handler that has begun
+        // removing the registered files sees this one too, or it is never created.
+        let mut registry = in_progress();
         let tmp = tempfile::NamedTempFile::new_in(&dir)
             .map_err(|e| format!("cannot create a file in {}: {e}", dir.display()))?;
-        let handle = tmp
-            .as_file()
-            .try_clone()
-            .map_err(|e| format!("cannot open a file in {}: {e}", dir.display()))?;
-        Ok((
-            WholeFile {
-                target,
-                tmp: Some(tmp),
-            },
-            handle,
-        ))
+        registry.insert(tmp.path().to_path_buf());
+        drop(registry);
+        let handle = tmp.as_file().try_clone();
+        // From here on, dropping `whole` unregisters and removes the temporary file.
+        let whole = WholeFile {
+            target,
+            tmp: Some(tmp),
+        };
+        let handle = handle.map_err(|e| format!("cannot open a file in {}: {e}", dir.display()))?;
+        Ok((whole, handle))
     }
 
     /// Renames the written file into place with the old file's permissions (or `0644`).
-    pub fn commit(self) -> Result<(), String> {
-        let Some(tmp) = self.tmp else {
+    pub fn commit(mut self) -> Result<(), String> {
+        let Some(tmp) = self.tmp.take() else {
             return Ok(());
         };
+        // Renamed under the registry's lock, so a signal handler never removes a file that is
+        // already in place, nor leaves a temporary one.
+        let mut registry = in_progress();
+        registry.remove(tmp.path());
         let perms = fs::metadata(&self.target)
             .map(|m| m.permissions())
             .unwrap_or_else(|_| default_permissions());

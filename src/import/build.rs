@@ -331,9 +331,15 @@ pub fn build(
     }
     let starts = by_ticket
         .values()
-        .flat_map(|cs| cs.iter().map(|c| c.at.at))
-        .chain(requests_of.values().flatten().map(|r| r.sent.at));
-    let earliest = starts.min().unwrap_or(0);
+        .flat_map(|cs| cs.iter().map(|c| (c.at.at, &c.source)))
+        .chain(
+            requests_of
+                .values()
+                .flatten()
+                .map(|r| (r.sent.at, &r.source)),
+        );
+    let first_record = starts.min();
+    let earliest = first_record.map_or(0, |(at, _)| at);
     let origin = (earliest - 1_000_000_000).div_euclid(1_000_000_000) * 1_000_000_000;
 
     let mut out = base.clone();
@@ -383,6 +389,7 @@ pub fn build(
     let mut latencies = Vec::new();
     let mut reaches = Vec::new();
     let mut last = earliest;
+    let mut last_source = first_record.map(|(_, src)| src);
     for (&id, calls) in &by_ticket {
         let export: &[&super::ExportedRefund] = exported.get(&id).map_or(&[], Vec::as_slice);
         let ok_ids: Vec<&str> = calls
@@ -502,7 +509,10 @@ pub fn build(
             .into_iter()
             .flatten()
             {
-                last = last.max(t.at);
+                if t.at > last {
+                    last = t.at;
+                    last_source = Some(&c.source);
+                }
             }
             let end = previous_end;
             recorded_calls.push(RecordedCall {
@@ -564,7 +574,10 @@ pub fn build(
                         if try_no == 0 {
                             reaches.push(reach);
                         }
-                        last = last.max(r.sent.at);
+                        if r.sent.at > last {
+                            last = r.sent.at;
+                            last_source = Some(&r.source);
+                        }
                         if let (Some(l), Some(resp)) = (r.latency_ns, response) {
                             let answered = r.sent.at + i64::try_from(l).unwrap_or(i64::MAX);
                             if let Some(call) = recorded_calls.last_mut() {
@@ -664,6 +677,23 @@ pub fn build(
     out.clock_origin = Some(rfc3339(origin));
     let span = since(origin, last) + Duration::from_secs(60);
     out.horizon = Duration::from_secs(span.as_secs() + 1);
+    if out.horizon > crate::scenario::MAX_HORIZON {
+        // Checked here, where the records are known, rather than as the imported scenario's
+        // `horizon`, which names no input.
+        let first = first_record
+            .map(|(_, src)| src.to_string())
+            .unwrap_or_default();
+        return Err(ImportError {
+            at: last_source.cloned().unwrap_or_else(first_source),
+            message: format!(
+                "this record is {} after the first one ({first}, {}): a replay spans at most 30 \
+                 days; expected the records of one incident (check the times, or import a \
+                 shorter window)",
+                humantime::format_duration(Duration::from_secs(since(earliest, last).as_secs())),
+                rfc3339(earliest)
+            ),
+        });
+    }
     out.name = format!("{}-replay", base.name);
     out.description = format!(
         "Replay of {} (imported by refundsim import over the base scenario '{}').",

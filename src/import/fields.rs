@@ -75,14 +75,13 @@ pub(crate) fn shown(v: &serde_json::Value) -> String {
     }
 }
 
-/// serde_json's message without its ` at line L column C` suffix.
+/// serde_json's message without its ` at line L column C` suffix, the values it quotes
+/// shortened (see [`crate::scenario::shorten_quoted`]).
 pub(crate) fn bare_message(e: &serde_json::Error) -> String {
     let s = e.to_string();
     let suffix = format!(" at line {} column {}", e.line(), e.column());
-    match s.strip_suffix(&suffix) {
-        Some(bare) => bare.to_string(),
-        None => s,
-    }
+    let bare = s.strip_suffix(&suffix).unwrap_or(&s);
+    crate::scenario::shorten_quoted(bare).into_owned()
 }
 
 /// 1-based line numbers of byte offsets in one text.

@@ -251,15 +251,31 @@ pub fn read_lines(
                 let l: ToolCallLine = fields(body).map_err(err)?;
                 match l.tool {
                     Some(t) if t != opts.tool => other_tools.push((n, t)),
-                    _ => rec.tool_calls.push(tool_call(l, opts, source)),
+                    _ => {
+                        rec.tool_calls.push(tool_call(l, opts, source));
+                        super::check_record_count(name, n, "tool call", rec.tool_calls.len())?;
+                    }
                 }
             }
             "provider_request" => {
                 let l: ProviderLine = fields(body).map_err(err)?;
                 rec.provider_requests.push(provider_request(l, source));
+                super::check_record_count(
+                    name,
+                    n,
+                    "provider request",
+                    rec.provider_requests.len(),
+                )?;
             }
             "executor" => {
                 let l: ExecutorLine = fields(body).map_err(err)?;
+                if !(1..=86_400_000).contains(&l.timeout_ms) {
+                    return Err(err(format!(
+                        "timeout_ms: expected a whole number of milliseconds from 1 to 86400000 \
+                         (one day), got {}",
+                        l.timeout_ms
+                    )));
+                }
                 let ns = l.timeout_ms.saturating_mul(1_000_000);
                 match rec.executor_timeout_ns {
                     Some(prev) if prev != ns => {

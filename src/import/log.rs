@@ -27,6 +27,7 @@
 //! - Other lines are skipped with a warning; truncated refund ids (`re_1P9x...`) are kept as
 //!   written and compared by count only.
 
+use super::fields::quoted as shown;
 use super::recording::{
     Instant, Recording, ServiceResponseRec, ToolCallRec, ToolResultRec, Warning,
 };
@@ -50,7 +51,7 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 /// # Errors
 /// `date` is not a valid `YYYY-MM-DD`.
 pub fn midnight(date: &str) -> Result<i64, String> {
-    let bad = || format!("expected a date YYYY-MM-DD, got \"{date}\"");
+    let bad = || format!("expected a date YYYY-MM-DD, got {}", shown(date));
     let parts: Vec<&str> = date.split('-').collect();
     let [y, m, d] = parts[..] else {
         return Err(bad());
@@ -81,7 +82,8 @@ pub fn midnight(date: &str) -> Result<i64, String> {
     // Nanoseconds since the epoch in an i64 reach 2262-04-11.
     if !(1970..=2261).contains(&y) {
         return Err(format!(
-            "expected a date from 1970-01-01 to 2261-12-31 (nanoseconds since 1970 fit 64 bits), got \"{date}\""
+            "expected a date from 1970-01-01 to 2261-12-31 (nanoseconds since 1970 fit 64 bits), got {}",
+            shown(date)
         ));
     }
     if !(1970..=2261).contains(&y)
@@ -224,8 +226,8 @@ pub fn read_lines(
                     name,
                     line_no,
                     format!(
-                        "time: expected HH:MM:SS.mmm (trailing digits may be redacted as x), got \"{}\"",
-                        line.split_whitespace().next().unwrap_or("")
+                        "time: expected HH:MM:SS.mmm (trailing digits may be redacted as x), got {}",
+                        shown(line.split_whitespace().next().unwrap_or(""))
                     ),
                 ));
             }
@@ -339,8 +341,9 @@ fn entry(
                         name,
                         line_no,
                         format!(
-                            "tool_call arguments.{}: expected a ticket id (a whole number), got \"{v}\"",
-                            opts.ticket_field
+                            "tool_call arguments.{}: expected a ticket id (a whole number), got {}",
+                            opts.ticket_field,
+                            shown(&v)
                         ),
                     )
                 })?,
@@ -362,8 +365,9 @@ fn entry(
                         name,
                         line_no,
                         format!(
-                            "tool_call arguments.{}: expected an amount in cents (a whole number), got \"{v}\"",
-                            opts.amount_field
+                            "tool_call arguments.{}: expected an amount in cents (a whole number), got {}",
+                            opts.amount_field,
+                            shown(&v)
                         ),
                     )
                 })?),
@@ -380,6 +384,7 @@ fn entry(
                 service_response: None,
                 source: here,
             });
+            super::check_record_count(name, line_no, "tool call", rec.tool_calls.len())?;
             *current = Some(rec.tool_calls.len() - 1);
         } else if body.starts_with("tool_executor:") && body.contains("timeout") {
             let k = need_call(*current, "tool_executor timeout")?;
@@ -395,8 +400,8 @@ fn entry(
                             name,
                             line_no,
                             format!(
-                                "tool_executor timeout: expected `timeout after Nms` with N a whole number of milliseconds from 1 to 86400000, got \"{}\"",
-                                word.chars().take(24).collect::<String>()
+                                "tool_executor timeout: expected `timeout after Nms` with N a whole number of milliseconds from 1 to 86400000, got {}",
+                                shown(word)
                             ),
                         )
                     })?;
@@ -567,6 +572,22 @@ mod tests {
             err("16:41:09.210  tool_call issue_refund(ticket=abc, amount=1)"),
             "x.log:1: tool_call arguments.ticket: expected a ticket id (a whole number), got \"abc\""
         );
+        // A 309-digit ticket or amount is shortened as the other readers shorten it.
+        let nines = "9".repeat(309);
+        for (args, field) in [
+            (format!("ticket={nines}, amount=4200"), "ticket"),
+            (format!("ticket=1, amount={nines}"), "amount"),
+        ] {
+            let msg = err(&format!("16:41:09.210  tool_call issue_refund({args})"));
+            assert!(
+                msg.starts_with(&format!("x.log:1: tool_call arguments.{field}: expected"))
+                    && msg.ends_with(&format!("got \"{}\"… (309 characters)", "9".repeat(48))),
+                "{msg}"
+            );
+        }
+        // The whole word is quoted, its unit too.
+        let msg = err("16:41:09.210 tool_call issue_refund(ticket=1, amount=1)\n16:41:17.211 tool_executor: timeout after 99999999999999999999999ms");
+        assert!(msg.ends_with("got \"99999999999999999999999ms\""), "{msg}");
         assert_eq!(
             err("16:41:09.210  tool_call issue_refund(amount=1)"),
             "x.log:1: tool_call arguments: expected `ticket=TICKET` (see --ticket-field)"

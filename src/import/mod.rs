@@ -31,8 +31,36 @@ pub use recording::{
 
 /// Largest input file read whole, bytes (256 MiB): an OTLP/JSON document. A larger one is
 /// refused with a message rather than read into memory; logs, JSON lines and refund exports are
-/// streamed and have no size limit.
+/// streamed, and bounded by [`MAX_RECORDS`].
 pub const MAX_INPUT_BYTES: u64 = 256 << 20;
+
+/// Most tool calls, provider requests or exported refunds one import reads, of each kind
+/// (100,000): the import and its replay hold every record and the replay scenario in memory,
+/// about 7 KB per tool call (100,000 one-call tickets: 680 MB to import or replay). A larger
+/// recording is refused with a message naming the file, the line and the count.
+pub const MAX_RECORDS: usize = 100_000;
+
+/// The error for the `n`-th record of kind `what` (`"tool call"`) at `file:line` when `n` is
+/// over [`MAX_RECORDS`].
+pub(crate) fn check_record_count(
+    file: &str,
+    line: u64,
+    what: &str,
+    n: usize,
+) -> Result<(), ImportError> {
+    if n <= MAX_RECORDS {
+        return Ok(());
+    }
+    Err(ImportError::at(
+        file,
+        line,
+        format!(
+            "{what} {n}: more than the {MAX_RECORDS} {what}s an import reads (a replay holds \
+             each in memory, about 7 KB a tool call); expected a recording of one incident: \
+             import a shorter window, or split it by time"
+        ),
+    ))
+}
 
 /// An input format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -204,7 +232,8 @@ pub fn read_file(
 /// Reads every file, OTLP ones together (a span's parent may be in another file: the agent and
 /// the refunds service often export to different files), the others one by one, in order.
 /// Logs, JSON lines and refund exports are streamed (read line by line, only the recorded facts
-/// kept, any size); an OTLP file is read whole and may be at most [`MAX_INPUT_BYTES`].
+/// kept); an OTLP file is read whole and may be at most [`MAX_INPUT_BYTES`]. At most
+/// [`MAX_RECORDS`] records of each kind are read.
 ///
 /// # Errors
 /// As [`read_file`] for each file.
@@ -248,6 +277,15 @@ pub fn read_files(
             .map(|(n, t)| (n.as_str(), t.as_str()))
             .collect();
         rec.extend(otlp::read_files(&files, opts)?);
+    }
+    // Each reader stops at MAX_RECORDS of its own file; several files together are bounded too.
+    let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    for (what, n) in [
+        ("tool call", rec.tool_calls.len()),
+        ("provider request", rec.provider_requests.len()),
+        ("exported refund", rec.refunds.len()),
+    ] {
+        check_record_count(&names.join(", "), 0, what, n)?;
     }
     Ok(rec)
 }
@@ -507,8 +545,21 @@ pub fn import(inputs: &ImportInputs) -> Result<Imported, crate::error::CliError>
     let json = serde_json::to_string_pretty(&scenario)
         .map_err(|e| CliError::Input(format!("cannot write the scenario: {e}")))?
         + "\n";
-    // What is written must load back as it is: the replay is checked like any scenario.
-    crate::scenario::load_str(&json, "the imported scenario")?;
+    // What is written must load back as it is: the replay is checked like any scenario. The
+    // builder checks what it can where the record is known; anything left is named by the
+    // input files and the scenario's field (a line of the generated JSON would mean nothing).
+    if let Err(e) = crate::scenario::load_str(&json, "the imported scenario") {
+        let what = match &e {
+            crate::scenario::ScenarioError::Invalid { path, message, .. } => {
+                format!("{path}: {}", crate::scenario::shorten_quoted(message))
+            }
+            other => other.to_string(),
+        };
+        return Err(CliError::Input(format!(
+            "{}: the recording gives an invalid replay scenario: {what}",
+            sources.join(", ")
+        )));
+    }
     Ok(Imported {
         scenario,
         json,

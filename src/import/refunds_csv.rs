@@ -89,7 +89,10 @@ pub fn read_from(
         let row = row.map_err(|e| csv_error(name, &e))?;
         let line = row.position().map_or(0, |p| p.line());
         match refund(name, line, &row, &cols)? {
-            Some(r) => rec.refunds.push(r),
+            Some(r) => {
+                rec.refunds.push(r);
+                super::check_record_count(name, line, "exported refund", rec.refunds.len())?;
+            }
             None => no_ticket.push(line),
         }
     }
@@ -114,6 +117,32 @@ pub fn read_from(
 /// Finds the configured columns (and, for default names, their alternatives) in `header`.
 fn columns(name: &str, header: &[String], want: &CsvColumns) -> Result<Columns, ImportError> {
     let defaults = CsvColumns::default();
+    if header.iter().all(|h| h.trim().is_empty()) {
+        return Err(ImportError::at(
+            name,
+            1,
+            "no header: expected a first line of column names with at least id, charge, \
+             amount, created, status and the ticket's metadata column",
+        ));
+    }
+    // A repeated column name would make the row's value depend on which copy is read.
+    for (i, h) in header.iter().enumerate() {
+        if let Some(j) = header[..i]
+            .iter()
+            .position(|e| e.trim().eq_ignore_ascii_case(h.trim()))
+        {
+            return Err(ImportError::at(
+                name,
+                1,
+                format!(
+                    "column {} `{}` repeats column {}: expected each column name once",
+                    i + 1,
+                    h.trim(),
+                    j + 1
+                ),
+            ));
+        }
+    }
     let find_all = |configured: &str, default: &str, also: &[&str]| -> Vec<(usize, String)> {
         let mut names = vec![configured];
         if configured == default {
@@ -318,7 +347,10 @@ fn csv_error(name: &str, e: &csv::Error) -> ImportError {
     let message = match e.kind() {
         csv::ErrorKind::UnequalLengths {
             expected_len, len, ..
-        } => format!("{len} fields where the header has {expected_len}"),
+        } => format!(
+            "{len} field{} where the header has {expected_len}",
+            if *len == 1 { "" } else { "s" }
+        ),
         _ => e.to_string(),
     };
     ImportError::at(name, line, message)

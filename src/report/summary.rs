@@ -71,7 +71,10 @@ pub fn summary_with_oracle(
 ) -> String {
     let m = &r.metrics;
     let mut rows = Rows(String::new());
-    rows.row("scenario", format!("{} (seed {})", r.scenario, r.seed));
+    rows.row(
+        "scenario",
+        format!("{} (seed {})", without_controls(&r.scenario), r.seed),
+    );
     counts(&mut rows, m);
     stripe_and_latency(&mut rows, m);
     pool_queueing(&mut rows, m, oracle);
@@ -282,6 +285,25 @@ fn first_ids(ids: &[u64]) -> String {
     ids.join(" ")
 }
 
+/// `text` with control characters escaped (`\u{1b}`, `\n`), so a scenario's name cannot move
+/// the terminal's cursor, colour it or break the summary's lines.
+pub(crate) fn without_controls(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    std::borrow::Cow::Owned(
+        text.chars()
+            .map(|c| {
+                if c.is_control() {
+                    c.escape_default().to_string()
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -311,5 +333,14 @@ mod tests {
             reconciliation(&m, None, Some((h(3600), h(3600)))),
             "on, ran 1 time, no alert"
         );
+    }
+
+    #[test]
+    fn control_characters_in_a_name_are_escaped() {
+        assert_eq!(without_controls("a\u{1b}[31mb\nc"), "a\\u{1b}[31mb\\nc");
+        assert!(matches!(
+            without_controls("carrier-outage"),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 }

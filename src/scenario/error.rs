@@ -60,7 +60,7 @@ pub enum ScenarioError {
         expected: &'static str,
     },
     /// The text is not JSON (syntax error, truncated file), or a policy is not a JSON object.
-    #[error("{at}: {message}")]
+    #[error("{at}: {}", shorten_quoted(.message))]
     Syntax {
         /// Where.
         at: Location,
@@ -68,7 +68,7 @@ pub enum ScenarioError {
         message: String,
     },
     /// A field is unknown, missing, of the wrong type or an invalid value.
-    #[error("{at}: {}: {message}{}", show_path(.path), show_applied(.applied))]
+    #[error("{at}: {}: {}{}", show_path(.path), shorten_quoted(.message), show_applied(.applied))]
     Invalid {
         /// Where. Line and column are absent when the value came from a policy or `--set`.
         at: Location,
@@ -82,7 +82,7 @@ pub enum ScenarioError {
         applied: Vec<String>,
     },
     /// A malformed `--set PATH=VALUE`.
-    #[error("--set {}: {message}", shorten(.arg))]
+    #[error("--set {}: {}", shorten(.arg), shorten_quoted(.message))]
     Set {
         /// The argument as given.
         arg: String,
@@ -127,14 +127,120 @@ pub(crate) fn shorten(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(format!("{head}… ({n} characters)"))
 }
 
+/// `message` with every double-quoted value in it (as Rust's `{:?}` and serde write them, with
+/// `\"` and other escapes inside) of more than 64 characters shortened to its first 48, an
+/// ellipsis and its length: `"aaaa"… (4000 characters)`, as the importers quote. Escapes are
+/// honoured, so a value full of quotes or backslashes is one value; text
+/// outside quotes is kept. An unclosed quote runs to the end of the message.
+pub(crate) fn shorten_quoted(message: &str) -> std::borrow::Cow<'_, str> {
+    const MAX: usize = 64;
+    const HEAD: usize = 48;
+    if message.chars().count() <= MAX {
+        return std::borrow::Cow::Borrowed(message);
+    }
+    let mut out = String::with_capacity(message.len().min(4096));
+    let mut rest = message;
+    while let Some(open) = rest.find('"') {
+        out.push_str(&rest[..=open]);
+        let body = &rest[open + 1..];
+        // Logical characters of the quoted value: (byte end of each, in `body`).
+        let mut ends = Vec::new();
+        let mut close = None;
+        let mut it = body.char_indices().peekable();
+        while let Some((i, c)) = it.next() {
+            match c {
+                '"' => {
+                    close = Some(i);
+                    break;
+                }
+                '\\' => {
+                    // `\"`, `\\`, `\n`, … or `\u{1b}` / `\u001b`: one character of the value.
+                    if let Some((_, e)) = it.next() {
+                        if e == 'u' {
+                            if it.peek().map(|&(_, c)| c) == Some('{') {
+                                for (_, c) in it.by_ref() {
+                                    if c == '}' {
+                                        break;
+                                    }
+                                }
+                            } else {
+                                for _ in 0..4 {
+                                    it.next();
+                                }
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+            let end = it.peek().map_or(body.len(), |&(j, _)| j);
+            ends.push(end.min(close.unwrap_or(body.len())));
+        }
+        let end = close.unwrap_or(body.len());
+        let value = &body[..end];
+        if ends.len() > MAX {
+            out.push_str(&value[..ends[HEAD - 1]]);
+            out.push_str(&format!("\"… ({} characters)", ends.len()));
+        } else {
+            out.push_str(value);
+            if close.is_some() {
+                out.push('"');
+            }
+        }
+        rest = match close {
+            Some(c) => &body[c + 1..],
+            None => "",
+        };
+    }
+    out.push_str(rest);
+    std::borrow::Cow::Owned(out)
+}
+
 /// A scenario that parsed but breaks a rule: the field's dot-separated path and what was
 /// expected.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{path}: {message}")]
+#[error("{path}: {}", shorten_quoted(.message))]
 #[non_exhaustive]
 pub struct ValidationError {
     /// Dot-separated JSON path, e.g. `stripe.latency.p99` or `arrivals.schedule.1.rate_per_s`.
     pub path: String,
     /// What is wrong and what was expected.
     pub message: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shorten_quoted;
+
+    #[test]
+    fn every_long_quoted_value_is_shortened_whatever_its_content() {
+        let quotes = format!("invalid value: string {:?}, expected x", "a\"".repeat(500));
+        let short = shorten_quoted(&quotes);
+        assert_eq!(
+            short,
+            format!(
+                "invalid value: string \"{}\"… (1000 characters), expected x",
+                r#"a\""#.repeat(24)
+            )
+        );
+        // A 70-character value ending in a quote.
+        let end = format!("string {:?}, expected x", format!("{}\"", "b".repeat(69)));
+        assert_eq!(
+            shorten_quoted(&end),
+            format!("string \"{}\"… (70 characters), expected x", "b".repeat(48))
+        );
+        // Escapes count as one character each, and a shortened value is not shortened again.
+        let esc = format!("got {:?}", "\u{1b}\\".repeat(40));
+        let once = shorten_quoted(&esc).into_owned();
+        assert!(once.ends_with("\"… (80 characters)"), "{once}");
+        assert_eq!(shorten_quoted(&once), once);
+        // Short values and text outside quotes are kept; an unclosed quote runs to the end.
+        let kept = format!("{} \"short\"", "x".repeat(80));
+        assert_eq!(shorten_quoted(&kept), kept);
+        let open = format!("got \"{}", "c".repeat(100));
+        assert_eq!(
+            shorten_quoted(&open),
+            format!("got \"{}\"… (100 characters)", "c".repeat(48))
+        );
+    }
 }

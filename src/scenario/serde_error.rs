@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::error::{shorten, Location, ScenarioError};
+use super::error::{Location, ScenarioError};
 
 const DURATION_EXPECTED: &str = r#"a duration like "8s", "400ms" or "53m""#;
 
@@ -78,26 +78,15 @@ fn non_finite(text: &str, e: &serde_json::Error) -> Option<String> {
         .then(|| format!("`{word}` is not a JSON number: {FINITE}"))
 }
 
-/// serde_json's message without its ` at line L column C` suffix.
-/// Quoted values in it are shortened (see [`shorten`]): serde repeats the offending string.
+/// serde_json's message without its ` at line L column C` suffix. Quoted values in it are
+/// shortened when the error is displayed (see [`super::error::shorten_quoted`]).
 fn bare_message(e: &serde_json::Error) -> String {
     let s = e.to_string();
     let suffix = format!(" at line {} column {}", e.line(), e.column());
-    let bare = match s.strip_suffix(&suffix) {
+    match s.strip_suffix(&suffix) {
         Some(bare) if e.line() > 0 => bare.to_string(),
         _ => s,
-    };
-    bare.split('"')
-        .enumerate()
-        .map(|(i, part)| {
-            if i % 2 == 1 {
-                shorten(part)
-            } else {
-                part.into()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\"")
+    }
 }
 
 pub(super) fn syntax(origin: &str, e: &serde_json::Error, prefix: &str) -> ScenarioError {

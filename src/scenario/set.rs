@@ -43,6 +43,11 @@ pub(super) fn apply_set(doc: &mut Value, arg: &str) -> Result<(), ScenarioError>
     }
     let value = match serde_json::from_str::<Value>(raw) {
         Ok(value) => value,
+        // An array or object that does not parse is a mistake in it (`1e309`, `NaN`, a missing
+        // comma), not a string: name the field inside it.
+        Err(_) if raw.trim_start().starts_with(['[', '{']) => {
+            return Err(json_value_error(arg, path, raw));
+        }
         // A numeric literal JSON cannot hold (`1e309`, 400 digits) is an error here, where the
         // flag can be named, rather than a string the field then refuses.
         Err(_) if looks_numeric(raw) && raw.trim().parse::<f64>().is_ok_and(|x| !x.is_finite()) => {
@@ -111,6 +116,36 @@ pub(super) fn apply_set(doc: &mut Value, arg: &str) -> Result<(), ScenarioError>
         other => return Err(not_container(arg, parents, &segs, other)),
     }
     Ok(())
+}
+
+/// The error for a `VALUE` that starts like a JSON array or object but does not parse: the
+/// field inside it (`arrivals.schedule.0.rate_per_s: number out of range: …`) where known,
+/// else the syntax error and its column.
+fn json_value_error(arg: &str, path: &str, raw: &str) -> ScenarioError {
+    match super::serde_error::parse_value(raw, "", "") {
+        Err(ScenarioError::Invalid {
+            path: inner,
+            message,
+            ..
+        }) => set_error(arg, format!("{path}.{inner}: {message}")),
+        Err(ScenarioError::Syntax { at, message }) => {
+            let column = match at.line_col {
+                Some((1, col)) => format!(" at column {col}"),
+                Some((line, col)) => format!(" at line {line} column {col}"),
+                None => String::new(),
+            };
+            set_error(
+                arg,
+                format!(
+                    "{path}: invalid JSON{column}: {message}; a VALUE starting with `[` or `{{` \
+                     is read as JSON (quote it, {path}=\"…\", for a string)"
+                ),
+            )
+        }
+        // The value parsed after all (it cannot: serde_json refused it above), or another error.
+        Err(other) => set_error(arg, format!("{path}: {other}")),
+        Ok(_) => set_error(arg, format!("{path}: invalid JSON")),
+    }
 }
 
 fn index(arg: &str, parent: &[&str], seg: &str, len: usize) -> Result<usize, ScenarioError> {
@@ -219,8 +254,45 @@ mod tests {
                 "arrivals.schedule.0.rate_per_s.x.y=1",
                 &["`arrivals.schedule.0.rate_per_s` is a number"],
             ),
+            (
+                r#"arrivals.schedule=[{"duration":"1m","rate_per_s":1e309}]"#,
+                &[
+                    "--set arrivals.schedule=[",
+                    ": arrivals.schedule.0.rate_per_s: number out of range: expected a finite",
+                ],
+            ),
+            (
+                r#"arrivals.schedule=[{"duration":"1m","rate_per_s":NaN}]"#,
+                &["arrivals.schedule.0.rate_per_s: `NaN` is not a JSON number"],
+            ),
+            (
+                r#"executor={"timeout":"3s" "on_timeout":"report_error"}"#,
+                &[
+                    "executor: invalid JSON at column 17: expected `,` or `}`",
+                    "executor=\"…\"",
+                ],
+            ),
         ];
-        for (arg, parts) in cases {
+        let digits = format!(
+            r#"arrivals.schedule=[{{"duration":"1m","rate_per_s":{}}}]"#,
+            "9".repeat(309)
+        );
+        let nested = format!(
+            "executor.timeout={}1{}",
+            r#"{"a":"#.repeat(5000),
+            "}".repeat(5000)
+        );
+        let long: &[(&str, &[&str])] = &[
+            (
+                &digits,
+                &["arrivals.schedule.0.rate_per_s: number out of range"],
+            ),
+            (
+                &nested,
+                &["executor.timeout: invalid JSON", "recursion limit exceeded"],
+            ),
+        ];
+        for (arg, parts) in cases.iter().chain(long) {
             let msg = load_with(MINIMAL, &[], &[arg]).unwrap_err().to_string();
             for part in *parts {
                 assert!(

@@ -413,3 +413,85 @@ fn the_run_budget_counts_probes_and_retries_and_names_their_fields() {
         .assert()
         .code(0);
 }
+
+/// A closed pipe (`refundsim run … | head -c0`) and a closed stdout (`>&-`) are exit 2 with a
+/// message naming stdout (they were a silent SIGPIPE death, exit 141, and a silent exit 0).
+#[cfg(unix)]
+#[test]
+fn a_closed_stdout_or_pipe_is_exit_2_naming_stdout() {
+    let bin = assert_cmd::cargo::cargo_bin("refundsim");
+    let mut child = std::process::Command::new(&bin)
+        .args(["run", INCIDENT])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader goes away before the run prints its summary.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("error: stdout: cannot write: Broken pipe"),
+        "{err}"
+    );
+
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("'{}' run {INCIDENT} >&-", bin.display()))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("error: stdout is closed"), "{err}");
+}
+
+/// SIGTERM or SIGINT while `run` streams `--trace` and `--perfetto` removes their temporary
+/// files (100 MB and more each on a long run) and exits 143 or 130.
+#[cfg(unix)]
+#[test]
+fn a_signal_mid_run_leaves_no_temporary_file() {
+    for (signal, code) in [(libc::SIGTERM, 143), (libc::SIGINT, 130)] {
+        let dir = tempfile::tempdir().unwrap();
+        let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("refundsim"))
+            .args([
+                "run",
+                INCIDENT,
+                "--set",
+                "horizon=24h",
+                "--set",
+                r#"arrivals.schedule=[{"duration":"24h","rate_per_s":3}]"#,
+                "--trace",
+            ])
+            .arg(dir.path().join("t.jsonl"))
+            .arg("--perfetto")
+            .arg(dir.path().join("p.json"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let entries = || std::fs::read_dir(dir.path()).unwrap().count();
+        let start = std::time::Instant::now();
+        while entries() < 2 && start.elapsed() < std::time::Duration::from_secs(60) {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert_eq!(entries(), 2, "both temporary files are being written");
+        // SAFETY: kill(2) on the child this test spawned and has not yet waited for.
+        assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, signal) }, 0);
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert!(left.is_empty(), "signal {signal}: left {left:?}");
+    }
+}

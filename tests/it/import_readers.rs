@@ -129,3 +129,178 @@ fn a_bad_file_is_refused_naming_file_line_and_field() {
         "{e}"
     );
 }
+
+/// `refundsim import FILE --out DIR/o.json`: the exit code and stderr.
+fn import_err(dir: &Path, file: &Path, extra: &[&str]) -> (i32, String) {
+    let out = crate::common::refundsim()
+        .arg("import")
+        .arg(file)
+        .args(extra)
+        .arg("--out")
+        .arg(dir.join("o.json"))
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Errors the built scenario would have raised (a span over 30 days, an executor timeout of 0)
+/// name the input file and the record's line, not "the imported scenario:LINE" of generated
+/// JSON (issue 13).
+#[test]
+fn import_errors_name_the_input_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = std::fs::read_to_string(fixture("ticket-48213.jsonl")).unwrap();
+    let long = dir.path().join("long.jsonl");
+    std::fs::write(
+        &long,
+        format!(
+            "{good}{}\n",
+            r#"{"type":"tool_call","ticket":48214,"tool":"issue_refund","call_id":"c2","at":"2024-07-14T16:42:11.210Z","amount_cents":4200,"result":{"at":"2024-07-14T16:42:12.211Z","ok":true,"refund_id":"re_x"}}"#
+        ),
+    )
+    .unwrap();
+    let (code, err) = import_err(dir.path(), &long, &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "error: {}:6: this record is 2months 2h 53m 51s after the first one ({}:2, \
+             2024-05-14T16:41:09Z): a replay spans at most 30 days",
+            long.display(),
+            long.display()
+        )),
+        "{err}"
+    );
+
+    let zero = dir.path().join("t0.jsonl");
+    std::fs::write(
+        &zero,
+        good.replace("\"timeout_ms\":8000", "\"timeout_ms\":0"),
+    )
+    .unwrap();
+    let (code, err) = import_err(dir.path(), &zero, &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "error: {}:1: timeout_ms: expected a whole number of milliseconds from 1 to 86400000",
+            zero.display()
+        )),
+        "{err}"
+    );
+
+    // An OTLP span (the second in the file, a tool call's) that starts at the epoch.
+    let otlp = std::fs::read_to_string(fixture("ticket-48213.otlp.json")).unwrap();
+    let (at, _) = otlp.match_indices("\"startTimeUnixNano\"").nth(1).unwrap();
+    let value_start = at + "\"startTimeUnixNano\"".len();
+    let value_start = value_start + otlp[value_start..].find('"').unwrap() + 1;
+    let value_end = value_start + otlp[value_start..].find('"').unwrap();
+    let mut epoch = otlp.clone();
+    epoch.replace_range(value_start..value_end, "0");
+    let p = dir.path().join("epoch.otlp.json");
+    std::fs::write(&p, epoch).unwrap();
+    let (code, err) = import_err(dir.path(), &p, &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.starts_with(&format!("error: {}:", p.display()))
+            && err.contains("after the first one")
+            && err.contains("1970-01-01T00:00:00Z"),
+        "{err}"
+    );
+}
+
+/// More tool calls than an import reads is refused at the first one over, naming the file,
+/// the line and the count, before the whole file is held in memory (issue 13).
+#[test]
+fn a_recording_over_the_record_budget_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.jsonl");
+    let n = refundsim::import::MAX_RECORDS + 1;
+    let mut text = String::from("{\"type\":\"executor\",\"timeout_ms\":8000}\n");
+    for i in 0..n {
+        let (s, ms) = (i / 1000, i % 1000);
+        text.push_str(&format!(
+            "{{\"type\":\"tool_call\",\"ticket\":{},\"tool\":\"issue_refund\",\"at\":\"2024-05-14T16:{:02}:{:02}.{ms:03}Z\",\"amount_cents\":4200}}\n",
+            100_000 + i,
+            s / 60,
+            s % 60
+        ));
+    }
+    std::fs::write(&path, text).unwrap();
+    let (code, err) = import_err(dir.path(), &path, &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "error: {}:{}: tool call {n}: more than the {} tool calls an import reads",
+            path.display(),
+            n + 1,
+            refundsim::import::MAX_RECORDS
+        )),
+        "{err}"
+    );
+}
+
+/// Small import messages: a directory is a directory, an empty export has no header, a
+/// repeated column is refused, one field is "1 field" (issue 13 item 8).
+#[test]
+fn small_import_messages_say_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, err) = import_err(dir.path(), dir.path(), &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(&format!(
+            "{}: is a directory, expected a file",
+            dir.path().display()
+        )),
+        "{err}"
+    );
+
+    let empty = dir.path().join("empty.csv");
+    std::fs::write(&empty, "").unwrap();
+    let (code, err) = import_err(dir.path(), &empty, &["--format", "refunds-csv"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(":1: no header: expected a first line of column names"),
+        "{err}"
+    );
+
+    let twice = dir.path().join("twice.csv");
+    std::fs::write(&twice, "id,id\nre_1,re_2\n").unwrap();
+    let (code, err) = import_err(dir.path(), &twice, &["--format", "refunds-csv"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(":1: column 2 `id` repeats column 1: expected each column name once"),
+        "{err}"
+    );
+
+    let csv = std::fs::read_to_string(fixture("ticket-48213.refunds.csv")).unwrap();
+    let short = dir.path().join("short.csv");
+    std::fs::write(
+        &short,
+        format!("{}x\n", csv.lines().next().unwrap().to_string() + "\n"),
+    )
+    .unwrap();
+    let (code, err) = import_err(dir.path(), &short, &["--format", "refunds-csv"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains(":2: 1 field where the header has"), "{err}");
+
+    let otlp = std::fs::read_to_string(fixture("ticket-48213.otlp.json")).unwrap();
+    let bytes = dir.path().join("bytes.otlp.json");
+    std::fs::write(
+        &bytes,
+        otlp.replacen(
+            r#"{"stringValue":"toolu_01A"}"#,
+            r#"{"bytesValue":"dG9vbHVfMDFB"}"#,
+            1,
+        ),
+    )
+    .unwrap();
+    let (code, err) = import_err(dir.path(), &bytes, &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("expected a stringValue, got a bytesValue or an empty value")
+            && !err.contains("null"),
+        "{err}"
+    );
+}

@@ -725,7 +725,14 @@ fn string_attr<'a>(s: &'a Span, key: &str) -> Result<Option<&'a str>, ImportErro
             s,
             idx,
             key,
-            &format!("expected a stringValue, got {}", shown(&other.to_json())),
+            &match other {
+                AnyValue::Other => format!("expected a stringValue, got {}", other.kind()),
+                _ => format!(
+                    "expected a stringValue, got {} {}",
+                    other.kind(),
+                    shown(&other.to_json())
+                ),
+            },
         )),
     }
 }

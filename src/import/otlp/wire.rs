@@ -69,6 +69,20 @@ pub(super) enum AnyValue {
 }
 
 impl AnyValue {
+    /// What kind of value this is, for errors: `a stringValue`, `an intValue`, … (a
+    /// `bytesValue` or an empty value is not read, so shown by its kind rather than as `null`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            AnyValue::Str(_) => "a stringValue",
+            AnyValue::Int(_) => "an intValue",
+            AnyValue::Double(_) => "a doubleValue",
+            AnyValue::Bool(_) => "a boolValue",
+            AnyValue::Array(_) => "an arrayValue",
+            AnyValue::KvList(_) => "a kvlistValue",
+            AnyValue::Other => "a bytesValue or an empty value",
+        }
+    }
+
     /// The value as plain JSON (a key-value list as an object), for structured tool arguments.
     pub fn to_json(&self) -> Value {
         match self {

@@ -9,6 +9,11 @@ use base64::Engine as _;
 use super::page::{esc, num};
 use crate::sweep::{SweepRead, DUPLICATES, TOOL_CALL_P50, TOOL_CALL_P99};
 
+/// `n points`, or `1 point`.
+fn points(n: usize) -> String {
+    format!("{n} point{}", if n == 1 { "" } else { "s" })
+}
+
 /// Appends the section for the sweep read from `dir` (as given on the command line).
 pub(super) fn sweep_section(h: &mut String, dir: &str, s: &SweepRead) {
     let i = &s.inputs;
@@ -16,22 +21,23 @@ pub(super) fn sweep_section(h: &mut String, dir: &str, s: &SweepRead) {
     let _ = writeln!(
         h,
         "<section id=\"sweep\" data-points=\"{}\" data-safe-points=\"{}\">\n<h2>Sweep</h2>\n\
-         <p>From <code id=\"sweep-dir\">{}</code>: <code>{}</code>{}{}, {} points × {seeds} \
-         seeds ({}..{}). Safe ({}): <span id=\"sweep-safe-points\" data-value=\"{}\">{}</span> \
-         of {} points.</p>",
+         <p>From <code id=\"sweep-dir\">{}</code>: <code>{}</code>{}{}, {} × {seeds} \
+         seed{} ({}..{}). Safe ({}): <span id=\"sweep-safe-points\" data-value=\"{}\">{}</span> \
+         of {}.</p>",
         s.points.len(),
         s.safe_points,
         esc(dir),
         esc(&i.scenario_path),
         list(" with policies ", &i.policies),
         list(" with --set ", &i.sets),
-        s.points.len(),
+        points(s.points.len()),
+        if seeds == 1 { "" } else { "s" },
         i.seed_first,
         i.seed_last,
         esc(&requirements(s)),
         s.safe_points,
         s.safe_points,
-        s.points.len()
+        points(s.points.len())
     );
     recommendation(h, s);
     table(h, s);
