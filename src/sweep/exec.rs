@@ -22,8 +22,8 @@ pub const DEFAULT_SEEDS: SeedRange = SeedRange { first: 1, last: 20 };
 pub const MAX_POINTS: usize = 10_000;
 
 /// Most runs one sweep may make (grid points × seeds, shards included): every run's figures
-/// are kept for `runs.csv`, a few hundred bytes each, so this caps a sweep's memory at a few
-/// hundred MB besides the runs in flight.
+/// are kept for `runs.csv` (about 450 bytes a run, and about as much again for the file's text
+/// while it is written), so this keeps a sweep under about 1 GB besides the runs in flight.
 pub const MAX_RUNS: u64 = 1_000_000;
 
 /// What to sweep (the arguments of `refundsim sweep`, unparsed where they are text).
