@@ -31,6 +31,10 @@ struct Cli {
     /// message gives the estimate of events, CPU time and memory).
     #[arg(long, global = true, value_name = "N", default_value_t = scenario::budget::DEFAULT_MAX_EVENTS)]
     max_events: u64,
+    /// Memory budget: refuse a scenario whose estimated peak memory per run exceeds MB
+    /// megabytes (the message gives the estimate and what drives it).
+    #[arg(long, global = true, value_name = "MB", default_value_t = scenario::budget::DEFAULT_MAX_MEMORY_MB)]
+    max_memory_mb: u64,
 }
 
 #[derive(Subcommand)]
@@ -464,6 +468,11 @@ fn run() -> anyhow::Result<ExitCode> {
         Command::Lint(_) | Command::Show(_) | Command::Schema | Command::Merge(_)
     );
     scenario::budget::set_max_events(if simulates { cli.max_events } else { u64::MAX });
+    scenario::budget::set_max_memory_mb(if simulates {
+        cli.max_memory_mb
+    } else {
+        u64::MAX
+    });
     match cli.command {
         Command::Run(args) => cmd_run(args),
         Command::Check(args) => cmd_check(args),

@@ -1,18 +1,24 @@
 //! The run budget: an estimate, from the scenario alone, of the engine events, CPU time and
-//! memory of one run, and the limit a run must fit unless the user raises it (`--max-events`).
+//! memory of one run, and the limits a run must fit unless the user raises them
+//! (`--max-events`, `--max-memory-mb`).
 //!
 //! It replaces a fixed ticket cap: a long horizon is fine (memory is flat in the horizon, see
-//! `docs/performance.md`), so what is refused is only work far beyond what was asked for by
-//! mistake, and the message says how much and how to go past it.
+//! `docs/performance.md`), so what is refused is only work or memory far beyond what was asked
+//! for by mistake, and the message says how much and how to go past it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::config::Scenario;
+use super::config::{OnTimeout, Scenario};
+use super::latency::LatencyDist;
 use super::rules::{fail, Check};
 
 /// Default budget: 300 million engine events per run (admits a 30-day horizon at 1 ticket/s
 /// with the incident's background load, about 10^8 events).
 pub const DEFAULT_MAX_EVENTS: u64 = 300_000_000;
+
+/// Default memory budget: 2,048 MB (2 GiB) of estimated peak memory per run. The incident
+/// estimates about 32 MB (it peaks at 21 MB) and the 30-day run at 1 ticket/s about 24 MB (8 MB).
+pub const DEFAULT_MAX_MEMORY_MB: u64 = 2048;
 
 /// Engine events per ticket used by the estimate, with a margin: the incident runs about 15 per
 /// ticket, with its timeouts, retries and zombie calls.
@@ -24,11 +30,17 @@ pub const EVENTS_PER_BACKGROUND_REQUEST: f64 = 2.0;
 /// Engine events per CPU second assumed by the time estimate: what the incident runs at on one
 /// core of the 2-core machine `docs/performance.md` was measured on.
 pub const EVENTS_PER_CPU_SECOND: f64 = 3.2e6;
-/// Memory per open ticket (its facts, ledger row, charge, tasks), bytes; and the fixed part.
-const BYTES_PER_OPEN_TICKET: f64 = 4096.0;
+/// Memory per open ticket (its facts, ledger row, charge, tasks, queued requests), bytes. The
+/// most measured is about 8 KB, on runs where every ticket waits in the pool's line (a pool of
+/// 1 and a Stripe latency of 1 h: 60,000 tickets peak at 481 MB); a ticket waiting for a human
+/// took about 3 KB and one whose call is in flight well under 1 KB. 10 KB leaves a margin, so
+/// the estimate errs high.
+pub const BYTES_PER_OPEN_TICKET: f64 = 10240.0;
+/// The fixed part of a run's memory, bytes.
 const BASE_BYTES: f64 = 12.0 * 1024.0 * 1024.0;
 
 static MAX_EVENTS: AtomicU64 = AtomicU64::new(DEFAULT_MAX_EVENTS);
+static MAX_MEMORY_MB: AtomicU64 = AtomicU64::new(DEFAULT_MAX_MEMORY_MB);
 
 /// Sets the budget later loads check against (the CLI's `--max-events`; process-wide, it
 /// admits or refuses a run and never changes one).
@@ -41,6 +53,17 @@ pub fn max_events() -> u64 {
     MAX_EVENTS.load(Ordering::Relaxed)
 }
 
+/// Sets the memory budget, MB, later loads check against (the CLI's `--max-memory-mb`;
+/// process-wide, it admits or refuses a run and never changes one).
+pub fn set_max_memory_mb(n: u64) {
+    MAX_MEMORY_MB.store(n, Ordering::Relaxed);
+}
+
+/// The memory budget, MB, loads check against now.
+pub fn max_memory_mb() -> u64 {
+    MAX_MEMORY_MB.load(Ordering::Relaxed)
+}
+
 /// What one run of a scenario is expected to cost.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Estimate {
@@ -51,27 +74,135 @@ pub struct Estimate {
     /// Requests each ticket can make at most, relative to the incident's two (a call and one
     /// retry): the product of every retrying layer's tries and of duplicate deliveries (≥ 0.5).
     pub tries_factor: f64,
-    /// Status probes expected per ticket: per try, [`TIMEOUT_FRACTION`] of tries time out and
-    /// each probes `probe_max_wait / probe_interval` times (0 unless `on_timeout` probes).
+    /// The share of tries expected to time out (see [`timed_out_fraction`]).
+    pub timeout_fraction: f64,
+    /// Status probes expected per ticket: per try, [`Estimate::timeout_fraction`] of tries time
+    /// out and each probes `probe_max_wait / probe_interval` times (0 unless `on_timeout`
+    /// probes).
     pub probes_per_ticket: f64,
     /// Engine events.
     pub events: f64,
     /// CPU seconds at [`EVENTS_PER_CPU_SECOND`].
     pub cpu_seconds: f64,
-    /// Peak memory, MB: a fixed part plus the tickets open at once at the highest arrival rate
-    /// (each open for the executor's timeout per model attempt, plus a human's pickup delay
-    /// when humans take escalations).
+    /// Tickets expected open at once: every ticket of a phase whose arrivals the pool cannot
+    /// serve (its line grows for the whole phase), plus the highest other arrival rate × how
+    /// long a ticket stays open (per model attempt, the executor's timeout or Stripe's tail
+    /// latency if longer, plus the probing; plus a human's pickup delay when humans take
+    /// escalations); at most every ticket.
+    pub open_tickets: f64,
+    /// Peak memory, MB: a fixed part plus [`BYTES_PER_OPEN_TICKET`] per open ticket (times the
+    /// tries factor for a pool's growing line). An estimate that errs high, not a bound.
     pub peak_mb: f64,
-    /// What drives the estimate, largest first: (fields, what they contribute).
+    /// What drives the event estimate, largest first: (fields, what they contribute).
     pub drivers: Vec<(String, String)>,
+    /// What drives the memory estimate, largest first: (fields, what they contribute).
+    pub memory_drivers: Vec<(String, String)>,
 }
 
-/// The share of tries assumed to time out when estimating status probes: the incident's burst
-/// times out about 3 % of its tool calls; 10 % leaves a margin without refusing a long run of a
-/// probing policy.
-pub const TIMEOUT_FRACTION: f64 = 0.1;
+/// The least share of tries assumed to time out when estimating status probes: the incident's
+/// burst times out about 3 % of its tool calls (waiting for the pool, which the scenario alone
+/// does not tell); 10 % leaves a margin without refusing a long run of a probing policy.
+pub const MIN_TIMEOUT_FRACTION: f64 = 0.1;
 /// Engine events per status probe (its request, answer and the wait before the next).
 pub const EVENTS_PER_PROBE: f64 = 3.0;
+
+/// The share of draws of `d` longer than `t` seconds: all or none for a constant, the fitted
+/// lognormal's tail, the exponential's `exp(−t/mean)`, the share of samples, `otherwise`'s for
+/// a script.
+fn share_longer(d: &LatencyDist, t: f64) -> f64 {
+    if t <= 0.0 {
+        return 1.0;
+    }
+    match d {
+        LatencyDist::Constant { value } => f64::from(u8::from(value.as_secs_f64() > t)),
+        LatencyDist::Lognormal { p50, p99 } => {
+            let mu = libm::log(p50.as_secs_f64());
+            let sigma = (libm::log(p99.as_secs_f64()) - mu) / 2.3263;
+            if sigma.is_finite() && sigma > 0.0 {
+                0.5 * libm::erfc((libm::log(t) - mu) / (sigma * std::f64::consts::SQRT_2))
+            } else {
+                f64::from(u8::from(p50.as_secs_f64() > t))
+            }
+        }
+        LatencyDist::Exponential { mean } => {
+            let m = mean.as_secs_f64();
+            if m > 0.0 {
+                libm::exp(-t / m)
+            } else {
+                0.0
+            }
+        }
+        LatencyDist::Empirical { samples } => share_of(samples, t),
+        LatencyDist::Script(s) => share_longer(&s.otherwise, t),
+    }
+}
+
+fn share_of(samples: &[std::time::Duration], t: f64) -> f64 {
+    if samples.is_empty() {
+        return 0.0;
+    }
+    samples.iter().filter(|d| d.as_secs_f64() > t).count() as f64 / samples.len() as f64
+}
+
+/// The share of tries expected to time out: at least [`MIN_TIMEOUT_FRACTION`], more when
+/// Stripe's latency alone passes the executor's timeout — the share of `stripe.latency` (or of
+/// `stripe.latency_choices`) longer than `executor.timeout`, with `faults.latency_spike` of
+/// requests slowed by `latency_spike_factor`. A constant latency above the timeout times out
+/// every try.
+pub fn timed_out_fraction(s: &Scenario) -> f64 {
+    let t = s.executor.timeout.as_secs_f64();
+    let longer = |t: f64| {
+        if s.stripe.latency_choices.is_empty() {
+            share_longer(&s.stripe.latency, t)
+        } else {
+            share_of(&s.stripe.latency_choices, t)
+        }
+    };
+    let f = &s.stripe.faults;
+    let spike = f.latency_spike.clamp(0.0, 1.0);
+    let factor = f.latency_spike_factor.max(1.0);
+    let p = (1.0 - spike) * longer(t) + spike * longer(t / factor);
+    if p.is_finite() {
+        p.clamp(MIN_TIMEOUT_FRACTION, 1.0)
+    } else {
+        MIN_TIMEOUT_FRACTION
+    }
+}
+
+/// Stripe's tail latency, seconds: the 99th percentile of `stripe.latency` (or the longest of
+/// `latency_choices`), times `latency_spike_factor` when spikes are on.
+fn stripe_tail(s: &Scenario) -> f64 {
+    let p99 = if s.stripe.latency_choices.is_empty() {
+        s.stripe.latency.p99().as_secs_f64()
+    } else {
+        s.stripe
+            .latency_choices
+            .iter()
+            .map(|d| d.as_secs_f64())
+            .fold(0.0, f64::max)
+    };
+    if s.stripe.faults.latency_spike > 0.0 {
+        p99 * s.stripe.faults.latency_spike_factor.max(1.0)
+    } else {
+        p99
+    }
+}
+
+/// Stripe's median latency, seconds (the median of `latency_choices` when given).
+fn stripe_median(s: &Scenario) -> f64 {
+    if s.stripe.latency_choices.is_empty() {
+        s.stripe.latency.median().as_secs_f64()
+    } else {
+        let mut c: Vec<f64> = s
+            .stripe
+            .latency_choices
+            .iter()
+            .map(|d| d.as_secs_f64())
+            .collect();
+        c.sort_by(f64::total_cmp);
+        c[(c.len() - 1) / 2]
+    }
+}
 
 /// The tries one model attempt can make: the executor's retry, every added layer's retries and
 /// the SDK's network retries multiply; with the fields responsible.
@@ -108,33 +239,71 @@ fn tries(s: &Scenario) -> (f64, Vec<String>) {
     (factor, fields)
 }
 
+/// Tickets, the highest rate, and the tickets of phases the pool cannot serve (see
+/// [`Estimate::open_tickets`]) with the highest such rate.
+struct Arrivals {
+    tickets: f64,
+    peak_rate: f64,
+    backlog: f64,
+    backlog_rate: f64,
+}
+
+fn arrivals(s: &Scenario) -> Arrivals {
+    let horizon = s.horizon.as_secs_f64();
+    let a = &s.arrivals;
+    if !a.tickets.is_empty() {
+        let n = a.tickets.len() as f64;
+        return Arrivals {
+            tickets: n,
+            peak_rate: n / horizon.max(1.0),
+            backlog: 0.0,
+            backlog_rate: 0.0,
+        };
+    }
+    // A pool whose connections are all busy at a phase's rate (one request per ticket at
+    // Stripe's median latency, beside the background load) lines its requests up for the whole
+    // phase; an acquire timeout bounds the line instead.
+    let bg_busy = s.background_load.rate_per_s * s.background_load.hold.median().as_secs_f64();
+    let pool = f64::from(s.refunds_service.pool_size);
+    let per_request = stripe_median(s);
+    let unbounded_line = s.refunds_service.acquire_timeout.is_none();
+    let mut out = Arrivals {
+        tickets: 0.0,
+        peak_rate: 0.0,
+        backlog: 0.0,
+        backlog_rate: 0.0,
+    };
+    let mut start = 0.0f64;
+    for p in &a.schedule {
+        let end = start + p.duration.as_secs_f64();
+        let within = (end.min(horizon) - start.min(horizon)).max(0.0);
+        let n = p.rate_per_s * within;
+        out.tickets += n;
+        if within > 0.0 {
+            if unbounded_line && p.rate_per_s * per_request + bg_busy >= pool {
+                out.backlog += n;
+                out.backlog_rate = out.backlog_rate.max(p.rate_per_s);
+            } else {
+                out.peak_rate = out.peak_rate.max(p.rate_per_s);
+            }
+        }
+        start = end;
+    }
+    out
+}
+
 /// Estimates one run of `s`.
 pub fn estimate(s: &Scenario) -> Estimate {
     let horizon = s.horizon.as_secs_f64();
+    let arr = arrivals(s);
+    let tickets = arr.tickets;
     let a = &s.arrivals;
-    let (tickets, peak_rate) = if a.tickets.is_empty() {
-        let (mut start, mut n, mut peak) = (0.0f64, 0.0f64, 0.0f64);
-        for p in &a.schedule {
-            let end = start + p.duration.as_secs_f64();
-            let within = (end.min(horizon) - start.min(horizon)).max(0.0);
-            n += p.rate_per_s * within;
-            if within > 0.0 {
-                peak = peak.max(p.rate_per_s);
-            }
-            start = end;
-        }
-        (n, peak)
-    } else {
-        (
-            a.tickets.len() as f64,
-            a.tickets.len() as f64 / horizon.max(1.0),
-        )
-    };
     let background_requests = s.background_load.rate_per_s * horizon;
     let (tries_per_ticket, tries_fields) = tries(s);
     // The incident's constant already counts its two model attempts.
     let tries_factor = (tries_per_ticket / 2.0).max(0.5);
-    let probes_per_try = if s.executor.on_timeout == super::config::OnTimeout::ProbeStatus {
+    let probing = s.executor.on_timeout == OnTimeout::ProbeStatus;
+    let probes_per_try = if probing {
         let interval = s.executor.probe_interval.as_secs_f64().max(1e-9);
         (s.executor.probe_max_wait.as_secs_f64() / interval)
             .ceil()
@@ -142,7 +311,8 @@ pub fn estimate(s: &Scenario) -> Estimate {
     } else {
         0.0
     };
-    let probes_per_ticket = tries_per_ticket * TIMEOUT_FRACTION * probes_per_try;
+    let timeout_fraction = timed_out_fraction(s);
+    let probes_per_ticket = tries_per_ticket * timeout_fraction * probes_per_try;
     let ticket_events = tickets * EVENTS_PER_TICKET * tries_factor;
     let probe_events = tickets * probes_per_ticket * EVENTS_PER_PROBE;
     let background_events = background_requests * EVENTS_PER_BACKGROUND_REQUEST;
@@ -155,15 +325,12 @@ pub fn estimate(s: &Scenario) -> Estimate {
             } else {
                 "arrivals.tickets".to_string()
             },
-            format!("about {} tickets", thousands(tickets)),
+            format!("{} tickets", about(tickets)),
         ),
         (
             background_events,
             "background_load.rate_per_s, horizon".to_string(),
-            format!(
-                "about {} background requests",
-                thousands(background_requests)
-            ),
+            format!("{} background requests", about(background_requests)),
         ),
     ];
     if tries_factor > 1.0 {
@@ -171,8 +338,8 @@ pub fn estimate(s: &Scenario) -> Estimate {
             tickets * EVENTS_PER_TICKET * (tries_factor - 1.0),
             tries_fields.join(", "),
             format!(
-                "up to {} requests per ticket (retries multiply across layers)",
-                thousands(tries_per_ticket)
+                "{} requests per ticket (retries multiply across layers)",
+                up_to(tries_per_ticket)
             ),
         ));
     }
@@ -181,81 +348,215 @@ pub fn estimate(s: &Scenario) -> Estimate {
             probe_events,
             "executor.probe_interval, executor.probe_max_wait".to_string(),
             format!(
-                "up to {} status probes per timed-out try ({} probes in all if {:.0} % of tries time out)",
-                thousands(probes_per_try),
+                "{} status probes per timed-out try ({} probes in all if {:.0} % of tries time \
+                 out, from stripe.latency against executor.timeout)",
+                up_to(probes_per_try),
                 thousands(tickets * probes_per_ticket),
-                TIMEOUT_FRACTION * 100.0
+                timeout_fraction * 100.0
             ),
         ));
     }
     drivers.sort_by(|x, y| y.0.total_cmp(&x.0));
+
+    // Memory: the tickets open at once.
     let attempts = f64::from(s.agent.retry.max_retries) + 1.0;
-    let mut open_for = s.executor.timeout.as_secs_f64() * attempts;
+    let mut per_attempt = s.executor.timeout.as_secs_f64().max(stripe_tail(s));
+    if probing {
+        per_attempt += s.executor.probe_max_wait.as_secs_f64();
+    }
+    let mut open_for = per_attempt * attempts;
     if s.humans.enabled {
         open_for += s.humans.pickup_delay.median().as_secs_f64();
     }
-    let open = (peak_rate * open_for).min(tickets);
+    let steady = arr.peak_rate * open_for;
+    let open = (arr.backlog + steady).min(tickets);
+    let backlog_bytes = arr.backlog.min(open) * BYTES_PER_OPEN_TICKET * tries_factor.max(1.0);
+    let steady_bytes = (open - arr.backlog).max(0.0) * BYTES_PER_OPEN_TICKET;
+    let peak_mb = (BASE_BYTES + backlog_bytes + steady_bytes) / (1024.0 * 1024.0);
+    let mut memory_drivers = Vec::new();
+    if arr.backlog > 0.0 {
+        memory_drivers.push((
+            backlog_bytes,
+            "arrivals.schedule, refunds_service.pool_size, stripe.latency".to_string(),
+            format!(
+                "{} tickets that may all be open at once (at {} tickets/s a pool of {} \
+                 cannot keep up at Stripe's median latency of {}, so its line grows)",
+                about(arr.backlog),
+                rate(arr.backlog_rate),
+                match s.refunds_service.pool_size {
+                    1 => "1 connection".to_string(),
+                    n => format!("{} connections", thousands(f64::from(n))),
+                },
+                secs(stripe_median(s)),
+            ),
+        ));
+    }
+    if steady > 0.0 {
+        let mut fields = vec!["arrivals.schedule", "executor.timeout", "stripe.latency"];
+        if probing {
+            fields.push("executor.probe_max_wait");
+        }
+        if s.humans.enabled {
+            fields.push("humans.pickup_delay");
+        }
+        memory_drivers.push((
+            steady_bytes,
+            fields.join(", "),
+            format!(
+                "{} tickets open at once ({} tickets/s, each open for about {})",
+                about(steady.min(tickets)),
+                rate(arr.peak_rate),
+                secs(open_for)
+            ),
+        ));
+    }
+    memory_drivers.sort_by(|x, y| y.0.total_cmp(&x.0));
+    let keep = |d: Vec<(f64, String, String)>| -> Vec<(String, String)> {
+        d.into_iter()
+            .filter(|d| d.0 > 0.0)
+            .map(|(_, f, w)| (f, w))
+            .collect()
+    };
     Estimate {
         tickets,
         background_requests,
         tries_factor,
+        timeout_fraction,
         probes_per_ticket,
         events,
         cpu_seconds: events / EVENTS_PER_CPU_SECOND,
-        peak_mb: (BASE_BYTES + open * BYTES_PER_OPEN_TICKET) / (1024.0 * 1024.0),
-        drivers: drivers
-            .into_iter()
-            .filter(|d| d.0 > 0.0)
-            .map(|(_, f, w)| (f, w))
-            .collect(),
+        open_tickets: open,
+        peak_mb,
+        drivers: keep(drivers),
+        memory_drivers: keep(memory_drivers),
     }
 }
 
-/// Refuses a scenario whose estimate exceeds the budget, naming the fields that drive it
-/// (largest first: the arrivals, background load, retries that multiply across layers, status
-/// probes), the estimate and the way past it.
+/// Refuses a scenario whose estimate exceeds the budget — its engine events (`--max-events`)
+/// or its peak memory (`--max-memory-mb`) — naming the fields that drive it (largest first:
+/// the arrivals, background load, retries that multiply across layers, status probes; for
+/// memory, the arrivals against the pool and how long a ticket stays open), the estimate and
+/// the way past it.
 pub fn check_budget(s: &Scenario) -> Check {
     let limit = max_events();
+    let mem_limit = max_memory_mb();
     let e = estimate(s);
-    if e.events <= limit as f64 {
+    let events_over = e.events > limit as f64;
+    let memory_over = e.peak_mb > mem_limit as f64;
+    let drivers = if events_over {
+        &e.drivers
+    } else if memory_over {
+        &e.memory_drivers
+    } else {
         return Ok(());
-    }
-    let Some((first, _)) = e.drivers.first() else {
+    };
+    let Some((first, _)) = drivers.first() else {
         return Ok(());
     };
     let path = first.split(", ").next().unwrap_or("horizon").to_string();
-    let drivers: Vec<String> = e
-        .drivers
+    let listed: Vec<String> = drivers
         .iter()
         .map(|(fields, what)| format!("{what} ({fields})"))
         .collect();
+    let flags = match (events_over, memory_over) {
+        (true, true) => "--max-events N and --max-memory-mb MB",
+        (true, false) => "--max-events N",
+        _ => "--max-memory-mb MB",
+    };
+    let what = if events_over {
+        format!(
+            "{} make {} engine events ({} of CPU) and need peak memory of {} (an estimate)",
+            listed.join(", "),
+            about(e.events),
+            cpu(e.cpu_seconds),
+            megabytes(e.peak_mb),
+        )
+    } else {
+        format!(
+            "{} need peak memory of {} (an estimate, at about {} KB per open ticket; {} engine \
+             events, {} of CPU)",
+            listed.join(", "),
+            megabytes(e.peak_mb),
+            thousands(BYTES_PER_OPEN_TICKET / 1024.0),
+            about(e.events),
+            cpu(e.cpu_seconds),
+        )
+    };
     fail(
         &path,
         format!(
-            "over the run budget: {} make about {} engine events (about {} of CPU, peak memory \
-             at most about {:.0} MB); the budget is {} engine event{}. Raise it with \
-             --max-events N if you mean it, or lower {}",
-            drivers.join(", "),
-            thousands(e.events),
-            human_secs(e.cpu_seconds),
-            e.peak_mb,
-            thousands(limit as f64),
+            "over the run budget: {what}; the budget is {} engine event{} and {} MB of memory. \
+             Raise it with {flags} if you mean it, or {}",
+            exact(limit),
             if limit == 1 { "" } else { "s" },
-            e.drivers[0].0,
+            exact(mem_limit),
+            advice(events_over, &drivers[0].0),
         ),
     )
 }
 
-/// `1,234,567`: an estimate rounded to an integer, with thousands separators (saturating at
-/// `u64::MAX`; a non-finite estimate reads as that).
-fn thousands(x: f64) -> String {
-    let n = if x.is_finite() && x > 0.0 {
-        x.round() as u64
-    } else if x > 0.0 {
-        u64::MAX
+/// Which way to move the largest driver's `fields` (comma-separated): an interval or a pool
+/// size makes less work when raised, a rate, horizon, count or wait when lowered. Memory over
+/// budget says "change": a pool that cannot keep up is fixed by a larger one, not a smaller.
+fn advice(events_over: bool, fields: &str) -> String {
+    if !events_over {
+        return format!("change {fields}");
+    }
+    let (raise, lower): (Vec<&str>, Vec<&str>) = fields
+        .split(", ")
+        .partition(|f| f.ends_with("interval") || f.ends_with("pool_size"));
+    match (raise.is_empty(), lower.is_empty()) {
+        (true, _) => format!("lower {}", lower.join(", ")),
+        (false, true) => format!("raise {}", raise.join(", ")),
+        (false, false) => format!("raise {} or lower {}", raise.join(", "), lower.join(", ")),
+    }
+}
+
+/// Above this an estimate prints as "more than 10^12": beyond it the digits say nothing.
+const SATURATE: f64 = 1e12;
+
+/// `about 1,234`: an estimate rounded to an integer with thousands separators; `under 1` for
+/// a positive estimate below one half; `more than 10^12` above that or when not finite.
+pub fn about(x: f64) -> String {
+    if x.is_nan() || x >= SATURATE {
+        "more than 10^12".to_string()
+    } else if x > 0.0 && x < 0.5 {
+        "under 1".to_string()
     } else {
-        0
-    };
+        format!("about {}", thousands(x))
+    }
+}
+
+/// `up to 1,234` (a count that can be reached), saturating as [`about`] does.
+pub fn up_to(x: f64) -> String {
+    if x.is_nan() || x >= SATURATE {
+        "more than 10^12".to_string()
+    } else {
+        format!("up to {}", thousands(x))
+    }
+}
+
+/// `about 12.5` below 1,000 (one decimal), else as [`about`]: for counts where a fraction
+/// tells (connections kept busy).
+pub fn about_tenths(x: f64) -> String {
+    if x.is_finite() && x.abs() < 999.95 {
+        format!("about {x:.1}")
+    } else {
+        about(x)
+    }
+}
+
+/// `1,234,567`: `x` rounded to an integer with thousands separators; saturates as "more than
+/// 10^12" (so never a 300-digit number, `inf` or `NaN`); 0 for a negative or zero `x`.
+pub fn thousands(x: f64) -> String {
+    if x.is_nan() || x >= SATURATE {
+        return "more than 10^12".to_string();
+    }
+    exact(if x > 0.0 { x.round() as u64 } else { 0 })
+}
+
+/// `1,234,567`: an exact count with thousands separators.
+fn exact(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
@@ -267,15 +568,144 @@ fn thousands(x: f64) -> String {
     out
 }
 
-/// `42 s`, `12 min`, `3.5 h` — an estimate, so one unit and no false precision.
-fn human_secs(s: f64) -> String {
-    if s < 1.0 {
+/// `about 56,262 MB`, `more than 10^12 MB`.
+fn megabytes(mb: f64) -> String {
+    format!("{} MB", about(mb))
+}
+
+/// A rate in tickets/s: `0.05`, `6`, `240,000`.
+fn rate(r: f64) -> String {
+    if r.is_finite() && r < 10.0 {
+        let t = format!("{r:.2}");
+        t.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        thousands(r)
+    }
+}
+
+/// A duration estimate: `350 ms`, `16 s`, `12 min`, `3.5 h`, `1,234 h`.
+fn secs(s: f64) -> String {
+    if s.is_finite() && s < 1.0 {
+        format!("{:.0} ms", s * 1000.0)
+    } else {
+        cpu(s).trim_start_matches("about ").to_string()
+    }
+}
+
+/// `under 1 s`, `about 42 s`, `about 12 min`, `about 3.5 h`, `about 1,234 h`, `more than
+/// 10^12 h` — an estimate, so one unit and no false precision.
+fn cpu(s: f64) -> String {
+    let h = s / 3600.0;
+    if s.is_nan() || h >= SATURATE {
+        "more than 10^12 h".to_string()
+    } else if s < 1.0 {
         "under 1 s".to_string()
     } else if s < 120.0 {
-        format!("{s:.0} s")
+        format!("about {s:.0} s")
     } else if s < 7200.0 {
-        format!("{:.0} min", s / 60.0)
+        format!("about {:.0} min", s / 60.0)
+    } else if h < 100.0 {
+        format!("about {h:.1} h")
     } else {
-        format!("{:.1} h", s / 3600.0)
+        format!("about {} h", thousands(h))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The advice points the right way: a shorter probe interval is more work, a longer wait is.
+    #[test]
+    fn advice_says_which_way_to_move_each_field() {
+        assert_eq!(
+            advice(true, "executor.probe_interval, executor.probe_max_wait"),
+            "raise executor.probe_interval or lower executor.probe_max_wait"
+        );
+        assert_eq!(
+            advice(true, "arrivals.schedule, horizon"),
+            "lower arrivals.schedule, horizon"
+        );
+        assert_eq!(
+            advice(true, "reconciliation.interval"),
+            "raise reconciliation.interval"
+        );
+        assert_eq!(
+            advice(false, "refunds_service.pool_size"),
+            "change refunds_service.pool_size"
+        );
+    }
+
+    fn scenario(extra: &str) -> Scenario {
+        let text = format!(
+            r#"{{"name":"t","horizon":"1h","arrivals":{{"schedule":[{{"duration":"1h","rate_per_s":1}}]}}{extra}}}"#
+        );
+        crate::scenario::load_text(&text, "t.json", &[], &[]).expect("valid")
+    }
+
+    #[test]
+    fn estimates_read_as_numbers_never_as_300_digits_inf_or_nan() {
+        assert_eq!(thousands(3_515_625_024.0), "3,515,625,024");
+        assert_eq!(thousands(1e300), "more than 10^12");
+        assert_eq!(thousands(f64::INFINITY), "more than 10^12");
+        assert_eq!(thousands(f64::NAN), "more than 10^12");
+        assert_eq!(about(0.001), "under 1");
+        assert_eq!(about(3111.2), "about 3,111");
+        assert_eq!(about(f64::INFINITY), "more than 10^12");
+        assert_eq!(up_to(15_000.0), "up to 15,000");
+        assert_eq!(about_tenths(100.0), "about 100.0");
+        assert_eq!(about_tenths(216_000_000.0), "about 216,000,000");
+        assert_eq!(cpu(0.2), "under 1 s");
+        assert_eq!(cpu(9.0), "about 9 s");
+        assert_eq!(cpu(1e300), "more than 10^12 h");
+        assert_eq!(cpu(3600.0 * 5000.0), "about 5,000 h");
+        assert_eq!(megabytes(56_262.4), "about 56,262 MB");
+        assert_eq!(rate(0.05), "0.05");
+        assert_eq!(rate(240_000.0), "240,000");
+    }
+
+    #[test]
+    fn the_timed_out_fraction_follows_stripe_latency_against_the_timeout() {
+        // The default latency (p50 350 ms, p99 1.5 s) against 8 s: the floor.
+        let base = scenario("");
+        assert_eq!(timed_out_fraction(&base), MIN_TIMEOUT_FRACTION);
+        // A constant latency above the timeout: every try.
+        let all = scenario(
+            r#","executor":{"timeout":"1s"},"stripe":{"latency":{"kind":"constant","value":"10m"}}"#,
+        );
+        assert_eq!(timed_out_fraction(&all), 1.0);
+        // A lognormal whose median is the timeout: half.
+        let half = scenario(
+            r#","executor":{"timeout":"2s"},"stripe":{"latency":{"p50":"2s","p99":"8s"}}"#,
+        );
+        assert!((timed_out_fraction(&half) - 0.5).abs() < 1e-9);
+        // An exponential with mean = timeout: e^-1.
+        let exp = scenario(
+            r#","executor":{"timeout":"2s"},"stripe":{"latency":{"kind":"exponential","mean":"2s"}}"#,
+        );
+        assert!((timed_out_fraction(&exp) - (-1.0f64).exp()).abs() < 1e-9);
+    }
+
+    #[test]
+    fn memory_counts_every_ticket_of_a_phase_the_pool_cannot_serve() {
+        // 10/s for an hour at Stripe's 1 h latency on one connection: all 36,000 tickets may be
+        // open at once, about 10 KB each.
+        let stuck = scenario(
+            r#","stripe":{"latency":{"kind":"constant","value":"1h"}},"refunds_service":{"pool_size":1}"#,
+        );
+        let e = estimate(&stuck);
+        assert_eq!(e.open_tickets, 3600.0);
+        assert!(e.peak_mb > 12.0 + 3600.0 * 10.0 / 1024.0 - 1.0, "{e:?}");
+        // The same rate on a pool that keeps up: tickets open for the timeout × 2 attempts.
+        let e = estimate(&scenario(r#","humans":{"enabled":false}"#));
+        assert_eq!(e.open_tickets, 16.0);
+        // The 30-day run at 1 ticket/s (docs/performance.md) stays far inside both budgets.
+        let text = r#"{"name":"month","horizon":"30d","arrivals":{"schedule":[{"duration":"30d","rate_per_s":1}]},"background_load":{"rate_per_s":2.5}}"#;
+        let month = crate::scenario::load_text(text, "month.json", &[], &[]).expect("admitted");
+        let e = estimate(&month);
+        assert!(
+            e.peak_mb < 100.0 && e.events < DEFAULT_MAX_EVENTS as f64,
+            "{e:?}"
+        );
     }
 }

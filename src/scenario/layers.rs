@@ -388,9 +388,11 @@ pub fn validate_layers(s: &Scenario) -> Check {
         return fail(
             "layers",
             format!(
-                "would not finish: the retries of the stack multiply to {per_call:.0} Stripe \
+                "would not finish: the retries of the stack multiply to {} Stripe \
                  requests for one ticket (model × added layers × executor × SDK, each \
-                 retries + 1); expected at most {MAX_TRIES_PER_TOOL_CALL:.0}"
+                 retries + 1); expected at most {}",
+                super::budget::thousands(per_call),
+                super::budget::thousands(MAX_TRIES_PER_TOOL_CALL)
             ),
         );
     }

@@ -21,6 +21,11 @@ pub const DEFAULT_SEEDS: SeedRange = SeedRange { first: 1, last: 20 };
 /// Most grid points one sweep may hold (the product of the axes' lengths).
 pub const MAX_POINTS: usize = 10_000;
 
+/// Most runs one sweep may make (grid points × seeds, shards included): every run's figures
+/// are kept for `runs.csv` (about 450 bytes a run, and about as much again for the file's text
+/// while it is written), so this keeps a sweep under about 1 GB besides the runs in flight.
+pub const MAX_RUNS: u64 = 1_000_000;
+
 /// What to sweep (the arguments of `refundsim sweep`, unparsed where they are text).
 #[derive(Clone, Debug, Default)]
 pub struct SweepOptions {
@@ -163,18 +168,23 @@ pub fn sweep_with_progress(
     progress: &dyn Progress,
 ) -> Result<Sweep, SweepError> {
     let Loaded { inputs, scenarios } = load(opts)?;
-    let jobs: Vec<(usize, u64)> = inputs
-        .jobs()
-        .into_iter()
-        .enumerate()
-        .filter(|(i, _)| opts.shard.is_none_or(|s| s.owns(*i)))
-        .map(|(_, j)| j)
-        .collect();
-    progress.start(jobs.len() as u64);
+    // The (point, seed) of each run comes from its index in run order, so no list of every
+    // run is held besides the figures kept.
+    let seeds = inputs.seed_last - inputs.seed_first + 1;
+    let total = inputs.point_count() * seeds as usize;
+    let owned = |i: &usize| opts.shard.is_none_or(|s| s.owns(*i));
+    progress.start((0..total).filter(owned).count() as u64);
     let names = &inputs.metrics;
-    let runs: Vec<RunRow> = jobs
-        .par_iter()
-        .map(|&(point, seed)| {
+    let runs: Vec<RunRow> = (0..total)
+        .into_par_iter()
+        .filter(owned)
+        .map(|i| {
+            (
+                i / seeds as usize,
+                inputs.seed_first + (i % seeds as usize) as u64,
+            )
+        })
+        .map(|(point, seed)| {
             let how = Invocation {
                 scenario_path: inputs.scenario_path.clone(),
                 policies: inputs.policies.clone(),
@@ -286,15 +296,23 @@ fn load(opts: &SweepOptions) -> Result<Loaded, SweepError> {
                 format!("{} is varied twice; expected each path once", axis.path),
             ));
         }
-        // Each value alone over the base, so an error names the flag and value at fault.
+        vary.push(axis);
+    }
+    let seeds = opts.seeds.unwrap_or(DEFAULT_SEEDS);
+    check_runs(opts, &vary, seeds)?;
+    // Each value alone over the base, so an error names the flag and value at fault.
+    for (arg, axis) in opts.vary.iter().zip(&vary) {
         for i in 0..axis.values.len() {
             let mut sets = opts.sets.clone();
             sets.push(axis.set(i));
             scenario::load(&opts.scenario, &opts.policies, &sets).map_err(|e| {
-                SweepError::arg("--vary", arg, format!("value {}: {e}", axis.values[i]))
+                SweepError::arg(
+                    "--vary",
+                    arg,
+                    format!("value {}: {}", axis.values[i], as_vary(e, &vary)),
+                )
             })?;
         }
-        vary.push(axis);
     }
     if vary.is_empty() {
         return Err(SweepError::arg(
@@ -339,7 +357,6 @@ fn load(opts: &SweepOptions) -> Result<Loaded, SweepError> {
             ));
         }
     }
-    let seeds = opts.seeds.unwrap_or(DEFAULT_SEEDS);
     let inputs = Inputs {
         refundsim: env!("CARGO_PKG_VERSION").to_string(),
         scenario_path: opts.scenario.display().to_string(),
@@ -363,10 +380,76 @@ fn load(opts: &SweepOptions) -> Result<Loaded, SweepError> {
                 SweepError::arg(
                     "--vary",
                     &inputs.point_sets(p)[opts.sets.len()..].join(" "),
-                    format!("this combination is invalid: {e}"),
+                    format!("this combination is invalid: {}", as_vary(e, &inputs.vary)),
                 )
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Loaded { inputs, scenarios })
+}
+
+/// Refuses a sweep of more than [`MAX_RUNS`] runs (grid points × seeds), naming `--vary` and
+/// `--seeds` and the product, before any grid point is loaded.
+fn check_runs(opts: &SweepOptions, vary: &[Axis], seeds: SeedRange) -> Result<(), SweepError> {
+    let points = vary
+        .iter()
+        .fold(1u64, |n, a| n.saturating_mul(a.values.len() as u64));
+    let seed_count = (seeds.last - seeds.first).saturating_add(1);
+    let runs = points.saturating_mul(seed_count);
+    if runs <= MAX_RUNS {
+        return Ok(());
+    }
+    let lengths: Vec<String> = vary.iter().map(|a| a.values.len().to_string()).collect();
+    Err(SweepError::arg(
+        "--seeds",
+        &format!("{}..{}", seeds.first, seeds.last),
+        format!(
+            "{} points (--vary {}: {} values) × {} seeds = {} runs; expected at most {} runs per \
+             sweep (points × seeds, shards included): fewer --vary values or --seeds",
+            group(points),
+            opts.vary.join(" --vary "),
+            lengths.join(" × "),
+            group(seed_count),
+            group(runs),
+            group(MAX_RUNS),
+        ),
+    ))
+}
+
+/// `1,000,000`.
+fn group(n: u64) -> String {
+    crate::scenario::budget::thousands(n as f64)
+}
+
+/// A grid point's load error with the `--set`s that `--vary` made spelled as `--vary`: the
+/// user typed `--vary PATH=V1,V2`, not `--set PATH=V1`.
+fn as_vary(e: scenario::ScenarioError, vary: &[Axis]) -> String {
+    let varied = |set: &str| {
+        set.split_once('=')
+            .is_some_and(|(path, _)| vary.iter().any(|ax| ax.path == path))
+    };
+    match e {
+        scenario::ScenarioError::Invalid {
+            at,
+            path,
+            message,
+            applied,
+        } => scenario::ScenarioError::Invalid {
+            at,
+            path,
+            message,
+            applied: applied
+                .into_iter()
+                .map(|a| match a.strip_prefix("--set ") {
+                    Some(set) if varied(set) => format!("--vary {set}"),
+                    _ => a,
+                })
+                .collect(),
+        }
+        .to_string(),
+        scenario::ScenarioError::Set { arg, message } if varied(&arg) => {
+            format!("--vary {arg}: {message}")
+        }
+        other => other.to_string(),
+    }
 }

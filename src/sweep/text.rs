@@ -115,8 +115,8 @@ pub fn sweep_text(s: &Sweep) -> String {
                 .collect();
             let _ = writeln!(
                 out,
-                "recommended ({order}): {}\n  P(duplicate) {:.2} over {seeds} seeds, tool-call \
-                 latency p50 {:.0} ms, p99 {:.0} ms (means over seeds)",
+                "recommended ({order}): {}\n  P(duplicate) {:.2} over {seeds} seeds, service \
+                 response time p50 {:.0} ms, p99 {:.0} ms (means over seeds)",
                 sets.join(" "),
                 p.p_duplicate,
                 mean(p, p50),

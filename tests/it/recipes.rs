@@ -182,7 +182,7 @@ fn retries_that_multiply_past_1000_requests_a_ticket_are_refused() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
         err.contains(
-            "layers: would not finish: the retries of the stack multiply to 1010 Stripe requests"
+            "layers: would not finish: the retries of the stack multiply to 1,010 Stripe requests"
         ),
         "{err}"
     );

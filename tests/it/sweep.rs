@@ -78,6 +78,12 @@ fn the_table_the_safe_region_and_the_recommendation() {
         ),
         "{stdout}"
     );
+    // The recommendation's latencies are the service's response time, as in the table.
+    assert!(
+        stdout.contains("over 6 seeds, service response time p50 "),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("tool-call"), "{stdout}");
     for f in FILES {
         assert!(dir.path().join(f).is_file(), "{f}");
     }
@@ -322,6 +328,24 @@ fn bad_vary_arguments_exit_2_and_write_nothing() {
         let err = String::from_utf8(a.get_output().stderr.clone()).unwrap();
         assert!(err.contains(expected), "{vary}: {err}");
         assert!(!out.exists(), "{vary}: wrote {}", out.display());
+        // The user typed --vary, not --set: the error says so.
+        assert!(!err.contains("--set "), "{vary}: {err}");
+    }
+    for (vary, expected) in [
+        ("x=bogus", "(after applying --vary x=bogus)"),
+        (
+            "executor.timeout=soon",
+            "(after applying --vary executor.timeout=soon)",
+        ),
+    ] {
+        let a = refundsim()
+            .args(["sweep", INCIDENT, "--vary", vary, "--out"])
+            .arg(&out)
+            .assert()
+            .code(2);
+        let err = String::from_utf8(a.get_output().stderr.clone()).unwrap();
+        assert!(err.contains(expected), "{vary}: {err}");
+        assert!(!err.contains("--set"), "{vary}: {err}");
     }
     let a = refundsim()
         .args([
@@ -448,4 +472,57 @@ fn kubernetes_indexed_job_line_shards_and_merges() {
     for f in FILES {
         assert_eq!(read(&whole, f), read(&merged, f), "{f}");
     }
+}
+
+/// A sweep's runs (grid points × seeds) are capped, and the refusal names the flags and the
+/// product before anything is loaded or run (issue 13: 100 M runs grew to 2.9 GB first).
+#[test]
+fn a_sweep_of_more_than_a_million_runs_is_refused_naming_the_flags() {
+    let root = tempfile::tempdir().unwrap();
+    let out = root.path().join("out");
+    let a = refundsim()
+        .args([
+            "sweep",
+            INCIDENT,
+            "--vary",
+            "executor.timeout=1s..1000s:1s",
+            "--vary",
+            "refunds_service.pool_size=1..10",
+            "--seeds",
+            "1..10000",
+            "--out",
+        ])
+        .arg(&out)
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .code(2);
+    let err = String::from_utf8(a.get_output().stderr.clone()).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    for needle in [
+        "error: --seeds 1..10000: 10,000 points",
+        "--vary executor.timeout=1s..1000s:1s --vary refunds_service.pool_size=1..10: 1000 × 10 values",
+        "× 10,000 seeds = 100,000,000 runs",
+        "expected at most 1,000,000 runs",
+    ] {
+        assert!(err.contains(needle), "{err:?} lacks {needle:?}");
+    }
+    assert!(!out.exists());
+    // At the limit it is admitted (a shard of one run shows it got past the check).
+    refundsim()
+        .args([
+            "sweep",
+            INCIDENT,
+            "--set",
+            "horizon=1m",
+            "--vary",
+            "refunds_service.pool_size=1..100",
+            "--seeds",
+            "1..10000",
+            "--shard",
+            "1/1000000",
+            "--out",
+        ])
+        .arg(&out)
+        .assert()
+        .success();
 }

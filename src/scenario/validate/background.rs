@@ -16,8 +16,9 @@ pub(super) fn validate(s: &Scenario) -> Check {
         return fail(
             "background_load.rate_per_s",
             format!(
-                "would not finish: background load alone keeps about {bg_busy:.1} connections busy \
+                "would not finish: background load alone keeps {} connections busy \
                  (rate_per_s × the median of hold) but refunds_service.pool_size is {}; expected less than the pool",
+                crate::scenario::budget::about_tenths(bg_busy),
                 s.refunds_service.pool_size
             ),
         );
