@@ -60,7 +60,7 @@ pub enum ScenarioError {
         expected: &'static str,
     },
     /// The text is not JSON (syntax error, truncated file), or a policy is not a JSON object.
-    #[error("{at}: {}", shorten_quoted(.message))]
+    #[error("{at}: {}", shorten_message(.message))]
     Syntax {
         /// Where.
         at: Location,
@@ -68,7 +68,7 @@ pub enum ScenarioError {
         message: String,
     },
     /// A field is unknown, missing, of the wrong type or an invalid value.
-    #[error("{at}: {}: {}{}", show_path(.path), shorten_quoted(.message), show_applied(.applied))]
+    #[error("{at}: {}: {}{}", show_path(.path), shorten_message(.message), show_applied(.applied))]
     Invalid {
         /// Where. Line and column are absent when the value came from a policy or `--set`.
         at: Location,
@@ -82,7 +82,7 @@ pub enum ScenarioError {
         applied: Vec<String>,
     },
     /// A malformed `--set PATH=VALUE`.
-    #[error("--set {}: {}", shorten(.arg), shorten_quoted(.message))]
+    #[error("--set {}: {}", shorten(.arg), shorten_message(.message))]
     Set {
         /// The argument as given.
         arg: String,
@@ -98,12 +98,34 @@ impl ScenarioError {
     }
 }
 
-pub(super) fn show_path(path: &str) -> &str {
+pub(super) fn show_path(path: &str) -> std::borrow::Cow<'_, str> {
     if path.is_empty() {
-        "(top level)"
+        "(top level)".into()
     } else {
-        path
+        shorten(path)
     }
+}
+
+/// `message` with every long value in it shortened: double-quoted values
+/// ([`shorten_quoted`]) and `` `backquoted` `` names (serde's unknown fields and variants) of
+/// more than 64 characters become their first 48, an ellipsis and their length.
+pub(crate) fn shorten_message(message: &str) -> std::borrow::Cow<'_, str> {
+    if message.chars().count() <= 64 {
+        return message.into();
+    }
+    let quoted = shorten_quoted(message);
+    let parts: Vec<String> = quoted
+        .split('`')
+        .enumerate()
+        .map(|(i, part)| {
+            if i % 2 == 1 {
+                shorten(part).into_owned()
+            } else {
+                part.to_string()
+            }
+        })
+        .collect();
+    parts.join("`").into()
 }
 
 fn show_applied(applied: &[String]) -> String {
@@ -199,7 +221,7 @@ pub(crate) fn shorten_quoted(message: &str) -> std::borrow::Cow<'_, str> {
 /// A scenario that parsed but breaks a rule: the field's dot-separated path and what was
 /// expected.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{path}: {}", shorten_quoted(.message))]
+#[error("{}: {}", shorten(.path), shorten_message(.message))]
 #[non_exhaustive]
 pub struct ValidationError {
     /// Dot-separated JSON path, e.g. `stripe.latency.p99` or `arrivals.schedule.1.rate_per_s`.

@@ -34,7 +34,19 @@ pub(super) fn apply_set(doc: &mut Value, arg: &str) -> Result<(), ScenarioError>
             "empty PATH; expected a dot-separated field path such as refunds_service.pool_size",
         ));
     }
+    // Scenario paths are a handful of names deep; a path of thousands would recurse as deep.
+    const MAX_SEGMENTS: usize = 64;
     let segs: Vec<&str> = path.split('.').collect();
+    if segs.len() > MAX_SEGMENTS {
+        return Err(set_error(
+            arg,
+            format!(
+                "PATH has {} segments; expected at most {MAX_SEGMENTS} (a scenario's fields are a \
+                 few names deep)",
+                segs.len()
+            ),
+        ));
+    }
     if segs.iter().any(|s| s.is_empty()) {
         return Err(set_error(
             arg,

@@ -637,3 +637,33 @@ fn budget_messages_print_readable_numbers() {
         "{err}"
     );
 }
+
+/// A `--set` PATH thousands of segments deep is refused (it overflowed the stack, exit 134),
+/// and long names and variants in messages are shortened like quoted values.
+#[test]
+fn deep_set_paths_are_refused_and_long_names_shortened() {
+    let deep = format!("executor.{}=1", vec!["a"; 55_000].join("."));
+    let out = refundsim()
+        .args(["run", INCIDENT, "--set", &deep])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("PATH has 55001 segments; expected at most 64"),
+        "{err}"
+    );
+    assert!(err.len() < 400, "{err}");
+    let variant = format!("humans.manual_refund_via={}", "y".repeat(3000));
+    let field = format!("executor.{}=1", "k".repeat(300));
+    for set in [variant, field] {
+        let out = refundsim()
+            .args(["run", INCIDENT, "--set", &set])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("characters)"), "{err}");
+        assert!(err.len() < 800, "{} bytes: {err}", err.len());
+    }
+}
