@@ -461,7 +461,21 @@ fn main() -> ExitCode {
 }
 
 fn run() -> anyhow::Result<ExitCode> {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // `--help` and `--version` are output like any other: a closed pipe or a full disk is
+        // exit 2 naming stdout, not a silent exit 0 (clap's own `exit` ignores write errors).
+        Err(e) if !e.use_stderr() => {
+            let text = e.render();
+            if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+                emit(text.ansi())?;
+            } else {
+                emit(text)?;
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+        Err(e) => e.exit(),
+    };
     // The budget guards runs; `lint`, `show`, `schema` and `merge` simulate nothing.
     let simulates = !matches!(
         cli.command,

@@ -303,6 +303,9 @@ fn a_full_stdout_is_exit_2_naming_stdout() {
         vec!["show", INCIDENT],
         vec!["lint", "policies/fixed.json"],
         vec!["check", INCIDENT, "--policy", "policies/fixed.json"],
+        vec!["--help"],
+        vec!["run", "--help"],
+        vec!["--version"],
     ] {
         let full = std::fs::OpenOptions::new()
             .write(true)
