@@ -441,8 +441,9 @@ pub fn check_budget(s: &Scenario) -> Check {
     let limit = max_events();
     let mem_limit = max_memory_mb();
     let e = estimate(s);
-    let events_over = e.events > limit as f64;
-    let memory_over = e.peak_mb > mem_limit as f64;
+    // Written so that a NaN estimate (an absurd rate times zero) counts as over, not under.
+    let events_over = e.events.is_nan() || e.events > limit as f64;
+    let memory_over = e.peak_mb.is_nan() || e.peak_mb > mem_limit as f64;
     let drivers = if events_over {
         &e.drivers
     } else if memory_over {

@@ -616,6 +616,18 @@ fn budget_messages_print_readable_numbers() {
     readable(&err);
     assert!(err.contains("more than 10^12 tickets"), "{err}");
     assert!(err.contains("more than 10^12 h of CPU"), "{err}");
+    // A rate so large the estimate is NaN is over both limits and names both flags.
+    let err = refused(&[
+        "run",
+        INCIDENT,
+        "--set",
+        r#"arrivals.schedule=[{"duration":"1m","rate_per_s":1.7e308}]"#,
+    ]);
+    readable(&err);
+    assert!(
+        err.contains("Raise it with --max-events N and --max-memory-mb MB"),
+        "{err}"
+    );
     let err = refused(&[
         "run",
         INCIDENT,
