@@ -404,9 +404,10 @@ fn the_run_budget_counts_probes_and_retries_and_names_their_fields() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
+    // An invalid value is reported as such before the budget estimates anything.
     assert!(
         err.contains(
-            "agent.retry.max_retries: over the run budget: up to 1,002,001 requests per ticket"
+            "agent.retry.max_retries: invalid value: expected at most 100 retries, got 1000"
         ),
         "{err}"
     );

@@ -130,7 +130,6 @@ pub fn validate(s: &Scenario) -> Result<(), ValidationError> {
     arrivals::validate(s)?;
     background::validate(s)?;
     deliveries::validate(s)?;
-    super::budget::check_budget(s)?;
     agent::validate(s)?;
     executor::validate(&s.executor)?;
     service::validate(&s.refunds_service)?;
@@ -140,8 +139,11 @@ pub fn validate(s: &Scenario) -> Result<(), ValidationError> {
     exploration::validate(s)?;
     expect::validate(&s.expect)?;
     replay::validate(s)?;
-    // Last: the layers' cap multiplies retries that the rules above bound one by one.
+    // The layers' cap multiplies retries that the rules above bound one by one.
     super::layers::validate_layers(s)?;
+    // Last: the budget estimates a scenario whose every field is valid, so an invalid value
+    // (a 0 s probe interval, 10^9 retries) is reported as such, not as too much work.
+    super::budget::check_budget(s)?;
     Ok(())
 }
 
