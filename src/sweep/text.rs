@@ -17,10 +17,10 @@ pub fn sweep_text(s: &Sweep) -> String {
     if let Some(shard) = s.shard {
         let _ = writeln!(
             out,
-            "sweep {}: shard {shard}, {} of {total} runs ({} points × seeds {}..{})",
+            "sweep {}: shard {shard}, {} of {total} runs ({} × seeds {}..{})",
             i.scenario_path,
             s.runs.len(),
-            i.point_count(),
+            counted(i.point_count(), "point"),
             i.seed_first,
             i.seed_last
         );
@@ -32,11 +32,13 @@ pub fn sweep_text(s: &Sweep) -> String {
     }
     let _ = writeln!(
         out,
-        "sweep {}: {} points × {seeds} seeds ({}..{}) = {total} runs",
+        "sweep {}: {} × {} ({}..{}) = {}",
         i.scenario_path,
-        i.point_count(),
+        counted(i.point_count(), "point"),
+        counted(seeds as usize, "seed"),
         i.seed_first,
-        i.seed_last
+        i.seed_last,
+        counted(total, "run"),
     );
     let col = |n: &str| i.metrics.iter().position(|m| m == n);
     let (dup, p50, p99) = (col(DUPLICATES), col(TOOL_CALL_P50), col(TOOL_CALL_P99));
@@ -88,9 +90,9 @@ pub fn sweep_text(s: &Sweep) -> String {
     let reqs: Vec<String> = i.require.iter().map(|r| r.to_string()).collect();
     let _ = writeln!(
         out,
-        "safe ({}): {safe} of {} points",
+        "safe ({}): {safe} of {}",
         reqs.join(" and "),
-        s.points.len()
+        counted(s.points.len(), "point")
     );
     if i.minimize.is_empty() {
         return out;
@@ -125,4 +127,13 @@ pub fn sweep_text(s: &Sweep) -> String {
         }
     }
     out
+}
+
+/// `n` and its noun, singular for 1: `1 point`, `30 points`.
+fn counted(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
 }

@@ -526,3 +526,24 @@ fn a_sweep_of_more_than_a_million_runs_is_refused_naming_the_flags() {
         .assert()
         .success();
 }
+
+/// One point and one seed read as singulars.
+#[test]
+fn a_sweep_of_one_run_says_so_in_the_singular() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = refundsim()
+        .args(["sweep", INCIDENT, "--set", "horizon=\"2m\""])
+        .args(["--vary", "executor.timeout=8s", "--seeds", "1..1", "--out"])
+        .arg(dir.path().join("s"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.starts_with(&format!(
+            "sweep {INCIDENT}: 1 point × 1 seed (1..1) = 1 run\n"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("of 1 point\n"), "{text}");
+}
