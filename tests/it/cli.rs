@@ -683,3 +683,19 @@ fn deep_set_paths_are_refused_and_long_names_shortened() {
         assert!(err.len() < 800, "{} bytes: {err}", err.len());
     }
 }
+
+/// A pool of billions of connections was admitted by the budget and ran for minutes before the
+/// first ticket: the pool size has a maximum.
+#[test]
+fn a_pool_size_over_the_maximum_is_refused() {
+    let err = refused(&[
+        "run",
+        INCIDENT,
+        "--set",
+        "refunds_service.pool_size=4000000000",
+    ]);
+    assert!(
+        err.contains("refunds_service.pool_size: invalid value: expected at most 100,000 connections, got 4000000000"),
+        "{err}"
+    );
+}

@@ -4,9 +4,23 @@ use super::{at_most_retries, MAX_DURATION};
 use crate::scenario::config::RefundsService;
 use crate::scenario::rules::{at_least_one, at_most, positive, probability, Check};
 
+/// The largest connection pool a scenario may ask for.
+pub const MAX_POOL_SIZE: u32 = 100_000;
+
 /// Pool size, acquire retries, backoff and timeout, overhead, then the Stripe client's timeout.
 pub(super) fn validate(svc: &RefundsService) -> Check {
     at_least_one("refunds_service.pool_size", u64::from(svc.pool_size))?;
+    // Each connection is simulated (a run's cost and memory grow with the pool, 10^8 took 3 s
+    // before the first ticket); real pools to a provider are tens to hundreds.
+    if svc.pool_size > MAX_POOL_SIZE {
+        return crate::scenario::rules::fail(
+            "refunds_service.pool_size",
+            format!(
+                "invalid value: expected at most 100,000 connections, got {}",
+                svc.pool_size
+            ),
+        );
+    }
     at_most_retries("refunds_service.acquire_retries", svc.acquire_retries)?;
     at_most(
         "refunds_service.acquire_retry_backoff",
