@@ -47,7 +47,7 @@ impl Finding {
             id,
             severity,
             path: path.into(),
-            message: shorten_backquoted(&message.into()),
+            message: crate::scenario::shorten_backquoted(&message.into()),
             hint: hint.into(),
         }
     }
@@ -143,23 +143,6 @@ pub fn lint_text(r: &LintReport) -> String {
         kinds.join(", ")
     );
     s
-}
-
-/// `message` with every `` `name` `` in it longer than 64 characters (a tool or layer name
-/// from the input) shortened to its first 48, an ellipsis and its length.
-fn shorten_backquoted(message: &str) -> String {
-    message
-        .split('`')
-        .enumerate()
-        .map(|(i, part)| {
-            if i % 2 == 1 {
-                crate::scenario::shorten(part)
-            } else {
-                part.into()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("`")
 }
 
 #[cfg(test)]

@@ -113,19 +113,24 @@ pub(crate) fn shorten_message(message: &str) -> std::borrow::Cow<'_, str> {
     if message.chars().count() <= 64 {
         return message.into();
     }
-    let quoted = shorten_quoted(message);
-    let parts: Vec<String> = quoted
+    shorten_backquoted(&shorten_quoted(message)).into()
+}
+
+/// `message` with every `` `name` `` in it longer than 64 characters (a field, variant, tool or
+/// layer name from the input) shortened to its first 48, an ellipsis and its length.
+pub(crate) fn shorten_backquoted(message: &str) -> String {
+    message
         .split('`')
         .enumerate()
         .map(|(i, part)| {
             if i % 2 == 1 {
-                shorten(part).into_owned()
+                shorten(part)
             } else {
-                part.to_string()
+                part.into()
             }
         })
-        .collect();
-    parts.join("`").into()
+        .collect::<Vec<_>>()
+        .join("`")
 }
 
 fn show_applied(applied: &[String]) -> String {

@@ -23,7 +23,7 @@ mod validate;
 
 pub use config::*;
 pub use deliveries::{ConsumerDedup, Deliveries};
-pub(crate) use error::{shorten, shorten_quoted};
+pub(crate) use error::{shorten_backquoted, shorten_quoted};
 pub use error::{Location, ScenarioError, ValidationError};
 pub use gate_expect::ExpectSource;
 pub use layers::{
