@@ -13,7 +13,7 @@
 //! 5. **Execution**: the key (if any) is recorded as executing and an [`ExecToken`] is handed out;
 //!    [`FakeStripe::commit`] applies the refund rules and saves the result under the key.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use serde::Serialize;
 
@@ -251,6 +251,9 @@ struct ChargeState {
     refunds: Vec<Refund>,
     /// Keys whose entries name this charge (dropped with it by [`FakeStripe::evict_charge`]).
     keys: Vec<String>,
+    /// Executions on this charge handed out by `begin` and not yet committed (what
+    /// [`FakeStripe::evict_charge`] and the object lock ask, without scanning every execution).
+    executing: u32,
 }
 
 /// The fake Stripe account.
@@ -266,12 +269,14 @@ pub struct FakeStripe {
     retention: SimTime,
     /// Requests per second before 429 `rate_limit`; 0 means unlimited.
     rate_limit_per_s: u32,
-    /// Arrival times of the requests in the current rate-limit window (non-decreasing).
-    window: Vec<SimTime>,
+    /// Arrival times of the requests in the current rate-limit window (non-decreasing, so the
+    /// expired ones are at the front and leave in amortised O(1): a storm of 429s at one
+    /// instant must not cost a scan per request).
+    window: VecDeque<SimTime>,
     /// Idempotency key → entry.
     keys: BTreeMap<String, KeyEntry>,
     /// Executions handed out by `begin` and not yet committed.
-    in_flight: BTreeMap<u64, String>,
+    in_flight: BTreeSet<u64>,
     /// Executions started so far (the next [`ExecToken::exec`] is this plus one).
     execs: u64,
     /// Refunds created so far; the number in a refund's id is its ordinal (1, 2, …).
@@ -302,9 +307,9 @@ impl FakeStripe {
             charges: BTreeMap::new(),
             retention,
             rate_limit_per_s,
-            window: Vec::new(),
+            window: VecDeque::new(),
             keys: BTreeMap::new(),
-            in_flight: BTreeMap::new(),
+            in_flight: BTreeSet::new(),
             execs: 0,
             refunds_created: 0,
             last_created: None,
@@ -392,8 +397,10 @@ impl FakeStripe {
     /// that would be a broken eviction rule, and dropping the charge would silently turn the
     /// commit into a `resource_missing` error.
     pub fn evict_charge(&mut self, charge: &str) -> bool {
-        if self.in_flight.values().any(|c| c == charge) {
-            return false;
+        match self.charges.get(charge) {
+            None => return true,
+            Some(state) if state.executing > 0 => return false,
+            Some(_) => {}
         }
         let Some(state) = self.charges.remove(charge) else {
             return true;
@@ -479,7 +486,12 @@ impl FakeStripe {
                 return Begin::Respond(resp);
             }
         }
-        if self.lock_concurrent && self.in_flight.values().any(|c| *c == req.params.charge) {
+        if self.lock_concurrent
+            && self
+                .charges
+                .get(&req.params.charge)
+                .is_some_and(|c| c.executing > 0)
+        {
             return Begin::Respond(self.lock_timeout());
         }
         self.execs += 1;
@@ -493,11 +505,14 @@ impl FakeStripe {
                 saved: None,
             };
             self.keys.insert(key.clone(), entry);
-            if let Some(c) = self.charges.get_mut(&req.params.charge) {
+        }
+        if let Some(c) = self.charges.get_mut(&req.params.charge) {
+            if let Some(key) = &dedup_key {
                 c.keys.push(key.clone());
             }
+            c.executing += 1;
         }
-        self.in_flight.insert(exec, req.params.charge.clone());
+        self.in_flight.insert(exec);
         Begin::Execute(ExecToken {
             exec,
             dedup_key,
@@ -533,10 +548,13 @@ impl FakeStripe {
         fault: CommitFault,
     ) -> Delivered {
         assert!(
-            self.in_flight.remove(&token.exec).is_some(),
+            self.in_flight.remove(&token.exec),
             "FakeStripe::commit: execution {} is not in flight (never begun or already committed)",
             token.exec
         );
+        if let Some(c) = self.charges.get_mut(&token.request.params.charge) {
+            c.executing = c.executing.saturating_sub(1);
+        }
         let req = token.request;
         let mut resp = match fault {
             CommitFault::FailsWith(code) => Response::error(
@@ -640,8 +658,15 @@ impl FakeStripe {
             return false;
         }
         // Keep arrivals in (now − 1 s, now]; written as `t + 1 s > now` so it holds before 1 s.
-        self.window.retain(|&t| t.saturating_add(RATE_WINDOW) > now);
-        self.window.push(now);
+        // `now` never decreases, so the expired arrivals are a prefix.
+        while self
+            .window
+            .front()
+            .is_some_and(|&t| t.saturating_add(RATE_WINDOW) <= now)
+        {
+            self.window.pop_front();
+        }
+        self.window.push_back(now);
         self.window.len() > self.rate_limit_per_s as usize
     }
 
@@ -1145,6 +1170,53 @@ mod tests {
         assert_eq!(later.status, 200);
         assert!(!later.idempotent_replayed, "the 429 was not saved under k1");
         assert_eq!(later.refund().unwrap().id, "re_00000003");
+    }
+
+    /// A storm at one instant (a pool releasing thousands of connections at once) counts every
+    /// request, and the whole window expires one second later.
+    #[test]
+    fn rate_limit_counts_a_storm_at_one_instant_and_forgets_it_a_second_later() {
+        let mut s = FakeStripe::new(DAY, 3);
+        s.add_charge("ch_1", 1_000_000);
+        let status =
+            |s: &mut FakeStripe, at: u64, i: u64| match s.begin(ms(at), req(None, 1, i), false) {
+                Begin::Execute(t) => {
+                    delivered(s.commit(ms(at), t, RefundStatus::Succeeded, CommitFault::None))
+                        .status
+                }
+                Begin::Respond(r) => r.status,
+            };
+        let statuses: Vec<u16> = (0..6).map(|i| status(&mut s, 2_000, i)).collect();
+        assert_eq!(statuses, [200, 200, 200, 429, 429, 429]);
+        // 999 ms later all six are still in (1.999 s, 2.999 s]: a seventh is limited.
+        assert_eq!(status(&mut s, 2_999, 7), 429);
+        // At 3 s the six have left; the 2.999 s request and this one make 2 ≤ 3.
+        assert_eq!(status(&mut s, 3_000, 8), 200);
+        assert_eq!(s.refunds().len(), 4);
+    }
+
+    /// A charge with an execution in flight is never evicted (its commit would find no charge);
+    /// once that execution commits, and only on that charge, it is.
+    #[test]
+    fn a_charge_is_evicted_only_when_nothing_executes_on_it() {
+        let mut s = account();
+        s.add_charge("ch_2", 10_000);
+        let t1 = must_execute(&mut s, ms(0), req(Some("k1"), 2_500, 1));
+        let mut other = req(Some("k2"), 100, 2);
+        other.params.charge = "ch_2".to_owned();
+        let t2 = must_execute(&mut s, ms(1), other);
+        assert!(!s.evict_charge("ch_1"), "ch_1 has an execution in flight");
+        assert!(!s.evict_charge("ch_2"), "ch_2 has an execution in flight");
+        delivered(s.commit(ms(100), t2, RefundStatus::Succeeded, CommitFault::None));
+        assert!(!s.evict_charge("ch_1"), "ch_1 still executes");
+        assert!(s.evict_charge("ch_2"));
+        assert_eq!(s.charges_held(), 1);
+        delivered(s.commit(ms(200), t1, RefundStatus::Succeeded, CommitFault::None));
+        assert!(s.evict_charge("ch_1"));
+        assert_eq!(s.charges_held(), 0);
+        // Its key went with it: the same key now names an unknown charge.
+        let gone = must_respond(&mut s, ms(300), req(Some("k1"), 2_500, 3));
+        assert_eq!(gone.status, 400);
     }
 
     #[test]

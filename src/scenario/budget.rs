@@ -30,12 +30,20 @@ pub const EVENTS_PER_BACKGROUND_REQUEST: f64 = 2.0;
 /// Engine events per CPU second assumed by the time estimate: what the incident runs at on one
 /// core of the 2-core machine `docs/performance.md` was measured on.
 pub const EVENTS_PER_CPU_SECOND: f64 = 3.2e6;
-/// Memory per open ticket (its facts, ledger row, charge, tasks, queued requests), bytes. The
-/// most measured is about 8 KB, on runs where every ticket waits in the pool's line (a pool of
-/// 1 and a Stripe latency of 1 h: 60,000 tickets peak at 481 MB); a ticket waiting for a human
-/// took about 3 KB and one whose call is in flight well under 1 KB. 10 KB leaves a margin, so
-/// the estimate errs high.
-pub const BYTES_PER_OPEN_TICKET: f64 = 10240.0;
+/// Memory per open ticket besides its requests (its facts, ledger row, charge, the agent's and
+/// executor's tasks), bytes. Measured: a ticket waiting for a human about 3 KB; fitted on runs
+/// where every ticket and every request stays open (Stripe answering in an hour), about 5.7 KB.
+pub const BYTES_PER_OPEN_TICKET: f64 = 6144.0;
+/// Memory per request in flight (its futures down the stack, timers, place in the pool's line,
+/// Stripe's execution), bytes: fitted at about 1.3–2.2 KB on runs where every try stays in
+/// flight for an hour (2 and 6 tries per ticket, 12 through three retrying layers). A ticket of
+/// the incident (2 tries) with both in flight thus counts 11 KB; the most measured is about
+/// 8 KB, for a ticket whose two tries wait in the pool's line.
+pub const BYTES_PER_REQUEST_IN_FLIGHT: f64 = 2560.0;
+/// What touching a large working set adds to the CPU estimate: one CPU second per this many MB
+/// of estimated peak memory (page faults and cache misses; fitted on runs of 0.4–1.3 GB that
+/// ran 3–10 s for 2.8–6.7 million events, where events alone said 1–2 s).
+pub const MB_PER_CPU_SECOND: f64 = 160.0;
 /// The fixed part of a run's memory, bytes.
 const BASE_BYTES: f64 = 12.0 * 1024.0 * 1024.0;
 
@@ -82,7 +90,8 @@ pub struct Estimate {
     pub probes_per_ticket: f64,
     /// Engine events.
     pub events: f64,
-    /// CPU seconds at [`EVENTS_PER_CPU_SECOND`].
+    /// CPU seconds: events at [`EVENTS_PER_CPU_SECOND`], plus peak memory at
+    /// [`MB_PER_CPU_SECOND`].
     pub cpu_seconds: f64,
     /// Tickets expected open at once: every ticket of a phase whose arrivals the pool cannot
     /// serve (its line grows for the whole phase), plus the highest other arrival rate × how
@@ -90,8 +99,13 @@ pub struct Estimate {
     /// latency if longer, plus the probing; plus a human's pickup delay when humans take
     /// escalations); at most every ticket.
     pub open_tickets: f64,
-    /// Peak memory, MB: a fixed part plus [`BYTES_PER_OPEN_TICKET`] per open ticket (times the
-    /// tries factor for a pool's growing line). An estimate that errs high, not a bound.
+    /// Requests in flight per open ticket: every try for a pool's growing line (a try that
+    /// timed out still waits its turn), otherwise one plus the others' share of timed-out tries
+    /// (a try that timed out stays in flight beside its successor until Stripe answers).
+    pub requests_per_open_ticket: f64,
+    /// Peak memory, MB: a fixed part plus, per open ticket, [`BYTES_PER_OPEN_TICKET`] and
+    /// [`BYTES_PER_REQUEST_IN_FLIGHT`] per request in flight. An estimate that errs high, not a
+    /// bound.
     pub peak_mb: f64,
     /// What drives the event estimate, largest first: (fields, what they contribute).
     pub drivers: Vec<(String, String)>,
@@ -370,24 +384,53 @@ pub fn estimate(s: &Scenario) -> Estimate {
     }
     let steady = arr.peak_rate * open_for;
     let open = (arr.backlog + steady).min(tickets);
-    let backlog_bytes = arr.backlog.min(open) * BYTES_PER_OPEN_TICKET * tries_factor.max(1.0);
-    let steady_bytes = (open - arr.backlog).max(0.0) * BYTES_PER_OPEN_TICKET;
+    let backlog_requests = tries_per_ticket.max(1.0);
+    let steady_requests = 1.0 + (tries_per_ticket - 1.0).max(0.0) * timeout_fraction;
+    let per_ticket = |requests: f64| BYTES_PER_OPEN_TICKET + requests * BYTES_PER_REQUEST_IN_FLIGHT;
+    let backlog_bytes = arr.backlog.min(open) * per_ticket(backlog_requests);
+    let steady_bytes = (open - arr.backlog).max(0.0) * per_ticket(steady_requests);
     let peak_mb = (BASE_BYTES + backlog_bytes + steady_bytes) / (1024.0 * 1024.0);
     let mut memory_drivers = Vec::new();
+    // Requests in flight beyond the incident's are driven by the retry fields.
+    let with_fields = |base: &str, requests: f64| {
+        if requests > 2.0 && !tries_fields.is_empty() {
+            format!("{base}, {}", tries_fields.join(", "))
+        } else {
+            base.to_string()
+        }
+    };
+    let in_flight = |requests: f64, all: bool| {
+        if requests > 2.0 {
+            format!(
+                ", with {} requests in flight each (retries multiply across layers)",
+                if all {
+                    up_to(requests)
+                } else {
+                    about_tenths(requests)
+                }
+            )
+        } else {
+            String::new()
+        }
+    };
     if arr.backlog > 0.0 {
         memory_drivers.push((
             backlog_bytes,
-            "arrivals.schedule, refunds_service.pool_size, stripe.latency".to_string(),
+            with_fields(
+                "arrivals.schedule, refunds_service.pool_size, stripe.latency",
+                backlog_requests,
+            ),
             format!(
-                "{} tickets that may all be open at once (at {} tickets/s a pool of {} \
-                 cannot keep up at Stripe's median latency of {}, so its line grows)",
+                "{} tickets that may all be open at once (at {} a pool of {} \
+                 cannot keep up at Stripe's median latency of {}, so its line grows){}",
                 about(arr.backlog),
-                rate(arr.backlog_rate),
+                tickets_per_s(arr.backlog_rate),
                 match s.refunds_service.pool_size {
                     1 => "1 connection".to_string(),
                     n => format!("{} connections", thousands(f64::from(n))),
                 },
                 secs(stripe_median(s)),
+                in_flight(backlog_requests, true),
             ),
         ));
     }
@@ -401,12 +444,13 @@ pub fn estimate(s: &Scenario) -> Estimate {
         }
         memory_drivers.push((
             steady_bytes,
-            fields.join(", "),
+            with_fields(&fields.join(", "), steady_requests),
             format!(
-                "{} tickets open at once ({} tickets/s, each open for about {})",
+                "{} tickets open at once ({}, each open for about {}{})",
                 about(steady.min(tickets)),
-                rate(arr.peak_rate),
-                secs(open_for)
+                tickets_per_s(arr.peak_rate),
+                secs(open_for),
+                in_flight(steady_requests, false),
             ),
         ));
     }
@@ -424,8 +468,13 @@ pub fn estimate(s: &Scenario) -> Estimate {
         timeout_fraction,
         probes_per_ticket,
         events,
-        cpu_seconds: events / EVENTS_PER_CPU_SECOND,
+        cpu_seconds: events / EVENTS_PER_CPU_SECOND + peak_mb / MB_PER_CPU_SECOND,
         open_tickets: open,
+        requests_per_open_ticket: if arr.backlog > 0.0 {
+            backlog_requests
+        } else {
+            steady_requests
+        },
         peak_mb,
         drivers: keep(drivers),
         memory_drivers: keep(memory_drivers),
@@ -474,11 +523,12 @@ pub fn check_budget(s: &Scenario) -> Check {
         )
     } else {
         format!(
-            "{} need peak memory of {} (an estimate, at about {} KB per open ticket; {} engine \
-             events, {} of CPU)",
+            "{} need peak memory of {} (an estimate, at about {} KB per open ticket and {:.1} KB \
+             per request in flight; {} engine events, {} of CPU)",
             listed.join(", "),
             megabytes(e.peak_mb),
             thousands(BYTES_PER_OPEN_TICKET / 1024.0),
+            BYTES_PER_REQUEST_IN_FLIGHT / 1024.0,
             about(e.events),
             cpu(e.cpu_seconds),
         )
@@ -574,7 +624,15 @@ fn megabytes(mb: f64) -> String {
     format!("{} MB", about(mb))
 }
 
-/// A rate in tickets/s: `0.05`, `6`, `240,000`.
+/// A rate of tickets with its unit: `0.05 tickets/s`, `1 ticket/s`, `240,000 tickets/s`.
+fn tickets_per_s(r: f64) -> String {
+    match rate(r).as_str() {
+        "1" => "1 ticket/s".to_string(),
+        n => format!("{n} tickets/s"),
+    }
+}
+
+/// A rate: `0.05`, `6`, `240,000`.
 fn rate(r: f64) -> String {
     if r.is_finite() && r < 10.0 {
         let t = format!("{r:.2}");
@@ -689,14 +747,18 @@ mod tests {
 
     #[test]
     fn memory_counts_every_ticket_of_a_phase_the_pool_cannot_serve() {
-        // 10/s for an hour at Stripe's 1 h latency on one connection: all 36,000 tickets may be
-        // open at once, about 10 KB each.
+        // 1/s for an hour at Stripe's 1 h latency on one connection: all 3,600 tickets may be
+        // open at once, each with its two tries waiting in line (6 + 2 × 2.5 KB).
         let stuck = scenario(
             r#","stripe":{"latency":{"kind":"constant","value":"1h"}},"refunds_service":{"pool_size":1}"#,
         );
         let e = estimate(&stuck);
         assert_eq!(e.open_tickets, 3600.0);
-        assert!(e.peak_mb > 12.0 + 3600.0 * 10.0 / 1024.0 - 1.0, "{e:?}");
+        assert_eq!(e.requests_per_open_ticket, 2.0);
+        assert!(
+            (e.peak_mb - (12.0 + 3600.0 * 11.0 / 1024.0)).abs() < 1e-9,
+            "{e:?}"
+        );
         // The same rate on a pool that keeps up: tickets open for the timeout × 2 attempts.
         let e = estimate(&scenario(r#","humans":{"enabled":false}"#));
         assert_eq!(e.open_tickets, 16.0);
@@ -708,5 +770,45 @@ mod tests {
             e.peak_mb < 100.0 && e.events < DEFAULT_MAX_EVENTS as f64,
             "{e:?}"
         );
+    }
+
+    /// Retries multiply the requests each open ticket keeps in flight: with Stripe slower than
+    /// the timeout every try stays in flight (6 tries of 2.5 KB beside the ticket's 6 KB), with
+    /// a fast Stripe only the share expected to time out. The CPU estimate counts the memory.
+    #[test]
+    fn memory_counts_the_requests_each_open_ticket_keeps_in_flight() {
+        let slow = r#","humans":{"enabled":false},"refunds_service":{"pool_size":100000},"agent":{"retry":{"max_retries":5}},"stripe":{"latency":{"kind":"constant","value":"1h"}}"#;
+        let e = estimate(&scenario(slow));
+        assert_eq!(e.open_tickets, 3600.0);
+        assert_eq!(e.requests_per_open_ticket, 6.0);
+        assert!(
+            (e.peak_mb - (12.0 + 3600.0 * 21.0 / 1024.0)).abs() < 1e-9,
+            "{e:?}"
+        );
+        assert!(
+            (e.cpu_seconds - (e.events / EVENTS_PER_CPU_SECOND + e.peak_mb / MB_PER_CPU_SECOND))
+                .abs()
+                < 1e-9
+        );
+        assert!(
+            e.memory_drivers[0].0.contains("agent.retry.max_retries"),
+            "{e:?}"
+        );
+        assert!(
+            e.memory_drivers[0]
+                .1
+                .contains("about 6.0 requests in flight each"),
+            "{e:?}"
+        );
+        let fast = estimate(&scenario(
+            r#","humans":{"enabled":false},"agent":{"retry":{"max_retries":5}}"#,
+        ));
+        assert!(
+            (fast.requests_per_open_ticket - 1.5).abs() < 1e-9,
+            "{fast:?}"
+        );
+        // Without retries a ticket has one request, whatever Stripe's latency.
+        let single = r#","humans":{"enabled":false},"refunds_service":{"pool_size":100000},"agent":{"retry":{"max_retries":0}},"stripe":{"latency":{"kind":"constant","value":"1h"}}"#;
+        assert_eq!(estimate(&scenario(single)).requests_per_open_ticket, 1.0);
     }
 }

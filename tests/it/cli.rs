@@ -547,6 +547,32 @@ fn the_run_budget_refuses_runs_that_would_need_too_much_memory() {
         "{err}"
     );
     assert!(!err.contains("at most about"), "{err}");
+    // Thousands of requests in flight: 40 tickets/s for an hour on a pool of 100,000, Stripe
+    // answering in an hour and the model retrying five times, so each ticket keeps six
+    // requests in flight (admitted at 1,418 MB when only tickets counted; 72,000 tickets of
+    // this shape peak at 1.3 GB).
+    let err = refused(&[
+        "run",
+        INCIDENT,
+        "--set",
+        r#"arrivals.schedule=[{"duration":"1h","rate_per_s":40}]"#,
+        "--set",
+        r#"stripe.latency={"kind":"constant","value":"1h"}"#,
+        "--set",
+        "refunds_service.pool_size=100000",
+        "--set",
+        "agent.retry.max_retries=5",
+    ]);
+    for needle in [
+        "about 144,000 tickets that may all be open at once (at 40 tickets/s a pool of 100,000 \
+         connections cannot keep up at Stripe's median latency of 60 min, so its line grows), \
+         with up to 6 requests in flight each (retries multiply across layers) (arrivals.schedule, \
+         refunds_service.pool_size, stripe.latency, agent.retry.max_retries)",
+        "need peak memory of about 2,965 MB",
+        "per request in flight",
+    ] {
+        assert!(err.contains(needle), "{err:?} lacks {needle:?}");
+    }
     // The flag moves the limit both ways; `show` simulates nothing.
     let err = refused(&["run", INCIDENT, "--max-memory-mb", "10"]);
     assert!(err.contains("10 MB of memory"), "{err}");
