@@ -31,17 +31,18 @@ pub fn charge(ticket: u64) -> String {
 }
 
 /// The id of the fake Stripe's `n`-th refund: `re_` and `n` in at least eight digits,
-/// zero-padded (`re_00000042`).
-pub fn refund(n: u64) -> String {
-    let mut s = String::with_capacity(3 + 20);
-    s.push_str("re_");
+/// zero-padded (`re_00000042`). Shared (`Rc<str>`): a refund's clones share its id, and it is
+/// written in place, in one allocation.
+pub fn refund(n: u64) -> std::rc::Rc<str> {
     let mut digits = itoa::Buffer::new();
     let digits = digits.format(n);
-    for _ in digits.len()..8 {
-        s.push('0');
-    }
-    s.push_str(digits);
-    s
+    let pad = 8usize.saturating_sub(digits.len());
+    // "re_" + at most 8 zeros of padding + at most 20 digits.
+    let mut buf = [b'0'; 3 + 8 + 20];
+    buf[..3].copy_from_slice(b"re_");
+    let end = 3 + pad + digits.len();
+    buf[3 + pad..end].copy_from_slice(digits.as_bytes());
+    std::rc::Rc::from(std::str::from_utf8(&buf[..end]).unwrap_or("re_"))
 }
 
 /// The webhook event id of ticket `ticket`'s triggering event: `evt_{ticket}`.
@@ -100,7 +101,7 @@ mod tests {
         for n in [0, 1, 9, 10, 42, 49_410, 99_999_999, 100_000_000, u64::MAX] {
             let m = n / 3;
             assert_eq!(charge(n), format!("ch_{n}"));
-            assert_eq!(refund(n), format!("re_{n:08}"));
+            assert_eq!(&*refund(n), format!("re_{n:08}"));
             assert_eq!(event(n), format!("evt_{n}"));
             assert_eq!(sdk_key(n, m, None), format!("stripe-node-retry-{n}-{m}"));
             assert_eq!(
@@ -121,8 +122,8 @@ mod tests {
     #[test]
     fn pinned_examples() {
         assert_eq!(charge(49_410), "ch_49410");
-        assert_eq!(refund(42), "re_00000042");
-        assert_eq!(refund(123_456_789), "re_123456789");
+        assert_eq!(&*refund(42), "re_00000042");
+        assert_eq!(&*refund(123_456_789), "re_123456789");
         assert_eq!(sdk_key(49_410, 3, Some(1)), "stripe-node-retry-49410-3-1");
         assert_eq!(nonce(0xdead_beef), "00000000deadbeef");
     }

@@ -77,7 +77,7 @@ pub fn get_status(w: &World, ticket: u64) -> TicketStatus {
         let stripe = w.stripe.borrow();
         if let Some(r) = stripe.first_money_moving_refund(&World::charge_id(ticket)) {
             return TicketStatus::Refunded {
-                refund_id: r.id.clone(),
+                refund_id: String::from(&*r.id),
             };
         }
     }
@@ -242,7 +242,7 @@ async fn handle(
             .stripe
             .borrow()
             .first_money_moving_refund(&World::charge_id(req.ticket))
-            .map(|r| r.id.clone());
+            .map(|r| String::from(&*r.id));
         if let Some(id) = found {
             return ServiceResult::Refunded(id);
         }
@@ -472,7 +472,7 @@ async fn lookup(w: &World, ticket: u64) -> Option<String> {
             .stripe
             .borrow()
             .first_money_moving_refund(&charge)
-            .map(|r| r.id.clone());
+            .map(|r| String::from(&*r.id));
         if found.is_some() {
             return found;
         }

@@ -14,6 +14,7 @@
 //!    [`FakeStripe::commit`] applies the refund rules and saves the result under the key.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::rc::Rc;
 
 use serde::Serialize;
 
@@ -62,10 +63,11 @@ pub use crate::history::RefundStatus;
 /// A refund object.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Refund {
-    /// `re_…`, unique and deterministic (a counter).
-    pub id: String,
-    /// Charge refunded.
-    pub charge: String,
+    /// `re_…`, unique and deterministic (a counter). Shared, not copied, by the clones a refund
+    /// makes (the charge's list, the saved response, the answer).
+    pub id: Rc<str>,
+    /// Charge refunded (shared like `id`).
+    pub charge: Rc<str>,
     /// Amount in cents.
     pub amount_cents: u64,
     /// Status.
@@ -603,7 +605,7 @@ impl FakeStripe {
     /// (Stripe's refund rules count only refunds that move money).
     pub fn settle(&mut self, charge: &str, id: &str, status: RefundStatus) -> Option<Refund> {
         let refund = self.charges.get_mut(charge)?.refunds.iter_mut().find(|r| {
-            r.id == id
+            &*r.id == id
                 && matches!(
                     r.status,
                     RefundStatus::Pending | RefundStatus::RequiresAction
@@ -791,17 +793,17 @@ impl FakeStripe {
         self.refunds_created += 1;
         let refund = Refund {
             id: super::ids::refund(self.refunds_created),
-            charge: p.charge.clone(),
+            charge: p.charge.as_str().into(),
             amount_cents: p.amount_cents,
             status,
             created: now,
             origin: req.origin,
         };
         if let Some(recent) = &mut self.recent {
-            recent.push((refund.origin.ticket, refund.charge.clone()));
+            recent.push((refund.origin.ticket, String::from(&*refund.charge)));
         }
         self.last_created = Some(refund.clone());
-        if let Some(c) = self.charges.get_mut(&refund.charge) {
+        if let Some(c) = self.charges.get_mut(&*refund.charge) {
             c.refunds.push(refund.clone());
         }
         Response {
@@ -1055,12 +1057,12 @@ mod tests {
         let first = call(&mut s, ms(0), req(Some("k1"), 2_500, 1));
         assert_eq!(first.status, 200);
         assert!(!first.idempotent_replayed);
-        assert_eq!(first.refund().unwrap().id, "re_00000001");
+        assert_eq!(&*first.refund().unwrap().id, "re_00000001");
 
         let again = must_respond(&mut s, ms(9_000), req(Some("k1"), 2_500, 2));
         assert_eq!(again.status, 200);
         assert!(again.idempotent_replayed);
-        assert_eq!(again.refund().unwrap().id, "re_00000001");
+        assert_eq!(&*again.refund().unwrap().id, "re_00000001");
         assert_eq!(
             again.refund().unwrap().origin.request,
             Some(1),
@@ -1085,7 +1087,7 @@ mod tests {
         // Nothing was saved: the original parameters still replay the original refund.
         let replay = must_respond(&mut s, ms(2_000), req(Some("k1"), 2_500, 3));
         assert_eq!((replay.status, replay.idempotent_replayed), (200, true));
-        assert_eq!(replay.refund().unwrap().id, "re_00000001");
+        assert_eq!(&*replay.refund().unwrap().id, "re_00000001");
     }
 
     #[test]
@@ -1111,7 +1113,7 @@ mod tests {
         // The 409 was not saved: the retry now gets the first request's result.
         let retry = must_respond(&mut s, ms(10_000), req(Some("k1"), 2_500, 3));
         assert_eq!((retry.status, retry.idempotent_replayed), (200, true));
-        assert_eq!(retry.refund().unwrap().id, "re_00000001");
+        assert_eq!(&*retry.refund().unwrap().id, "re_00000001");
         assert_eq!(s.refunds().len(), 1);
     }
 
@@ -1127,12 +1129,12 @@ mod tests {
         let fresh = call(&mut s, ms(60_000), req(Some("k1"), 2_500, 3));
         assert_eq!(fresh.status, 200);
         assert!(!fresh.idempotent_replayed);
-        assert_eq!(fresh.refund().unwrap().id, "re_00000002");
+        assert_eq!(&*fresh.refund().unwrap().id, "re_00000002");
         assert_eq!(s.refunds().len(), 2);
         assert_eq!(s.remaining_cents("ch_1"), Some(5_000));
         // The entry was replaced: a replay now returns the second refund.
         let replay = must_respond(&mut s, ms(61_000), req(Some("k1"), 2_500, 4));
-        assert_eq!(replay.refund().unwrap().id, "re_00000002");
+        assert_eq!(&*replay.refund().unwrap().id, "re_00000002");
     }
 
     #[test]
@@ -1147,7 +1149,7 @@ mod tests {
         assert_eq!(conflict.status, 409);
         s.commit(ms(1_800), new, RefundStatus::Succeeded, CommitFault::None);
         let replay = must_respond(&mut s, ms(1_900), req(Some("k1"), 1_000, 4));
-        assert_eq!(replay.refund().unwrap().id, "re_00000002");
+        assert_eq!(&*replay.refund().unwrap().id, "re_00000002");
     }
 
     #[test]
@@ -1169,7 +1171,7 @@ mod tests {
         let later = call(&mut s, ms(1_500), req(Some("k1"), 100, 4));
         assert_eq!(later.status, 200);
         assert!(!later.idempotent_replayed, "the 429 was not saved under k1");
-        assert_eq!(later.refund().unwrap().id, "re_00000003");
+        assert_eq!(&*later.refund().unwrap().id, "re_00000003");
     }
 
     /// A storm at one instant (a pool releasing thousands of connections at once) counts every
@@ -1310,7 +1312,7 @@ mod tests {
         let ids: Vec<&str> = s
             .refunds_for_charge("ch_1")
             .iter()
-            .map(|r| r.id.as_str())
+            .map(|r| &*r.id)
             .collect();
         assert_eq!(
             ids,
@@ -1437,7 +1439,7 @@ mod tests {
         assert_eq!(resp.refund().unwrap().status, RefundStatus::Canceled);
         let t = must_execute(&mut s, ms(2_000), req(None, 10_000, 3));
         let resp = delivered(s.commit(ms(2_400), t, RefundStatus::Pending, CommitFault::None));
-        assert_eq!(resp.refund().unwrap().id, "re_00000003");
+        assert_eq!(&*resp.refund().unwrap().id, "re_00000003");
         assert_eq!(s.remaining_cents("ch_1"), Some(0), "pending moves money");
         assert_eq!(s.refunds_for_charge("ch_1").len(), 3);
     }
@@ -1457,7 +1459,7 @@ mod tests {
             .settle("ch_1", "re_00000002", RefundStatus::Failed)
             .expect("pending");
         assert_eq!(
-            (settled.id.as_str(), settled.status),
+            (&*settled.id, settled.status),
             ("re_00000002", RefundStatus::Failed)
         );
         let statuses: Vec<_> = s
@@ -1487,7 +1489,7 @@ mod tests {
             .settle("ch_1", "re_00000001", RefundStatus::Succeeded)
             .unwrap();
         assert_eq!(
-            (first.id.as_str(), first.status),
+            (&*first.id, first.status),
             ("re_00000001", RefundStatus::Succeeded)
         );
     }

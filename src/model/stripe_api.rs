@@ -206,7 +206,7 @@ pub async fn serve(
                 w.record(
                     ids,
                     EventKind::RefundCreated {
-                        refund_id: r.id.clone(),
+                        refund_id: String::from(&*r.id),
                         amount_cents: r.amount_cents,
                         status: r.status,
                         moves_money: r.status.moves_money(),
@@ -251,7 +251,7 @@ async fn settle_later(
         w.record(
             ids,
             EventKind::RefundSettled {
-                refund_id: s.id,
+                refund_id: String::from(&*s.id),
                 amount_cents: s.amount_cents,
                 created_ns: s.created.as_nanos(),
                 status: s.status,

@@ -72,7 +72,7 @@ pub fn classify(d: &Delivered) -> (u16, ProviderOutcome, Option<String>) {
                 },
             };
             let id = match &r.body {
-                Body::Refund(re) => Some(re.id.clone()),
+                Body::Refund(re) => Some(String::from(&*re.id)),
                 Body::Error { .. } => None,
             };
             (r.status, outcome, id)
