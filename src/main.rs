@@ -487,6 +487,7 @@ fn run() -> anyhow::Result<ExitCode> {
     } else {
         u64::MAX
     });
+    scenario::budget::enforce_while_running(simulates);
     match cli.command {
         Command::Run(args) => cmd_run(args),
         Command::Check(args) => cmd_check(args),

@@ -106,8 +106,20 @@ pub fn simulate_observed(
         background::start(&w);
     }
     sim.spawn(reconciliation::run(w.clone()));
+    if let Some((max_events, max_bytes)) = crate::scenario::budget::limits_while_running() {
+        let held = Rc::downgrade(&w);
+        sim.set_limits(crate::sim::Limits {
+            max_events,
+            max_bytes,
+            check_every: crate::scenario::budget::CHECK_EVERY_EVENTS,
+            held: Box::new(move || held.upgrade().map_or(0, |w| w.held_bytes())),
+        });
+    }
     let stats = sim.run();
     w.finish();
+    if let Some(e) = &stats.stopped {
+        crate::scenario::budget::stop_over_budget(scenario, seed, e);
+    }
     let g = &w.pool_gauges;
     let gauges = ModelGauges {
         max_pool_queue_depth: w.pool_gauges.max_waiting.get(),

@@ -72,6 +72,11 @@ impl Pool {
         }
     }
 
+    /// Requests waiting in the line now (tasks and background requests).
+    pub fn waiting(&self) -> usize {
+        self.state.borrow().waiting.len()
+    }
+
     /// Connections held now.
     pub fn in_use(&self) -> u32 {
         self.in_use.get()

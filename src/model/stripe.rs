@@ -424,6 +424,12 @@ impl FakeStripe {
         self.charges.len()
     }
 
+    /// Idempotency-key entries held now (each with the request's parameters and, once the
+    /// execution ended, the saved response).
+    pub fn keys_held(&self) -> usize {
+        self.keys.len()
+    }
+
     /// Starts recording (ticket, charge) of every refund created, for [`FakeStripe::take_recent`].
     pub fn follow_new_refunds(&mut self) {
         self.recent.get_or_insert_with(Vec::new);

@@ -406,6 +406,22 @@ impl World {
         next <= SimTime::from_duration(self.cfg.horizon).as_nanos()
     }
 
+    /// Bytes the model holds outside the engine's tasks and timers, as the run budget counts
+    /// them while running ([`crate::sim::Limits::held`]): per open ticket
+    /// [`HELD_BYTES_PER_OPEN_TICKET`], per ledger row, per Stripe charge and key entry, per
+    /// request in the pool's line and per ticket awaiting reconciliation (constants below).
+    pub fn held_bytes(&self) -> u64 {
+        let n = |x: usize| x as u64;
+        n(self.leases.borrow().len()) * HELD_BYTES_PER_OPEN_TICKET
+            + n(self.ledger.borrow().len()) * HELD_BYTES_PER_LEDGER_ROW
+            + {
+                let s = self.stripe.borrow();
+                n(s.charges_held()) * HELD_BYTES_PER_CHARGE + n(s.keys_held()) * HELD_BYTES_PER_KEY
+            }
+            + n(self.pool.waiting()) * HELD_BYTES_PER_POOL_WAITER
+            + n(self.awaiting_reconciliation.borrow().len()) * 8
+    }
+
     /// Called by the reconciliation job after each run: drops the Stripe objects of tickets
     /// closed before it read them.
     /// Returns those tickets.
@@ -481,6 +497,19 @@ impl World {
         super::ids::charge(ticket)
     }
 }
+
+/// Held per open ticket outside its tasks (its facts in the online metrics, its lease, its
+/// incident-shape state), bytes; see [`World::held_bytes`].
+pub const HELD_BYTES_PER_OPEN_TICKET: u64 = 1024;
+/// Held per ledger row, bytes.
+pub const HELD_BYTES_PER_LEDGER_ROW: u64 = 256;
+/// Held per Stripe charge (its map entry, id, refunds), bytes.
+pub const HELD_BYTES_PER_CHARGE: u64 = 512;
+/// Held per idempotency-key entry (its key, parameters and saved response), bytes.
+pub const HELD_BYTES_PER_KEY: u64 = 768;
+/// Held per request waiting in the pool's line (its entry and, for background load, its
+/// record), bytes.
+pub const HELD_BYTES_PER_POOL_WAITER: u64 = 128;
 
 /// Keeps a ticket open while held; see [`World`]'s eviction rules. Taken by [`World::lease`].
 pub struct TicketLease {

@@ -6,7 +6,7 @@
 //! `docs/performance.md`), so what is refused is only work or memory far beyond what was asked
 //! for by mistake, and the message says how much and how to go past it.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::config::{OnTimeout, Scenario};
 use super::latency::LatencyDist;
@@ -17,7 +17,7 @@ use super::rules::{fail, Check};
 pub const DEFAULT_MAX_EVENTS: u64 = 300_000_000;
 
 /// Default memory budget: 2,048 MB (2 GiB) of estimated peak memory per run. The incident
-/// estimates about 32 MB (it peaks at 21 MB) and the 30-day run at 1 ticket/s about 24 MB (8 MB).
+/// estimates about 28 MB (it peaks at 21 MB) and the 30-day run at 1 ticket/s about 24 MB (8 MB).
 pub const DEFAULT_MAX_MEMORY_MB: u64 = 2048;
 
 /// Engine events per ticket used by the estimate, with a margin: the incident runs about 15 per
@@ -49,6 +49,66 @@ const BASE_BYTES: f64 = 12.0 * 1024.0 * 1024.0;
 
 static MAX_EVENTS: AtomicU64 = AtomicU64::new(DEFAULT_MAX_EVENTS);
 static MAX_MEMORY_MB: AtomicU64 = AtomicU64::new(DEFAULT_MAX_MEMORY_MB);
+static ENFORCED_WHILE_RUNNING: AtomicBool = AtomicBool::new(false);
+
+/// Makes every later run enforce the budget while it runs, not only before (the CLI turns it
+/// on): the estimate cannot see everything a scenario keeps in flight (a long think time, a
+/// late duplicate delivery, a pool line under a long acquire timeout), so a run that goes past
+/// `--max-events` events or `--max-memory-mb` of counted memory is stopped, and
+/// [`stop_over_budget`] reports it and exits. Off by default: a library user's runs are never
+/// stopped.
+pub fn enforce_while_running(on: bool) {
+    ENFORCED_WHILE_RUNNING.store(on, Ordering::Relaxed);
+}
+
+/// Whether runs enforce the budget while they run, and with which limits (events, bytes).
+pub fn limits_while_running() -> Option<(u64, u64)> {
+    ENFORCED_WHILE_RUNNING
+        .load(Ordering::Relaxed)
+        .then(|| (max_events(), max_memory_mb().saturating_mul(1024 * 1024)))
+}
+
+/// Events between two checks of the budget while running (a check costs a few hundred
+/// instructions; at this spacing memory can grow by a few MB between checks).
+pub const CHECK_EVERY_EVENTS: u64 = 16_384;
+
+/// Reports a run the budget stopped while running, as one line on stderr, removes the output
+/// files being written and exits 2 (bad input: the scenario asks for more than the budget).
+/// Names the scenario, the seed, the simulated time, what was held (tasks, timers, the model's
+/// state) or how many events ran, the estimate made before the run, and the flag to go past.
+pub fn stop_over_budget(s: &Scenario, seed: u64, e: &crate::sim::Exceeded) -> ! {
+    let est = estimate(s);
+    let mb = |b: u64| b as f64 / (1024.0 * 1024.0);
+    let what = if e.events_limit {
+        format!(
+            "it ran {} engine events, past the budget of {} (the estimate before the run was {}); \
+             raise it with --max-events N if you mean it",
+            exact(e.events),
+            exact(max_events()),
+            about(est.events),
+        )
+    } else {
+        format!(
+            "it held {} in {} tasks in flight ({}), {} timers and the model's state ({}), \
+             past the budget of {} MB (the estimate before the run was {}: something the \
+             estimate does not count stays in flight, such as long think times, delays, hold \
+             times or acquire timeouts); raise it with --max-memory-mb MB if you mean it",
+            megabytes(mb(e.bytes)),
+            exact(e.tasks as u64),
+            megabytes(mb(e.task_bytes)),
+            exact(e.timers as u64),
+            megabytes(mb(e.model_bytes)),
+            exact(max_memory_mb()),
+            megabytes(est.peak_mb),
+        )
+    };
+    eprintln!(
+        "error: scenario {:?}, seed {seed}: stopped over the run budget at {} (simulated): {what}",
+        crate::scenario::error::shorten(&s.name),
+        crate::history::clock_time(None, e.at),
+    );
+    crate::output::remove_temporaries_and_exit(2)
+}
 
 /// Sets the budget later loads check against (the CLI's `--max-events`; process-wide, it
 /// admits or refuses a run and never changes one).
@@ -96,8 +156,8 @@ pub struct Estimate {
     /// Tickets expected open at once: every ticket of a phase whose arrivals the pool cannot
     /// serve (its line grows for the whole phase), plus the highest other arrival rate × how
     /// long a ticket stays open (per model attempt, the executor's timeout or Stripe's tail
-    /// latency if longer, plus the probing; plus a human's pickup delay when humans take
-    /// escalations); at most every ticket.
+    /// latency if longer, plus the probing; plus a human's pickup delay, times the timed-out
+    /// share, when humans take escalations); at most every ticket.
     pub open_tickets: f64,
     /// Requests in flight per open ticket: every try for a pool's growing line (a try that
     /// timed out still waits its turn), otherwise one plus the others' share of timed-out tries
@@ -339,7 +399,7 @@ pub fn estimate(s: &Scenario) -> Estimate {
             } else {
                 "arrivals.tickets".to_string()
             },
-            format!("{} tickets", about(tickets)),
+            tickets_about(tickets),
         ),
         (
             background_events,
@@ -379,8 +439,9 @@ pub fn estimate(s: &Scenario) -> Estimate {
         per_attempt += s.executor.probe_max_wait.as_secs_f64();
     }
     let mut open_for = per_attempt * attempts;
+    // Only tickets whose tries fail wait for a human: about the share of tries that time out.
     if s.humans.enabled {
-        open_for += s.humans.pickup_delay.median().as_secs_f64();
+        open_for += s.humans.pickup_delay.median().as_secs_f64() * timeout_fraction;
     }
     let steady = arr.peak_rate * open_for;
     let open = (arr.backlog + steady).min(tickets);
@@ -405,6 +466,8 @@ pub fn estimate(s: &Scenario) -> Estimate {
                 ", with {} requests in flight each (retries multiply across layers)",
                 if all {
                     up_to(requests)
+                } else if (requests - requests.round()).abs() < 0.05 {
+                    about(requests)
                 } else {
                     about_tenths(requests)
                 }
@@ -421,9 +484,9 @@ pub fn estimate(s: &Scenario) -> Estimate {
                 backlog_requests,
             ),
             format!(
-                "{} tickets that may all be open at once (at {} a pool of {} \
+                "{} that may all be open at once (at {} a pool of {} \
                  cannot keep up at Stripe's median latency of {}, so its line grows){}",
-                about(arr.backlog),
+                tickets_about(arr.backlog),
                 tickets_per_s(arr.backlog_rate),
                 match s.refunds_service.pool_size {
                     1 => "1 connection".to_string(),
@@ -435,7 +498,12 @@ pub fn estimate(s: &Scenario) -> Estimate {
         ));
     }
     if steady > 0.0 {
-        let mut fields = vec!["arrivals.schedule", "executor.timeout", "stripe.latency"];
+        let arrivals_field = if a.tickets.is_empty() {
+            "arrivals.schedule"
+        } else {
+            "arrivals.tickets"
+        };
+        let mut fields = vec![arrivals_field, "executor.timeout", "stripe.latency"];
         if probing {
             fields.push("executor.probe_max_wait");
         }
@@ -446,8 +514,8 @@ pub fn estimate(s: &Scenario) -> Estimate {
             steady_bytes,
             with_fields(&fields.join(", "), steady_requests),
             format!(
-                "{} tickets open at once ({}, each open for about {}{})",
-                about(steady.min(tickets)),
+                "{} open at once ({}, each open for about {}{})",
+                tickets_about(steady.min(tickets)),
                 tickets_per_s(arr.peak_rate),
                 secs(open_for),
                 in_flight(steady_requests, false),
@@ -624,6 +692,16 @@ fn megabytes(mb: f64) -> String {
     format!("{} MB", about(mb))
 }
 
+/// `about 3,600 tickets`, `about 1 ticket`, `under 1 ticket`.
+fn tickets_about(n: f64) -> String {
+    let a = about(n);
+    if a == "about 1" || a == "under 1" {
+        format!("{a} ticket")
+    } else {
+        format!("{a} tickets")
+    }
+}
+
 /// A rate of tickets with its unit: `0.05 tickets/s`, `1 ticket/s`, `240,000 tickets/s`.
 fn tickets_per_s(r: f64) -> String {
     match rate(r).as_str() {
@@ -797,7 +875,7 @@ mod tests {
         assert!(
             e.memory_drivers[0]
                 .1
-                .contains("about 6.0 requests in flight each"),
+                .contains("about 6 requests in flight each"),
             "{e:?}"
         );
         let fast = estimate(&scenario(

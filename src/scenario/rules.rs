@@ -9,11 +9,62 @@ use super::validate::MAX_DURATION;
 
 pub(super) type Check = Result<(), ValidationError>;
 
+///
+/// Every number in `message` longer than 24 characters (a value such as `1e300` printed by
+/// `{}` as 301 digits) is written back in scientific notation (`1e300`), whichever rule wrote
+/// the message: an error never prints a 300-digit number.
 pub(super) fn fail(path: impl Into<String>, message: impl Into<String>) -> Check {
     Err(ValidationError {
         path: path.into(),
-        message: message.into(),
+        message: short_numbers(&message.into()),
     })
+}
+
+/// `message` with each run of digits (with an optional `.` and fraction) longer than 24
+/// characters replaced by the number in scientific notation with at most 6 significant
+/// digits (`1e300`, `1.23457e40`).
+pub(crate) fn short_numbers(message: &str) -> String {
+    const LONG: usize = 24;
+    let bytes = message.as_bytes();
+    let mut out = String::with_capacity(message.len());
+    let mut i = 0;
+    let mut copied = 0;
+    while i < bytes.len() {
+        if !bytes[i].is_ascii_digit() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < bytes.len() && (bytes[i].is_ascii_digit() || bytes[i] == b'.') {
+            i += 1;
+        }
+        let run = &message[start..i];
+        if run.len() > LONG {
+            if let Ok(x) = run.trim_end_matches('.').parse::<f64>() {
+                out.push_str(&message[copied..start]);
+                out.push_str(&scientific(x));
+                copied = i;
+            }
+        }
+    }
+    out.push_str(&message[copied..]);
+    out
+}
+
+/// `x` as `{:e}` with at most 6 significant digits and no trailing zeros: `1e300`, `2.5e30`.
+fn scientific(x: f64) -> String {
+    let t = format!("{x:.5e}");
+    match t.split_once('e') {
+        Some((m, e)) => {
+            let m = if m.contains('.') {
+                m.trim_end_matches('0').trim_end_matches('.')
+            } else {
+                m
+            };
+            format!("{m}e{e}")
+        }
+        None => t,
+    }
 }
 
 /// A duration as `humantime` parses it, in days at most (`31d`, `1h 30m`, `400ms`, `0s`).
@@ -539,5 +590,29 @@ mod tests {
             &with(r#"{"executor":{"timeout":"1000years"}}"#),
             &["executor.timeout", "at most 365d"],
         );
+    }
+}
+
+#[cfg(test)]
+mod short_number_tests {
+    use super::short_numbers;
+
+    #[test]
+    fn long_numbers_read_in_scientific_notation_and_short_ones_stay() {
+        let huge = format!("got {}", 1e300f64);
+        assert_eq!(short_numbers(&huge), "got 1e300");
+        assert_eq!(
+            short_numbers(&format!("got {} and {}", 2.5e40f64, -1.234567891e30f64)),
+            "got 2.5e40 and -1.23457e30"
+        );
+        assert_eq!(
+            short_numbers("at most 100,000, got 9007199254740993"),
+            "at most 100,000, got 9007199254740993"
+        );
+        assert_eq!(
+            short_numbers("got 0.000000000000000000000000001"),
+            "got 1e-27"
+        );
+        assert_eq!(short_numbers("no digits"), "no digits");
     }
 }

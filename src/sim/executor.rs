@@ -85,6 +85,8 @@ struct Tasks {
     slots: Vec<TaskSlot>,
     free: Vec<u32>,
     live: usize,
+    /// Bytes of the live tasks' futures plus [`TASK_OVERHEAD_BYTES`] each (for [`Limits`]).
+    live_bytes: u64,
     /// Wakers of finished tasks that nothing else referenced any more, kept for reuse: spawning
     /// takes one (under its new id) instead of allocating.
     spare_wakers: Vec<Arc<TaskWaker>>,
@@ -338,6 +340,49 @@ impl Timers {
 /// What [`Sim::on_progress`] keeps: told the virtual time.
 type ProgressObserver = Box<dyn FnMut(SimTime)>;
 
+/// Per live task beyond its future: its slot, waker, box header and ready-queue entry, bytes.
+pub const TASK_OVERHEAD_BYTES: u64 = 128;
+/// Per live timer: its slot (key, action with a waker or callback) and heap entry, bytes.
+pub const TIMER_BYTES: u64 = 96;
+
+/// Resource limits of one [`Sim::run`] (the CLI's run budget, enforced while running): the run
+/// stops, with [`RunStats::stopped`] saying why, once it has processed more than `max_events`
+/// events or holds more than `max_bytes`. Held bytes are counted, not measured, so the same
+/// run stops at the same event on every machine: the live tasks' futures (their exact sizes)
+/// plus [`TASK_OVERHEAD_BYTES`] each, live timers at [`TIMER_BYTES`], and what `held` reports
+/// for the model's own state. Checked every `check_every` events.
+pub struct Limits {
+    /// Events after which the run stops.
+    pub max_events: u64,
+    /// Counted bytes after which the run stops.
+    pub max_bytes: u64,
+    /// Events between two checks (at least 1).
+    pub check_every: u64,
+    /// Bytes the model holds outside tasks and timers (open tickets, queues, provider state).
+    pub held: Box<dyn Fn() -> u64>,
+}
+
+/// Why and where a run with [`Limits`] stopped early.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Exceeded {
+    /// `true` for the event limit, `false` for the memory limit.
+    pub events_limit: bool,
+    /// Virtual time at the check that stopped it.
+    pub at: SimTime,
+    /// Events processed by then.
+    pub events: u64,
+    /// Counted bytes held by then: `task_bytes + timers × TIMER_BYTES + model_bytes`.
+    pub bytes: u64,
+    /// Live tasks and their bytes (futures plus overhead).
+    pub tasks: usize,
+    /// See [`Exceeded::tasks`].
+    pub task_bytes: u64,
+    /// Live timers.
+    pub timers: usize,
+    /// What [`Limits::held`] reported.
+    pub model_bytes: u64,
+}
+
 pub(super) struct Inner {
     now: Cell<SimTime>,
     next_seq: Cell<u64>,
@@ -353,6 +398,11 @@ pub(super) struct Inner {
     progress: RefCell<Option<(u64, ProgressObserver)>>,
     /// The event count at which the observer is told next (`u64::MAX` without one).
     next_progress: Cell<u64>,
+    /// Limits of the run ([`Sim::set_limits`]) and the event count of the next check
+    /// (`u64::MAX` without limits).
+    limits: RefCell<Option<Limits>>,
+    next_check: Cell<u64>,
+    stopped: Cell<Option<Exceeded>>,
 }
 
 /// A handle to one simulation: its virtual clock, timers and tasks. Cheap to clone; every clone
@@ -377,6 +427,8 @@ pub struct RunStats {
     pub events: u64,
     /// Tasks still parked when the run ended (waiting on something that can never happen).
     pub parked_tasks: usize,
+    /// `Some` if the run stopped early at one of its [`Limits`]: its history is cut short.
+    pub stopped: Option<Exceeded>,
 }
 
 impl Sim {
@@ -395,6 +447,9 @@ impl Sim {
                 decisions: Cell::new(0),
                 progress: RefCell::new(None),
                 next_progress: Cell::new(u64::MAX),
+                limits: RefCell::new(None),
+                next_check: Cell::new(u64::MAX),
+                stopped: Cell::new(None),
             }),
         }
     }
@@ -563,8 +618,10 @@ impl Sim {
 
     /// Puts a new task in a free slot of the slab and queues it to be polled.
     fn insert_task(&self, future: Task) {
+        let bytes = std::mem::size_of_val(&*future) as u64 + TASK_OVERHEAD_BYTES;
         let id = {
             let mut tasks = self.inner.tasks.borrow_mut();
+            tasks.live_bytes += bytes;
             let index = match tasks.free.pop() {
                 Some(index) => index,
                 None => {
@@ -735,6 +792,11 @@ impl Sim {
     pub fn run(&self) -> RunStats {
         loop {
             self.run_ready();
+            if self.inner.events_processed.get() >= self.inner.next_check.get()
+                && self.check_limits()
+            {
+                break;
+            }
             let next = self.pop_next_timer();
             match next {
                 Some(((due, _), action)) => {
@@ -752,7 +814,63 @@ impl Sim {
             end: self.now(),
             events: self.inner.events_processed.get(),
             parked_tasks: self.inner.tasks.borrow().live,
+            stopped: self.inner.stopped.get(),
         }
+    }
+
+    /// Sets the run's resource [`Limits`] (none by default). They only stop a run: a run
+    /// within them has exactly the history it has without them.
+    pub fn set_limits(&self, limits: Limits) {
+        let every = limits.check_every.max(1);
+        *self.inner.limits.borrow_mut() = Some(Limits {
+            check_every: every,
+            ..limits
+        });
+        self.inner
+            .next_check
+            .set(self.inner.events_processed.get().saturating_add(every));
+    }
+
+    /// Bytes held by live tasks (futures plus overhead) and live timers, as [`Limits`] counts them.
+    pub fn held_bytes(&self) -> u64 {
+        self.inner.tasks.borrow().live_bytes + self.inner.timers.borrow().live as u64 * TIMER_BYTES
+    }
+
+    /// Checks the limits; `true` (and [`RunStats::stopped`] set) if the run must stop.
+    fn check_limits(&self) -> bool {
+        let limits = self.inner.limits.borrow();
+        let Some(l) = limits.as_ref() else {
+            self.inner.next_check.set(u64::MAX);
+            return false;
+        };
+        let events = self.inner.events_processed.get();
+        self.inner
+            .next_check
+            .set(events.saturating_add(l.check_every));
+        let (tasks, task_bytes) = {
+            let t = self.inner.tasks.borrow();
+            (t.live, t.live_bytes)
+        };
+        let timers = self.inner.timers.borrow().live;
+        let model_bytes = (l.held)();
+        let bytes = task_bytes
+            .saturating_add(timers as u64 * TIMER_BYTES)
+            .saturating_add(model_bytes);
+        let events_limit = events > l.max_events;
+        if !events_limit && bytes <= l.max_bytes {
+            return false;
+        }
+        self.inner.stopped.set(Some(Exceeded {
+            events_limit,
+            at: self.now(),
+            events,
+            bytes,
+            tasks,
+            task_bytes,
+            timers,
+            model_bytes,
+        }));
+        true
     }
 
     /// Tells `observer` the virtual time every `every_events` events (at least 1) during
@@ -818,6 +936,8 @@ impl Sim {
                     slot.generation = slot.generation.wrapping_add(1);
                     tasks.free.push(index as u32);
                     tasks.live -= 1;
+                    tasks.live_bytes -=
+                        std::mem::size_of_val(&*task.future) as u64 + TASK_OVERHEAD_BYTES;
                     drop(tasks);
                     // Dropped outside the borrow: the future's drop may touch the simulation.
                     let Running {
@@ -1256,6 +1376,93 @@ mod tests {
             2,
             "only the value inside `make` was dropped, by its unwind"
         );
+    }
+
+    /// A world whose tasks pile up: every 1 ms a task starts that sleeps an hour (1,000 of
+    /// them a second for 10 s, all in flight at the end).
+    fn piling_up(sim: &Sim) {
+        let s = sim.clone();
+        sim.spawn_detached(async move {
+            for _ in 0..10_000 {
+                let t = s.clone();
+                s.spawn_detached(async move { t.sleep(SimTime::from_secs(3600)).await });
+                s.sleep(SimTime::from_millis(1)).await;
+            }
+        });
+    }
+
+    /// Limits stop a run once the counted bytes (live futures, timers and what the model
+    /// reports) or the events pass them, and say where; a run within them is unchanged.
+    #[test]
+    fn limits_stop_a_run_that_holds_or_does_too_much_and_leave_others_alone() {
+        let free = Sim::new();
+        piling_up(&free);
+        let whole = free.run();
+        assert_eq!(whole.stopped, None);
+
+        let roomy = Sim::new();
+        piling_up(&roomy);
+        roomy.set_limits(Limits {
+            max_events: u64::MAX,
+            max_bytes: u64::MAX,
+            check_every: 100,
+            held: Box::new(|| 0),
+        });
+        assert_eq!(
+            roomy.run(),
+            whole,
+            "limits that are never reached change nothing"
+        );
+
+        let held = Sim::new();
+        piling_up(&held);
+        held.set_limits(Limits {
+            max_events: u64::MAX,
+            max_bytes: 1_000_000,
+            check_every: 100,
+            held: Box::new(|| 500_000),
+        });
+        let stats = held.run();
+        let e = stats.stopped.expect("stopped on memory");
+        assert!(!e.events_limit);
+        assert!(e.bytes > 1_000_000 && e.bytes < 1_100_000, "{e:?}");
+        assert_eq!(e.model_bytes, 500_000);
+        assert_eq!(
+            e.bytes,
+            e.task_bytes + e.timers as u64 * TIMER_BYTES + e.model_bytes
+        );
+        assert!(e.tasks > 100 && e.timers > 100, "{e:?}");
+        assert!(
+            e.task_bytes >= e.tasks as u64 * TASK_OVERHEAD_BYTES,
+            "{e:?}"
+        );
+        assert!(e.at < SimTime::from_secs(10), "stopped early: {e:?}");
+        assert!(stats.events < whole.events);
+
+        let busy = Sim::new();
+        piling_up(&busy);
+        busy.set_limits(Limits {
+            max_events: 5_000,
+            max_bytes: u64::MAX,
+            check_every: 100,
+            held: Box::new(|| 0),
+        });
+        let e = busy.run().stopped.expect("stopped on events");
+        assert!(e.events_limit);
+        assert!(e.events > 5_000 && e.events <= 5_100, "{e:?}");
+    }
+
+    /// Finished tasks give their bytes back: after a run whose tasks all end, nothing is held.
+    #[test]
+    fn finished_tasks_are_no_longer_counted() {
+        let sim = Sim::new();
+        for _ in 0..50 {
+            let s = sim.clone();
+            sim.spawn_detached(async move { s.sleep(SimTime::from_secs(1)).await });
+        }
+        assert!(sim.held_bytes() >= 50 * TASK_OVERHEAD_BYTES);
+        sim.run();
+        assert_eq!(sim.held_bytes(), 0);
     }
 
     #[test]

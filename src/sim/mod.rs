@@ -25,7 +25,10 @@ mod tiebreak;
 mod time;
 mod timer;
 
-pub use executor::{CallTimer, JoinHandle, RunStats, Sim, TimerCallback, TimerKind};
+pub use executor::{
+    CallTimer, Exceeded, JoinHandle, Limits, RunStats, Sim, TimerCallback, TimerKind,
+    TASK_OVERHEAD_BYTES, TIMER_BYTES,
+};
 pub use race::{race, Either, Race};
 pub use rng::{tag, StreamRng, Streams};
 pub use tiebreak::{Script, Seeded, TieBreak, MAX_CANDIDATES};

@@ -509,6 +509,67 @@ fn refused(args: &[&str]) -> String {
     err
 }
 
+/// The budget is enforced while a run runs, not only estimated before: what the estimate does
+/// not count (here a two-hour think time at 230 tickets/s, estimated at 43 MB, which held
+/// 2.1 GB; a pool whose acquires retry, 100 s of CPU "estimated" at 5 s) stops the run with
+/// exit 2, one line naming what was held or done and the flag, and no output file left behind.
+#[test]
+fn runs_past_the_budget_while_running_are_stopped_with_nothing_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.jsonl");
+    let err = refused(&[
+        "run",
+        INCIDENT,
+        "--max-memory-mb",
+        "100",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--set",
+        "refunds_service.pool_size=300",
+        "--set",
+        "stripe.rate_limit_per_s=0",
+        "--set",
+        "humans.enabled=false",
+        "--set",
+        r#"agent.think_time={"kind":"constant","value":"2h"}"#,
+        "--set",
+        r#"arrivals.schedule=[{"duration":"1h","rate_per_s":230}]"#,
+    ]);
+    for needle in [
+        "error: scenario \"carrier-outage\", seed 157: stopped over the run budget at 00:",
+        " tasks in flight (about ",
+        " timers and the model's state (about ",
+        "past the budget of 100 MB (the estimate before the run was about ",
+        "raise it with --max-memory-mb MB if you mean it",
+    ] {
+        assert!(err.contains(needle), "{err:?} lacks {needle:?}");
+    }
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "nothing written"
+    );
+    let err = refused(&[
+        "run",
+        "scenarios/recipes/pool-acquire-retry.json",
+        "--max-events",
+        "2000000",
+        "--set",
+        "horizon=6m",
+        "--set",
+        "arrivals.tickets=[]",
+        "--set",
+        "refunds_service.pool_size=10",
+        "--set",
+        r#"arrivals.schedule=[{"duration":"6m","rate_per_s":200}]"#,
+    ]);
+    assert!(
+        err.contains("engine events, past the budget of 2,000,000 (the estimate before the run was about 1,440,000)"),
+        "{err}"
+    );
+    assert!(err.contains("raise it with --max-events N"), "{err}");
+}
+
 /// Memory is part of the run budget: a scenario whose estimated peak memory exceeds 2,048 MB is
 /// refused naming what drives it, and `--max-memory-mb` moves the limit (issue 13: 240,000
 /// tickets/s for a minute was admitted while estimating 56 GB, and passed 6 GB).
