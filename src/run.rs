@@ -306,6 +306,7 @@ pub fn run_recorded_with(
             .map(crate::replay::ReplayObserver::new),
         extra,
     }));
+    crate::scenario::budget::set_run_label(&how.command(seed));
     let (gauges, stats) = simulate_observed(engine, scenario, seed, rec.clone());
     let rec = std::mem::take(&mut *rec.borrow_mut());
     let metrics = rec.eval.finish(&gauges);

@@ -145,12 +145,15 @@ pub fn check_with_progress(
     progress.start(jobs.len() as u64);
     let reports: Vec<RunReport> = jobs
         .par_iter()
-        .map(|&(i, seed)| {
+        .enumerate()
+        .map(|(k, &(i, seed))| {
+            scenario::budget::set_run_order(k as u64);
             let report = run(&cases[i].scenario, seed, &cases[i].invocation()).report;
             progress.run_done();
             report
         })
         .collect();
+    scenario::budget::exit_if_stopped();
     let mut next = 0;
     let cases: Vec<CaseReport> = cases
         .iter()

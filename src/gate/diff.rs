@@ -216,12 +216,15 @@ pub fn diff_with_progress(
     progress.start(jobs.len() as u64);
     let mut reports: Vec<RunReport> = jobs
         .par_iter()
-        .map(|&(i, seed)| {
+        .enumerate()
+        .map(|(k, &(i, seed))| {
+            crate::scenario::budget::set_run_order(k as u64);
             let report = run(&sides[i].scenario, seed, &sides[i].how).report;
             progress.run_done();
             report
         })
         .collect();
+    crate::scenario::budget::exit_if_stopped();
     let mut scenarios = Vec::new();
     for (k, path) in files.iter().enumerate() {
         let rest = reports.split_off(sides[2 * k].seeds.len() + sides[2 * k + 1].seeds.len());

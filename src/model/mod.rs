@@ -113,12 +113,13 @@ pub fn simulate_observed(
             max_bytes,
             check_every: crate::scenario::budget::CHECK_EVERY_EVENTS,
             held: Box::new(move || held.upgrade().map_or(0, |w| w.held_bytes())),
+            abandon: Box::new(crate::scenario::budget::run_is_abandoned),
         });
     }
     let stats = sim.run();
     w.finish();
-    if let Some(e) = &stats.stopped {
-        crate::scenario::budget::stop_over_budget(scenario, seed, e);
+    if let Some(e) = stats.stopped.filter(|e| !e.abandoned) {
+        crate::scenario::budget::stop_over_budget(scenario, seed, &e);
     }
     let g = &w.pool_gauges;
     let gauges = ModelGauges {

@@ -72,11 +72,47 @@ pub fn limits_while_running() -> Option<(u64, u64)> {
 /// instructions; at this spacing memory can grow by a few MB between checks).
 pub const CHECK_EVERY_EVENTS: u64 = 16_384;
 
-/// Reports a run the budget stopped while running, as one line on stderr, removes the output
-/// files being written and exits 2 (bad input: the scenario asks for more than the budget).
-/// Names the scenario, the seed, the simulated time, what was held (tasks, timers, the model's
-/// state) or how many events ran, the estimate made before the run, and the flag to go past.
-pub fn stop_over_budget(s: &Scenario, seed: u64, e: &crate::sim::Exceeded) -> ! {
+thread_local! {
+    /// The place of the run this thread is running in its command's order (0 for a lone run).
+    static RUN_ORDER: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// The command that reproduces the run this thread is running (for the stop message).
+    static RUN_LABEL: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+/// The first stop in the command's order so far: (order, message).
+static FIRST_STOP: std::sync::Mutex<Option<(u64, String)>> = std::sync::Mutex::new(None);
+/// Runs placed after this one in the command's order are abandoned (their results are not used).
+static ABANDON_AFTER: AtomicU64 = AtomicU64::new(u64::MAX);
+
+/// Places the next run on this thread at `order` in its command's order (the run's index in
+/// `check`, `diff` and `sweep`), so that of several runs stopped over the budget the command
+/// reports the first in its order, the same one at any thread count.
+pub fn set_run_order(order: u64) {
+    RUN_ORDER.with(|o| o.set(order));
+}
+
+/// Names the run this thread is about to run: the command that reproduces it.
+pub(crate) fn set_run_label(label: &str) {
+    RUN_LABEL.with(|l| {
+        let mut l = l.borrow_mut();
+        l.clear();
+        l.push_str(label);
+    });
+}
+
+/// Whether the run on this thread is to be abandoned: a run earlier in the command's order has
+/// stopped over the budget, so this one's results will not be used.
+pub fn run_is_abandoned() -> bool {
+    RUN_ORDER.with(std::cell::Cell::get) > ABANDON_AFTER.load(Ordering::Relaxed)
+}
+
+/// Records a run the budget stopped while running. A lone run (outside a parallel command)
+/// reports it at once ([`exit_if_stopped`]); a run of `check`, `diff` or `sweep` returns, and
+/// the command reports the first stop in its order after its runs. The message, one line,
+/// names the scenario, the seed, the simulated time, what was held (tasks, timers, the model's
+/// state) or how many events ran, the estimate made before the run, the flag to go past, and
+/// the command that reproduces the run.
+pub fn stop_over_budget(s: &Scenario, seed: u64, e: &crate::sim::Exceeded) {
     let est = estimate(s);
     let mb = |b: u64| b as f64 / (1024.0 * 1024.0);
     let what = if e.events_limit {
@@ -102,12 +138,46 @@ pub fn stop_over_budget(s: &Scenario, seed: u64, e: &crate::sim::Exceeded) -> ! 
             megabytes(est.peak_mb),
         )
     };
-    eprintln!(
-        "error: scenario {:?}, seed {seed}: stopped over the run budget at {} (simulated): {what}",
+    let label = RUN_LABEL.with(|l| l.borrow().clone());
+    let again = if label.is_empty() {
+        String::new()
+    } else {
+        format!(" (run alone: {label})")
+    };
+    let message = format!(
+        "error: scenario {:?}, seed {seed}: stopped over the run budget at {} (simulated): \
+         {what}{again}",
         crate::scenario::error::shorten(&s.name),
         crate::history::clock_time(None, e.at),
     );
-    crate::output::remove_temporaries_and_exit(2)
+    let order = RUN_ORDER.with(std::cell::Cell::get);
+    {
+        let mut first = FIRST_STOP
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if first.as_ref().is_none_or(|(o, _)| order < *o) {
+            *first = Some((order, message));
+            ABANDON_AFTER.fetch_min(order, Ordering::Relaxed);
+        }
+    }
+    if rayon::current_thread_index().is_none() {
+        exit_if_stopped();
+    }
+}
+
+/// If a run was stopped over the budget ([`stop_over_budget`]), prints the first stop in the
+/// command's order as one line on stderr, removes the output files being written and exits 2
+/// (bad input: the scenario asks for more than the budget). Parallel commands call it after
+/// their runs and before writing anything.
+pub fn exit_if_stopped() {
+    let first = FIRST_STOP
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, message)) = first.as_ref() {
+        eprintln!("{message}");
+        // Exits with the lock held: no other thread prints a second line.
+        crate::output::remove_temporaries_and_exit(2)
+    }
 }
 
 /// Sets the budget later loads check against (the CLI's `--max-events`; process-wide, it
@@ -366,6 +436,20 @@ fn arrivals(s: &Scenario) -> Arrivals {
     out
 }
 
+/// The most recorded tickets opened within any window of `window` seconds.
+fn recorded_peak(tickets: &[super::config::TicketSpec], window: f64) -> f64 {
+    let mut t: Vec<f64> = tickets.iter().map(|k| k.opened_at.as_secs_f64()).collect();
+    t.sort_by(f64::total_cmp);
+    let (mut best, mut lo) = (0usize, 0usize);
+    for hi in 0..t.len() {
+        while t[hi] - t[lo] > window {
+            lo += 1;
+        }
+        best = best.max(hi - lo + 1);
+    }
+    best as f64
+}
+
 /// Estimates one run of `s`.
 pub fn estimate(s: &Scenario) -> Estimate {
     let horizon = s.horizon.as_secs_f64();
@@ -443,7 +527,14 @@ pub fn estimate(s: &Scenario) -> Estimate {
     if s.humans.enabled {
         open_for += s.humans.pickup_delay.median().as_secs_f64() * timeout_fraction;
     }
-    let steady = arr.peak_rate * open_for;
+    // Recorded tickets: the most opened within any `open_for` (all of them when they open at
+    // once), not their average rate over the horizon.
+    let (steady, steady_rate) = if a.tickets.is_empty() {
+        (arr.peak_rate * open_for, arr.peak_rate)
+    } else {
+        let n = recorded_peak(&a.tickets, open_for);
+        (n, n / open_for.max(1e-9))
+    };
     let open = (arr.backlog + steady).min(tickets);
     let backlog_requests = tries_per_ticket.max(1.0);
     let steady_requests = 1.0 + (tries_per_ticket - 1.0).max(0.0) * timeout_fraction;
@@ -516,7 +607,7 @@ pub fn estimate(s: &Scenario) -> Estimate {
             format!(
                 "{} open at once ({}, each open for about {}{})",
                 tickets_about(steady.min(tickets)),
-                tickets_per_s(arr.peak_rate),
+                tickets_per_s(steady_rate),
                 secs(open_for),
                 in_flight(steady_requests, false),
             ),

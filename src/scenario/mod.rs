@@ -14,6 +14,14 @@ mod locate;
 pub mod provider;
 pub mod replay;
 mod rules;
+
+pub(crate) use rules::short_numbers;
+
+/// `text` fit to echo in a message: numbers over 24 characters in scientific notation, then
+/// anything over 64 characters shortened to its first 48 and its length.
+pub(crate) fn echo(text: &str) -> String {
+    error::shorten(&rules::short_numbers(text)).into_owned()
+}
 mod serde_error;
 mod set;
 mod shape;

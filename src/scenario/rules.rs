@@ -35,12 +35,19 @@ pub(crate) fn short_numbers(message: &str) -> String {
             continue;
         }
         let start = i;
-        while i < bytes.len() && (bytes[i].is_ascii_digit() || bytes[i] == b'.') {
+        while i < bytes.len() && bytes[i].is_ascii_digit() {
             i += 1;
+        }
+        // One fraction: a `.` followed by a digit (`1..5` is two numbers and a range).
+        if i + 1 < bytes.len() && bytes[i] == b'.' && bytes[i + 1].is_ascii_digit() {
+            i += 1;
+            while i < bytes.len() && bytes[i].is_ascii_digit() {
+                i += 1;
+            }
         }
         let run = &message[start..i];
         if run.len() > LONG {
-            if let Ok(x) = run.trim_end_matches('.').parse::<f64>() {
+            if let Ok(x) = run.parse::<f64>() {
                 out.push_str(&message[copied..start]);
                 out.push_str(&scientific(x));
                 copied = i;
@@ -614,5 +621,7 @@ mod short_number_tests {
             "got 1e-27"
         );
         assert_eq!(short_numbers("no digits"), "no digits");
+        let range = format!("1..{}", "9".repeat(300));
+        assert_eq!(short_numbers(&range), "1..1e300");
     }
 }

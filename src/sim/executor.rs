@@ -360,6 +360,9 @@ pub struct Limits {
     pub check_every: u64,
     /// Bytes the model holds outside tasks and timers (open tickets, queues, provider state).
     pub held: Box<dyn Fn() -> u64>,
+    /// Asked at each check: `true` abandons the run (another run of the same command has
+    /// stopped first, so this one's results will not be used); [`Exceeded::abandoned`] says so.
+    pub abandon: Box<dyn Fn() -> bool>,
 }
 
 /// Why and where a run with [`Limits`] stopped early.
@@ -367,6 +370,8 @@ pub struct Limits {
 pub struct Exceeded {
     /// `true` for the event limit, `false` for the memory limit.
     pub events_limit: bool,
+    /// `true` if [`Limits::abandon`] stopped the run, not one of its own limits.
+    pub abandoned: bool,
     /// Virtual time at the check that stopped it.
     pub at: SimTime,
     /// Events processed by then.
@@ -857,11 +862,14 @@ impl Sim {
             .saturating_add(timers as u64 * TIMER_BYTES)
             .saturating_add(model_bytes);
         let events_limit = events > l.max_events;
-        if !events_limit && bytes <= l.max_bytes {
+        let over = events_limit || bytes > l.max_bytes;
+        let abandoned = !over && (l.abandon)();
+        if !over && !abandoned {
             return false;
         }
         self.inner.stopped.set(Some(Exceeded {
             events_limit,
+            abandoned,
             at: self.now(),
             events,
             bytes,
@@ -1407,6 +1415,7 @@ mod tests {
             max_bytes: u64::MAX,
             check_every: 100,
             held: Box::new(|| 0),
+            abandon: Box::new(|| false),
         });
         assert_eq!(
             roomy.run(),
@@ -1421,6 +1430,7 @@ mod tests {
             max_bytes: 1_000_000,
             check_every: 100,
             held: Box::new(|| 500_000),
+            abandon: Box::new(|| false),
         });
         let stats = held.run();
         let e = stats.stopped.expect("stopped on memory");
@@ -1446,6 +1456,7 @@ mod tests {
             max_bytes: u64::MAX,
             check_every: 100,
             held: Box::new(|| 0),
+            abandon: Box::new(|| false),
         });
         let e = busy.run().stopped.expect("stopped on events");
         assert!(e.events_limit);

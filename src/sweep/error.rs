@@ -15,7 +15,7 @@ pub enum SweepError {
     #[error(transparent)]
     Gate(#[from] GateError),
     /// A malformed argument: `--vary`, `--shard`, `--require`, `--minimize`.
-    #[error("{flag} {arg}: {message}")]
+    #[error("{flag} {}: {}", crate::scenario::echo(.arg), crate::scenario::short_numbers(.message))]
     Arg {
         /// The flag.
         flag: &'static str,

@@ -179,6 +179,7 @@ pub fn sweep_with_progress(
         .into_par_iter()
         .filter(owned)
         .map(|i| {
+            crate::scenario::budget::set_run_order(i as u64);
             (
                 i / seeds as usize,
                 inputs.seed_first + (i % seeds as usize) as u64,
@@ -199,6 +200,7 @@ pub fn sweep_with_progress(
             }
         })
         .collect();
+    crate::scenario::budget::exit_if_stopped();
     Ok(finish(inputs, opts.shard, runs))
 }
 

@@ -549,6 +549,41 @@ fn runs_past_the_budget_while_running_are_stopped_with_nothing_written() {
         0,
         "nothing written"
     );
+    // A parallel command reports the first stop in its order, the same at any thread count,
+    // with the command that reproduces that run.
+    let check = |threads: &str| {
+        let out = refundsim()
+            .env("RAYON_NUM_THREADS", threads)
+            .args([
+                "check",
+                INCIDENT,
+                "--seeds",
+                "1..4",
+                "--max-memory-mb",
+                "100",
+                "--set",
+                "refunds_service.pool_size=300",
+                "--set",
+                "humans.enabled=false",
+                "--set",
+                r#"agent.think_time={"kind":"constant","value":"2h"}"#,
+                "--set",
+                r#"arrivals.schedule=[{"duration":"1h","rate_per_s":230}]"#,
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(out.stdout.is_empty());
+        String::from_utf8(out.stderr).unwrap()
+    };
+    let one = check("1");
+    assert_eq!(one.lines().count(), 1, "{one}");
+    assert!(one.contains("seed 1: stopped over the run budget"), "{one}");
+    assert!(
+        one.contains("(run alone: refundsim run scenarios/carrier-outage.json --seed 1 --set"),
+        "{one}"
+    );
+    assert_eq!(check("3"), one);
     let err = refused(&[
         "run",
         "scenarios/recipes/pool-acquire-retry.json",
