@@ -10,8 +10,8 @@ pub enum GateError {
     /// A scenario or policy could not be loaded.
     #[error(transparent)]
     Scenario(#[from] ScenarioError),
-    /// A malformed `--seeds`.
-    #[error("{flag} {arg}: {message}")]
+    /// A malformed `--seeds` (long numbers echoed in scientific notation).
+    #[error("{flag} {}: {}", crate::scenario::echo(.arg), crate::scenario::short_numbers(.message))]
     Seeds {
         /// The flag (`--seeds`, `--candidate-seeds`).
         flag: &'static str,
@@ -21,7 +21,7 @@ pub enum GateError {
         message: String,
     },
     /// A malformed `--tolerance`.
-    #[error("--tolerance {arg}: {message}")]
+    #[error("--tolerance {}: {}", crate::scenario::echo(.arg), crate::scenario::short_numbers(.message))]
     Tolerance {
         /// The argument as given.
         arg: String,

@@ -139,10 +139,18 @@ pub fn stop_over_budget(s: &Scenario, seed: u64, e: &crate::sim::Exceeded) {
         )
     };
     let label = RUN_LABEL.with(|l| l.borrow().clone());
+    // The budget flags as given, so the command stops at the same place.
+    let mut flags = String::new();
+    if max_memory_mb() != DEFAULT_MAX_MEMORY_MB {
+        flags.push_str(&format!(" --max-memory-mb {}", max_memory_mb()));
+    }
+    if max_events() != DEFAULT_MAX_EVENTS {
+        flags.push_str(&format!(" --max-events {}", max_events()));
+    }
     let again = if label.is_empty() {
         String::new()
     } else {
-        format!(" (run alone: {label})")
+        format!(" (run alone: {label}{flags})")
     };
     let message = format!(
         "error: scenario {:?}, seed {seed}: stopped over the run budget at {} (simulated): \

@@ -46,7 +46,10 @@ pub(crate) fn short_numbers(message: &str) -> String {
             }
         }
         let run = &message[start..i];
-        if run.len() > LONG {
+        // A number already cut short (`999…`) is left as it is: read whole, it would be a
+        // different number.
+        let cut = message[i..].starts_with('…') || message[i..].starts_with("\"…");
+        if run.len() > LONG && !cut {
             if let Ok(x) = run.parse::<f64>() {
                 out.push_str(&message[copied..start]);
                 out.push_str(&scientific(x));
@@ -623,5 +626,9 @@ mod short_number_tests {
         assert_eq!(short_numbers("no digits"), "no digits");
         let range = format!("1..{}", "9".repeat(300));
         assert_eq!(short_numbers(&range), "1..1e300");
+        let cut = format!("string \"{}\"… (301 characters)", "9".repeat(48));
+        assert_eq!(short_numbers(&cut), cut);
+        let bare = format!("{}… (301 characters)", "9".repeat(48));
+        assert_eq!(short_numbers(&bare), bare);
     }
 }

@@ -158,6 +158,10 @@ fn decimal_range(a: f64, b: f64, step: f64, places: usize) -> Result<Vec<String>
     // Count steps with a tolerance of half a unit in the last printed place, so 0.1..0.5:0.1
     // ends at 0.5 although 0.1 + 4 × 0.1 is not exactly 0.5 in binary.
     let n = ((b - a) / step + 1e-9).floor();
+    // Compared as a float first: a count past u128 (a step of 1e-300) must not wrap around.
+    if n.is_nan() || n >= MAX_AXIS_VALUES as f64 {
+        check_len(u128::MAX)?;
+    }
     check_len(n as u128 + 1)?;
     Ok((0..=n as u64)
         .map(|i| format!("{:.*}", places, a + i as f64 * step))
@@ -175,7 +179,7 @@ fn duration_range(a: Duration, b: Duration, step: Duration) -> Result<Vec<String
             humantime::format_duration(b)
         ));
     }
-    check_len((b - a).as_nanos() / step.as_nanos() + 1)?;
+    check_len(((b - a).as_nanos() / step.as_nanos()).saturating_add(1))?;
     let mut out = Vec::new();
     let mut v = a;
     while v <= b {
@@ -226,6 +230,15 @@ mod tests {
         assert!(msg("a=1,2,1").contains("value 1 given twice"));
         assert!(msg("a=1..2:0").contains("positive integer step"));
         assert!(msg("a=0..100000").contains("at most 1000 values"));
+        // Counts past u128 do not wrap into a panic (a step of 1e-300, a range of 1e300).
+        for arg in [
+            "a=0.0..1.0:1e-300",
+            "a=0.0..1e300:1",
+            "a=0.0..1.0:5e-324",
+            "a=0.0..1e300:1e-300",
+        ] {
+            assert!(msg(arg).contains("at most 1000 values"), "{arg}");
+        }
         assert!(msg(".a=1").contains("dot-separated field path"));
     }
 }

@@ -583,6 +583,10 @@ fn runs_past_the_budget_while_running_are_stopped_with_nothing_written() {
         one.contains("(run alone: refundsim run scenarios/carrier-outage.json --seed 1 --set"),
         "{one}"
     );
+    assert!(
+        one.trim_end().ends_with(" --max-memory-mb 100)"),
+        "the command to run it alone keeps the budget: {one}"
+    );
     assert_eq!(check("3"), one);
     let err = refused(&[
         "run",
