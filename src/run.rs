@@ -254,6 +254,14 @@ impl Observer for Recorder {
             None => {}
         }
     }
+    /// The Perfetto exporter's open tickets, the kept events (about 256 bytes each) and the
+    /// caller's consumer.
+    fn held_bytes(&self) -> u64 {
+        let perfetto = self.sinks.perfetto.as_ref().map_or(0, |p| p.held_bytes());
+        let kept = self.kept.events.len() as u64 * 256;
+        let extra = self.extra.as_ref().map_or(0, |x| x.borrow().held_bytes());
+        perfetto + kept + extra
+    }
     fn ticket_closed(&mut self, id: u64) {
         self.eval.ticket_closed(id);
         self.shapes.ticket_closed(id);

@@ -16,6 +16,12 @@ pub trait Observer {
     /// Ticket `id` is closed: no task works on it any more, so no later event names it.
     /// Observers drop what they kept about it. Called at most once per ticket.
     fn ticket_closed(&mut self, _id: u64) {}
+    /// Bytes this observer holds now that grow with the run (what it keeps per open ticket,
+    /// kept events), for the run budget enforced while running
+    /// ([`crate::scenario::budget::enforce_while_running`]); 0 by default.
+    fn held_bytes(&self) -> u64 {
+        0
+    }
 }
 
 /// Which events a run keeps in memory (in [`super::History`]) besides its online metrics.

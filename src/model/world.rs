@@ -409,7 +409,9 @@ impl World {
     /// Bytes the model holds outside the engine's tasks and timers, as the run budget counts
     /// them while running ([`crate::sim::Limits::held`]): per open ticket
     /// [`HELD_BYTES_PER_OPEN_TICKET`], per ledger row, per Stripe charge and key entry, per
-    /// request in the pool's line and per ticket awaiting reconciliation (constants below).
+    /// request in the pool's line and per ticket awaiting reconciliation (constants below), and
+    /// what the run's observer holds ([`crate::history::Observer::held_bytes`]: `--perfetto`'s
+    /// open tickets, kept events).
     pub fn held_bytes(&self) -> u64 {
         let n = |x: usize| x as u64;
         n(self.leases.borrow().len()) * HELD_BYTES_PER_OPEN_TICKET
@@ -420,6 +422,7 @@ impl World {
             }
             + n(self.pool.waiting()) * HELD_BYTES_PER_POOL_WAITER
             + n(self.awaiting_reconciliation.borrow().len()) * 8
+            + self.observer.try_borrow().map_or(0, |o| o.held_bytes())
     }
 
     /// Called by the reconciliation job after each run: drops the Stripe objects of tickets

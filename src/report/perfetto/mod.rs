@@ -42,6 +42,10 @@ const RECONCILIATION_PID: u32 = 3;
 /// thread).
 const FIRST_TID: u32 = 10;
 
+/// What the exporter keeps per open ticket until it closes (its tool calls, requests, marks),
+/// bytes, as the run budget counts it while running.
+pub const PERFETTO_BYTES_PER_OPEN_TICKET: u64 = 6144;
+
 /// Streams a run's events as Chrome Trace Event JSON to a writer. The first I/O error stops
 /// the writing and is kept for [`PerfettoStream::finish`].
 pub struct PerfettoStream<W: Write> {
@@ -123,6 +127,11 @@ impl<W: Write> PerfettoStream<W> {
                 .record(e, connection);
         }
         self.write_lines(lines);
+    }
+
+    /// Bytes kept for the tickets still open: [`PERFETTO_BYTES_PER_OPEN_TICKET`] each.
+    pub fn held_bytes(&self) -> u64 {
+        self.tickets.len() as u64 * PERFETTO_BYTES_PER_OPEN_TICKET
     }
 
     /// Ticket `id` is closed: its tracks are laid out and written, and forgotten.

@@ -321,3 +321,14 @@ fn a_reconciliation_alert_goes_on_its_own_track() {
         r#""ts":3600000000.000,"name":"alert: 2 duplicated tickets","cat":"reconciliation","s":"t","args":{"tickets":"7 9"}}"#
     ));
 }
+
+/// The exporter's open tickets count in the run budget while running, and leave it on close.
+#[test]
+fn open_tickets_are_counted_until_they_close() {
+    let mut p = PerfettoStream::new(Vec::new(), "t", 1);
+    assert_eq!(p.held_bytes(), 0);
+    p.event(&ev(0, Some(1), Some(1), EventKind::PoolRelease));
+    assert_eq!(p.held_bytes(), super::PERFETTO_BYTES_PER_OPEN_TICKET);
+    p.ticket_closed(7);
+    assert_eq!(p.held_bytes(), 0);
+}
