@@ -477,7 +477,7 @@ fn run() -> anyhow::Result<ExitCode> {
         // Usage errors as clap words them, with a number of more than 24 digits (a pasted
         // `--max-events 999…`) in scientific notation instead of printed back whole.
         Err(e) => {
-            let text = refundsim::scenario::short_numbers_in(&e.render().to_string());
+            let text = refundsim::scenario::short_numbers(&e.render().to_string());
             eprint!("{text}");
             return Ok(ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2)));
         }

@@ -15,13 +15,7 @@ pub mod provider;
 pub mod replay;
 mod rules;
 
-pub(crate) use rules::short_numbers;
-
-/// `text` with every number of more than 24 characters in scientific notation (`1e300`), for
-/// messages that echo what a user typed (the CLI's usage errors).
-pub fn short_numbers_in(text: &str) -> String {
-    rules::short_numbers(text)
-}
+pub use rules::short_numbers;
 
 /// `text` fit to echo in a message: numbers over 24 characters in scientific notation, then
 /// anything over 64 characters shortened to its first 48 and its length.

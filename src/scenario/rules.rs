@@ -23,7 +23,7 @@ pub(super) fn fail(path: impl Into<String>, message: impl Into<String>) -> Check
 /// `message` with each run of digits (with an optional `.` and fraction) longer than 24
 /// characters replaced by the number in scientific notation with at most 6 significant
 /// digits (`1e300`, `1.23457e40`).
-pub(crate) fn short_numbers(message: &str) -> String {
+pub fn short_numbers(message: &str) -> String {
     const LONG: usize = 24;
     let bytes = message.as_bytes();
     let mut out = String::with_capacity(message.len());
