@@ -421,7 +421,8 @@ impl World {
                 n(s.charges_held()) * HELD_BYTES_PER_CHARGE + n(s.keys_held()) * HELD_BYTES_PER_KEY
             }
             + n(self.pool.waiting()) * HELD_BYTES_PER_POOL_WAITER
-            + n(self.awaiting_reconciliation.borrow().len()) * 8
+            + n(self.awaiting_reconciliation.borrow().len())
+                * HELD_BYTES_PER_AWAITING_RECONCILIATION
             + self.observer.try_borrow().map_or(0, |o| o.held_bytes())
     }
 
@@ -513,6 +514,8 @@ pub const HELD_BYTES_PER_KEY: u64 = 768;
 /// Held per request waiting in the pool's line (its entry and, for background load, its
 /// record), bytes.
 pub const HELD_BYTES_PER_POOL_WAITER: u64 = 128;
+/// Held per ticket awaiting the next reconciliation pass (its id in a list), bytes.
+pub const HELD_BYTES_PER_AWAITING_RECONCILIATION: u64 = std::mem::size_of::<u64>() as u64;
 
 /// Keeps a ticket open while held; see [`World`]'s eviction rules. Taken by [`World::lease`].
 pub struct TicketLease {

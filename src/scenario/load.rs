@@ -17,7 +17,7 @@ use super::config::Scenario;
 use super::error::{Location, ScenarioError, POLICY_EXPECTED, SCENARIO_EXPECTED};
 use super::gate_expect::{changed_world_expect, changes_world, ExpectSource};
 use super::locate::{json_pointer, locate, offset_to_line_col};
-use super::serde_error::{data_error, is_syntax, kind, line_col, parse_value, segments, syntax};
+use super::serde_error::{data_error, kind, parse_value, segments, syntax};
 use super::set::apply_set;
 use super::shape::check_shape;
 use super::validate::validate;
@@ -187,36 +187,25 @@ fn parse(text: &str, origin: &str) -> Result<(Scenario, Value), ScenarioError> {
             applied: Vec::new(),
         });
     }
-    let mut de = serde_json::Deserializer::from_str(text);
-    let scenario: Scenario = serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let inner = e.inner();
-        let at = Location::new(origin, line_col(inner));
-        if is_syntax(inner) {
-            // The text parsed as JSON above, so this is serde_json's "expected value" for a
-            // value of the wrong type where an enum goes (`"idempotency_key": 0`): the same
-            // deserialization from the parsed JSON words it as a type error, with its path.
-            return match serde_path_to_error::deserialize::<_, Scenario>(&value) {
-                Err(e2) => {
-                    let (path, message) = data_error(segments(e2.path()), e2.inner());
-                    ScenarioError::Invalid {
-                        at,
-                        path,
-                        message,
-                        applied: Vec::new(),
-                    }
-                }
-                Ok(_) => syntax(origin, inner, ""),
-            };
-        }
-        let (path, message) = data_error(segments(e.path()), inner);
+    // Typed from the parsed JSON rather than from the text a second time: one deserializer for
+    // every scenario, patched or not (each one instantiates the whole scenario's `Deserialize`
+    // under `serde_path_to_error`, a large share of this crate's build), and one parse per run.
+    // The line and column are those of the field at fault, else of the nearest enclosing field
+    // the text spells out.
+    let scenario: Scenario = serde_path_to_error::deserialize(&value).map_err(|e| {
+        let segs = segments(e.path());
+        let line_col = (0..=segs.len())
+            .rev()
+            .find_map(|n| locate(text, &segs[..n]))
+            .map(|off| offset_to_line_col(text, off));
+        let (path, message) = data_error(segs, e.inner());
         ScenarioError::Invalid {
-            at,
+            at: Location::new(origin, line_col),
             path,
             message,
             applied: Vec::new(),
         }
     })?;
-    de.end().map_err(|e| syntax(origin, &e, ""))?;
     Ok((scenario, value))
 }
 

@@ -7,14 +7,7 @@ use super::error::{Location, ScenarioError};
 
 const DURATION_EXPECTED: &str = r#"a duration like "8s", "400ms" or "53m""#;
 
-pub(super) fn is_syntax(e: &serde_json::Error) -> bool {
-    matches!(
-        e.classify(),
-        serde_json::error::Category::Syntax | serde_json::error::Category::Eof
-    )
-}
-
-pub(super) fn line_col(e: &serde_json::Error) -> Option<(usize, usize)> {
+fn line_col(e: &serde_json::Error) -> Option<(usize, usize)> {
     (e.line() > 0).then(|| (e.line(), e.column().max(1)))
 }
 

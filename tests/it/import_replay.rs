@@ -521,7 +521,7 @@ fn the_html_report_of_an_imported_scenario_compares_it_with_the_recording() {
 }
 
 /// A replay section keyed by something that is not a ticket number names the map and says a
-/// key, not `?`.
+/// key, not `?`; the line and column are the map's (the key that failed has no path of its own).
 #[test]
 fn a_ticket_key_that_is_not_a_number_is_named_as_a_key() {
     let dir = tempfile::tempdir().unwrap();
@@ -536,7 +536,7 @@ fn a_ticket_key_that_is_not_a_number_is_named_as_a_key() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains(
-            "s.json:1:34: replay.tickets.<key>: invalid value: expected key to be a number"
+            "s.json:1:33: replay.tickets.<key>: invalid value: expected key to be a number"
         ),
         "{err}"
     );
