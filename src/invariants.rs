@@ -9,6 +9,7 @@ use crate::history::{
     Caller, Decision, Event, EventKind, History, HumanAction, Outcome, ProviderOutcome,
     TicketStatus,
 };
+use crate::id_map::{self, IdMap};
 use crate::model::ModelGauges;
 use crate::scenario::Bound;
 use crate::sim::SimTime;
@@ -425,9 +426,9 @@ pub struct Evaluator {
     rules: EvalRules,
     m: Metrics,
     inv: Invariants,
-    /// Boxed: the facts are a few hundred bytes, which a tree node's inserts and removals would
-    /// shift around (a third of the evaluator's cost before).
-    tickets: BTreeMap<u64, Box<TicketFacts>>,
+    /// Boxed: the facts are a few hundred bytes, which a table's growth would move around. A
+    /// hash map: looked up at every event; folded in ascending id at the end.
+    tickets: IdMap<Box<TicketFacts>>,
     /// Service calls that name no ticket: (requests, responses).
     orphan_calls: BTreeMap<u64, (u32, u32)>,
     /// Service calls without exactly one request and one response, among folded tickets.
@@ -482,7 +483,7 @@ impl Evaluator {
 
     /// Folds the tickets still open (ascending id) and the structural checks; the metrics.
     pub fn finish(mut self, gauges: &ModelGauges) -> Metrics {
-        for (id, f) in std::mem::take(&mut self.tickets) {
+        for (id, f) in id_map::into_sorted(std::mem::take(&mut self.tickets)) {
             self.fold(id, *f);
         }
         let Evaluator {

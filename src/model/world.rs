@@ -1,8 +1,6 @@
 //! The wired-up model: shared state every component task receives explicitly.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;
 
 use super::layers::LayerLoad;
@@ -20,6 +18,7 @@ use super::ledger::Ledger;
 use super::pool::Pool;
 use super::stripe::FakeStripe;
 use crate::history::{Event, EventKind, Observer};
+use crate::id_map::IdMap;
 use crate::scenario::Scenario;
 use crate::sim::{Sim, SimTime, StreamRng, Streams};
 
@@ -161,7 +160,7 @@ pub struct World {
     observer: Rc<RefCell<dyn Observer>>,
     /// Leases held per open ticket. A hash map: looked up at every spawn and every task's end,
     /// never iterated (so its order reaches no output).
-    leases: RefCell<HashMap<u64, u32, BuildHasherDefault<IdHash>>>,
+    leases: RefCell<IdMap<u32>>,
     /// Closed tickets whose Stripe objects wait for the next reconciliation run.
     awaiting_reconciliation: RefCell<Vec<u64>>,
     /// Set once the run is over: late lease drops then change nothing.
@@ -518,29 +517,6 @@ pub const HELD_BYTES_PER_POOL_WAITER: u64 = 128;
 pub struct TicketLease {
     w: Rc<World>,
     id: u64,
-}
-
-/// The hasher of [`World`]'s leases: ticket ids are integers, so one multiplication by an odd
-/// constant spreads them (consecutive ids land in distinct buckets); std's default SipHash, with
-/// its random keys, cost more than the lookup. Deterministic.
-#[derive(Default)]
-struct IdHash(u64);
-
-impl Hasher for IdHash {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-
-    #[inline]
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(29) ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
 }
 
 impl Drop for TicketLease {
