@@ -24,8 +24,9 @@ use crate::sim::SimTime;
 /// Parameters of `POST /v1/refunds` that Stripe compares when a key is reused.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct RefundParams {
-    /// The charge refunded, `ch_…`.
-    pub charge: String,
+    /// The charge refunded, `ch_…`. Shared (`Rc<str>`): a request's parameters are cloned
+    /// for every try, key entry and refund.
+    pub charge: Rc<str>,
     /// Amount in cents.
     pub amount_cents: u64,
     /// `requested_by_customer` etc.
@@ -411,7 +412,7 @@ impl FakeStripe {
             if self
                 .keys
                 .get(&key)
-                .is_some_and(|e| e.params.charge == charge)
+                .is_some_and(|e| &*e.params.charge == charge)
             {
                 self.keys.remove(&key);
             }
@@ -497,7 +498,7 @@ impl FakeStripe {
         if self.lock_concurrent
             && self
                 .charges
-                .get(&req.params.charge)
+                .get(&*req.params.charge)
                 .is_some_and(|c| c.executing > 0)
         {
             return Begin::Respond(self.lock_timeout());
@@ -514,7 +515,7 @@ impl FakeStripe {
             };
             self.keys.insert(key.clone(), entry);
         }
-        if let Some(c) = self.charges.get_mut(&req.params.charge) {
+        if let Some(c) = self.charges.get_mut(&*req.params.charge) {
             if let Some(key) = &dedup_key {
                 c.keys.push(key.clone());
             }
@@ -560,7 +561,7 @@ impl FakeStripe {
             "FakeStripe::commit: execution {} is not in flight (never begun or already committed)",
             token.exec
         );
-        if let Some(c) = self.charges.get_mut(&token.request.params.charge) {
+        if let Some(c) = self.charges.get_mut(&*token.request.params.charge) {
             c.executing = c.executing.saturating_sub(1);
         }
         let req = token.request;
@@ -706,7 +707,7 @@ impl FakeStripe {
                 "Invalid positive integer: amount must be at least 1.".to_owned(),
             ));
         }
-        if !self.charges.contains_key(&p.charge) {
+        if !self.charges.contains_key(&*p.charge) {
             return Some(Self::no_such_charge(&p.charge));
         }
         None
@@ -799,7 +800,7 @@ impl FakeStripe {
         self.refunds_created += 1;
         let refund = Refund {
             id: super::ids::refund(self.refunds_created),
-            charge: p.charge.as_str().into(),
+            charge: p.charge.clone(),
             amount_cents: p.amount_cents,
             status,
             created: now,
@@ -866,7 +867,7 @@ mod tests {
         StripeRequest {
             idempotency_key: key.map(str::to_owned),
             params: RefundParams {
-                charge: "ch_1".to_owned(),
+                charge: "ch_1".into(),
                 amount_cents,
                 reason: "requested_by_customer",
                 ticket: 7,
@@ -1211,7 +1212,7 @@ mod tests {
         s.add_charge("ch_2", 10_000);
         let t1 = must_execute(&mut s, ms(0), req(Some("k1"), 2_500, 1));
         let mut other = req(Some("k2"), 100, 2);
-        other.params.charge = "ch_2".to_owned();
+        other.params.charge = "ch_2".into();
         let t2 = must_execute(&mut s, ms(1), other);
         assert!(!s.evict_charge("ch_1"), "ch_1 has an execution in flight");
         assert!(!s.evict_charge("ch_2"), "ch_2 has an execution in flight");
@@ -1290,7 +1291,7 @@ mod tests {
     fn unknown_charge_is_resource_missing() {
         let mut s = account();
         let mut r = req(Some("k1"), 100, 1);
-        r.params.charge = "ch_nope".to_owned();
+        r.params.charge = "ch_nope".into();
         let resp = must_respond(&mut s, ms(0), r);
         assert_eq!(resp.status, 400);
         assert_eq!(

@@ -158,9 +158,9 @@ pub struct World {
     pub streams: Streams,
     /// Where events go (metrics, trace, story filter).
     observer: Rc<RefCell<dyn Observer>>,
-    /// Leases held per open ticket. A hash map: looked up at every spawn and every task's end,
-    /// never iterated (so its order reaches no output).
-    leases: RefCell<IdMap<u32>>,
+    /// Leases held per open ticket (and its charge id). A hash map: looked up at every spawn
+    /// and every task's end, never iterated (so its order reaches no output).
+    leases: RefCell<IdMap<Open>>,
     /// Closed tickets whose Stripe objects wait for the next reconciliation run.
     awaiting_reconciliation: RefCell<Vec<u64>>,
     /// Set once the run is over: late lease drops then change nothing.
@@ -286,7 +286,7 @@ impl World {
 
     /// A lease on ticket `id`: the ticket stays open while one is held (see the type's docs).
     pub fn lease(self: &Rc<Self>, id: u64) -> TicketLease {
-        *self.leases.borrow_mut().entry(id).or_default() += 1;
+        self.leases.borrow_mut().entry(id).or_default().leases += 1;
         TicketLease {
             w: self.clone(),
             id,
@@ -359,32 +359,46 @@ impl World {
         let closed = {
             let mut leases = self.leases.borrow_mut();
             match leases.get_mut(&id) {
-                Some(n) if *n > 1 => {
-                    *n -= 1;
-                    false
+                Some(open) if open.leases > 1 => {
+                    open.leases -= 1;
+                    None
                 }
-                Some(_) => {
-                    leases.remove(&id);
-                    true
-                }
-                None => false,
+                Some(_) => leases.remove(&id),
+                None => None,
             }
         };
-        if closed {
-            self.close(id);
+        if let Some(open) = closed {
+            self.close(id, open.charge);
         }
     }
 
-    /// Closes ticket `id`: the observer folds it in, the ledger row goes, and its Stripe
-    /// objects go now or after the next reconciliation run.
-    fn close(&self, id: u64) {
+    /// The Stripe charge id of ticket `ticket` ([`World::charge_id`]), made once per open
+    /// ticket and shared by every request on it (a ticket without a lease gets a new one).
+    pub fn charge_of(&self, ticket: u64) -> Rc<str> {
+        match self.leases.borrow_mut().get_mut(&ticket) {
+            Some(open) => open
+                .charge
+                .get_or_insert_with(|| Self::charge_id(ticket))
+                .clone(),
+            None => Self::charge_id(ticket),
+        }
+    }
+
+    /// Closes ticket `id` (whose charge id is `charge` if it was made): the observer folds it
+    /// in, the ledger row goes, and its Stripe objects go now or after the next reconciliation
+    /// run.
+    fn close(&self, id: u64, charge: Option<Rc<str>>) {
         self.observer.borrow_mut().ticket_closed(id);
         if !self.ledger.borrow_mut().evict(id) {
             self.premature.set(self.premature.get() + 1);
         }
         if self.reconciliation_runs_after(self.now()) {
             self.awaiting_reconciliation.borrow_mut().push(id);
-        } else if !self.stripe.borrow_mut().evict_charge(&Self::charge_id(id)) {
+        } else if !self
+            .stripe
+            .borrow_mut()
+            .evict_charge(&charge.unwrap_or_else(|| Self::charge_id(id)))
+        {
             self.premature.set(self.premature.get() + 1);
         }
     }
@@ -495,7 +509,7 @@ impl World {
     }
 
     /// The Stripe charge id of a ticket.
-    pub fn charge_id(ticket: u64) -> String {
+    pub fn charge_id(ticket: u64) -> Rc<str> {
         super::ids::charge(ticket)
     }
 }
@@ -512,6 +526,15 @@ pub const HELD_BYTES_PER_KEY: u64 = 768;
 /// Held per request waiting in the pool's line (its entry and, for background load, its
 /// record), bytes.
 pub const HELD_BYTES_PER_POOL_WAITER: u64 = 128;
+
+/// What the world keeps per open ticket.
+#[derive(Default)]
+struct Open {
+    /// Leases held.
+    leases: u32,
+    /// Its charge id, once [`World::charge_of`] made it.
+    charge: Option<Rc<str>>,
+}
 
 /// Keeps a ticket open while held; see [`World`]'s eviction rules. Taken by [`World::lease`].
 pub struct TicketLease {
