@@ -268,7 +268,7 @@ struct TicketFacts {
     /// for the [`Evaluator`]'s `phases[k - 1]`.
     phase: u32,
     /// Money-moving refunds: (amount, created).
-    refunds: Vec<(u64, SimTime)>,
+    refunds: Few<(u64, SimTime)>,
     refunded_attempts: VecMap<u32, ()>,
     tool_calls: VecMap<u32, u32>,
     tool_results: VecMap<u32, u32>,
@@ -282,7 +282,7 @@ struct TicketFacts {
     /// (when, event ordinal) of every probe answer `none`.
     none_probes: Vec<(SimTime, u64)>,
     /// Service calls whose Stripe requests created a money-moving refund.
-    refunding_calls: Vec<u64>,
+    refunding_calls: Few<u64>,
     /// The last tool result of each attempt (two deliveries of a ticket's event run two agent
     /// turns at once, so the ticket's last result may be the other turn's).
     last_results: VecMap<u32, Option<Outcome>>,
@@ -388,6 +388,52 @@ impl<K: PartialEq + Copy, V: Default> VecMap<K, V> {
     }
     fn values(&self) -> impl Iterator<Item = &V> {
         self.iter().map(|(_, v)| v)
+    }
+}
+
+/// A list of the few items a ticket has (its refunds, the calls that made them), in insertion
+/// order: the first item inline, the others in a vector, so a ticket with one refund allocates
+/// nothing for it (a vector's first push allocated twice per ticket).
+#[derive(Debug)]
+struct Few<T> {
+    first: Option<T>,
+    rest: Vec<T>,
+}
+
+impl<T> Default for Few<T> {
+    fn default() -> Self {
+        Few {
+            first: None,
+            rest: Vec::new(),
+        }
+    }
+}
+
+impl<T> Few<T> {
+    fn push(&mut self, item: T) {
+        if self.first.is_none() {
+            self.first = Some(item);
+        } else {
+            self.rest.push(item);
+        }
+    }
+    fn len(&self) -> usize {
+        usize::from(self.first.is_some()) + self.rest.len()
+    }
+    fn iter(&self) -> impl Iterator<Item = &T> {
+        self.first.iter().chain(&self.rest)
+    }
+    /// Removes the first item that matches, keeping the others' order.
+    fn remove_first(&mut self, matches: impl Fn(&T) -> bool) {
+        if self.first.as_ref().is_some_and(&matches) {
+            self.first = if self.rest.is_empty() {
+                None
+            } else {
+                Some(self.rest.remove(0))
+            };
+        } else if let Some(i) = self.rest.iter().position(matches) {
+            self.rest.remove(i);
+        }
     }
 }
 
@@ -590,9 +636,9 @@ impl Evaluator {
             .count() as u64;
         // A probe's `none` is untruthful when a request sent before it created a refund.
         for &(at, seq) in &f.none_probes {
-            let contradicted = f.refunding_calls.iter().any(|c| {
+            let contradicted = f.refunding_calls.iter().any(|&c| {
                 f.calls
-                    .get(c)
+                    .get(&c)
                     .is_some_and(|call| call.requests > 0 && call.sent < at)
             });
             if contradicted {
@@ -757,13 +803,8 @@ impl Evaluator {
                 // longer counts for its ticket (which may now have none: a lost refund).
                 if let Some(f) = facts {
                     let created = SimTime::from_nanos(*created_ns);
-                    if let Some(i) = f
-                        .refunds
-                        .iter()
-                        .position(|&(a, c)| a == *amount_cents && c == created)
-                    {
-                        f.refunds.remove(i);
-                    }
+                    f.refunds
+                        .remove_first(|&(a, c)| a == *amount_cents && c == created);
                 }
                 m.refunds_failed_after_200 += 1;
             }
