@@ -523,14 +523,14 @@ impl Evaluator {
     /// Ticket `id` is closed: fold its facts into the totals and drop them.
     pub fn ticket_closed(&mut self, id: u64) {
         if let Some(f) = self.tickets.remove(&id) {
-            self.fold(id, *f);
+            self.fold(id, &f);
         }
     }
 
     /// Folds the tickets still open (ascending id) and the structural checks; the metrics.
     pub fn finish(mut self, gauges: &ModelGauges) -> Metrics {
         for (id, f) in id_map::into_sorted(std::mem::take(&mut self.tickets)) {
-            self.fold(id, *f);
+            self.fold(id, &f);
         }
         let Evaluator {
             mut m,
@@ -591,7 +591,7 @@ impl Evaluator {
     /// One ticket's verdicts: duplicates, over-refund, lost refund, its conservation (each
     /// attempt one call and one result, an ending, each service call answered once) and its
     /// false failures.
-    fn fold(&mut self, id: u64, f: TicketFacts) {
+    fn fold(&mut self, id: u64, f: &TicketFacts) {
         let (m, inv) = (&mut self.m, &mut self.inv);
         let n = f.refunds.len() as u64;
         if n > 1 {
@@ -649,7 +649,7 @@ impl Evaluator {
         if !f.opened {
             self.after_close += 1;
         }
-        for (attempt, seq) in f.fails {
+        for &(attempt, seq) in &f.fails {
             if f.refunded_attempts.contains(&attempt) {
                 m.false_failures += 1;
                 inv.hit("truthful_tool_results", id, seq);
