@@ -13,11 +13,12 @@
 //! 5. **Execution**: the key (if any) is recorded as executing and an [`ExecToken`] is handed out;
 //!    [`FakeStripe::commit`] applies the refund rules and saves the result under the key.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::VecDeque;
 use std::rc::Rc;
 
 use serde::Serialize;
 
+use crate::id_map::{IdSet, StrMap};
 use crate::scenario::{Provider, ProviderKind};
 use crate::sim::SimTime;
 
@@ -266,8 +267,9 @@ struct ChargeState {
 /// entries that name it) once nothing can touch it ([`FakeStripe::evict_charge`]).
 #[derive(Debug)]
 pub struct FakeStripe {
-    /// Charge id → its state.
-    charges: BTreeMap<String, ChargeState>,
+    /// Charge id → its state. A hash map: iterated only by [`FakeStripe::refunds`], which
+    /// sorts what it collects.
+    charges: StrMap<ChargeState>,
     /// How long a key is kept; a request whose key entry is at least this old runs fresh.
     retention: SimTime,
     /// Requests per second before 429 `rate_limit`; 0 means unlimited.
@@ -276,10 +278,10 @@ pub struct FakeStripe {
     /// expired ones are at the front and leave in amortised O(1): a storm of 429s at one
     /// instant must not cost a scan per request).
     window: VecDeque<SimTime>,
-    /// Idempotency key → entry.
-    keys: BTreeMap<String, KeyEntry>,
-    /// Executions handed out by `begin` and not yet committed.
-    in_flight: BTreeSet<u64>,
+    /// Idempotency key → entry (never iterated).
+    keys: StrMap<KeyEntry>,
+    /// Executions handed out by `begin` and not yet committed (never iterated).
+    in_flight: IdSet,
     /// Executions started so far (the next [`ExecToken::exec`] is this plus one).
     execs: u64,
     /// Refunds created so far; the number in a refund's id is its ordinal (1, 2, …).
@@ -307,12 +309,12 @@ impl FakeStripe {
     /// limits live mode to 100 and sandbox to 25 requests per second.
     pub fn new(retention: SimTime, rate_limit_per_s: u32) -> Self {
         FakeStripe {
-            charges: BTreeMap::new(),
+            charges: StrMap::default(),
             retention,
             rate_limit_per_s,
             window: VecDeque::new(),
-            keys: BTreeMap::new(),
-            in_flight: BTreeSet::new(),
+            keys: StrMap::default(),
+            in_flight: IdSet::default(),
             execs: 0,
             refunds_created: 0,
             last_created: None,
