@@ -9,6 +9,7 @@ use crate::history::{
     Caller, Decision, Event, EventKind, History, HumanAction, Outcome, ProviderOutcome,
     TicketStatus,
 };
+use crate::id_map::{self, IdMap};
 use crate::model::ModelGauges;
 use crate::scenario::Bound;
 use crate::sim::SimTime;
@@ -267,7 +268,7 @@ struct TicketFacts {
     /// for the [`Evaluator`]'s `phases[k - 1]`.
     phase: u32,
     /// Money-moving refunds: (amount, created).
-    refunds: Vec<(u64, SimTime)>,
+    refunds: Few<(u64, SimTime)>,
     refunded_attempts: VecMap<u32, ()>,
     tool_calls: VecMap<u32, u32>,
     tool_results: VecMap<u32, u32>,
@@ -281,7 +282,7 @@ struct TicketFacts {
     /// (when, event ordinal) of every probe answer `none`.
     none_probes: Vec<(SimTime, u64)>,
     /// Service calls whose Stripe requests created a money-moving refund.
-    refunding_calls: Vec<u64>,
+    refunding_calls: Few<u64>,
     /// The last tool result of each attempt (two deliveries of a ticket's event run two agent
     /// turns at once, so the ticket's last result may be the other turn's).
     last_results: VecMap<u32, Option<Outcome>>,
@@ -390,6 +391,52 @@ impl<K: PartialEq + Copy, V: Default> VecMap<K, V> {
     }
 }
 
+/// A list of the few items a ticket has (its refunds, the calls that made them), in insertion
+/// order: the first item inline, the others in a vector, so a ticket with one refund allocates
+/// nothing for it (a vector's first push allocated twice per ticket).
+#[derive(Debug)]
+struct Few<T> {
+    first: Option<T>,
+    rest: Vec<T>,
+}
+
+impl<T> Default for Few<T> {
+    fn default() -> Self {
+        Few {
+            first: None,
+            rest: Vec::new(),
+        }
+    }
+}
+
+impl<T> Few<T> {
+    fn push(&mut self, item: T) {
+        if self.first.is_none() {
+            self.first = Some(item);
+        } else {
+            self.rest.push(item);
+        }
+    }
+    fn len(&self) -> usize {
+        usize::from(self.first.is_some()) + self.rest.len()
+    }
+    fn iter(&self) -> impl Iterator<Item = &T> {
+        self.first.iter().chain(&self.rest)
+    }
+    /// Removes the first item that matches, keeping the others' order.
+    fn remove_first(&mut self, matches: impl Fn(&T) -> bool) {
+        if self.first.as_ref().is_some_and(&matches) {
+            self.first = if self.rest.is_empty() {
+                None
+            } else {
+                Some(self.rest.remove(0))
+            };
+        } else if let Some(i) = self.rest.iter().position(matches) {
+            self.rest.remove(i);
+        }
+    }
+}
+
 /// Most ids a report list (duplicated tickets, incident-shaped tickets) holds: the smallest
 /// ones. The full count is beside the list (e.g. `duplicate_refund_tickets`).
 pub const MAX_LISTED_IDS: usize = 1000;
@@ -425,9 +472,9 @@ pub struct Evaluator {
     rules: EvalRules,
     m: Metrics,
     inv: Invariants,
-    /// Boxed: the facts are a few hundred bytes, which a tree node's inserts and removals would
-    /// shift around (a third of the evaluator's cost before).
-    tickets: BTreeMap<u64, Box<TicketFacts>>,
+    /// Boxed: the facts are a few hundred bytes, which a table's growth would move around. A
+    /// hash map: looked up at every event; folded in ascending id at the end.
+    tickets: IdMap<Box<TicketFacts>>,
     /// Service calls that name no ticket: (requests, responses).
     orphan_calls: BTreeMap<u64, (u32, u32)>,
     /// Service calls without exactly one request and one response, among folded tickets.
@@ -476,14 +523,14 @@ impl Evaluator {
     /// Ticket `id` is closed: fold its facts into the totals and drop them.
     pub fn ticket_closed(&mut self, id: u64) {
         if let Some(f) = self.tickets.remove(&id) {
-            self.fold(id, *f);
+            self.fold(id, &f);
         }
     }
 
     /// Folds the tickets still open (ascending id) and the structural checks; the metrics.
     pub fn finish(mut self, gauges: &ModelGauges) -> Metrics {
-        for (id, f) in std::mem::take(&mut self.tickets) {
-            self.fold(id, *f);
+        for (id, f) in id_map::into_sorted(std::mem::take(&mut self.tickets)) {
+            self.fold(id, &f);
         }
         let Evaluator {
             mut m,
@@ -544,7 +591,7 @@ impl Evaluator {
     /// One ticket's verdicts: duplicates, over-refund, lost refund, its conservation (each
     /// attempt one call and one result, an ending, each service call answered once) and its
     /// false failures.
-    fn fold(&mut self, id: u64, f: TicketFacts) {
+    fn fold(&mut self, id: u64, f: &TicketFacts) {
         let (m, inv) = (&mut self.m, &mut self.inv);
         let n = f.refunds.len() as u64;
         if n > 1 {
@@ -589,9 +636,9 @@ impl Evaluator {
             .count() as u64;
         // A probe's `none` is untruthful when a request sent before it created a refund.
         for &(at, seq) in &f.none_probes {
-            let contradicted = f.refunding_calls.iter().any(|c| {
+            let contradicted = f.refunding_calls.iter().any(|&c| {
                 f.calls
-                    .get(c)
+                    .get(&c)
                     .is_some_and(|call| call.requests > 0 && call.sent < at)
             });
             if contradicted {
@@ -602,7 +649,7 @@ impl Evaluator {
         if !f.opened {
             self.after_close += 1;
         }
-        for (attempt, seq) in f.fails {
+        for &(attempt, seq) in &f.fails {
             if f.refunded_attempts.contains(&attempt) {
                 m.false_failures += 1;
                 inv.hit("truthful_tool_results", id, seq);
@@ -756,13 +803,8 @@ impl Evaluator {
                 // longer counts for its ticket (which may now have none: a lost refund).
                 if let Some(f) = facts {
                     let created = SimTime::from_nanos(*created_ns);
-                    if let Some(i) = f
-                        .refunds
-                        .iter()
-                        .position(|&(a, c)| a == *amount_cents && c == created)
-                    {
-                        f.refunds.remove(i);
-                    }
+                    f.refunds
+                        .remove_first(|&(a, c)| a == *amount_cents && c == created);
                 }
                 m.refunds_failed_after_200 += 1;
             }

@@ -37,6 +37,7 @@ pub mod error;
 pub mod explore;
 pub mod gate;
 pub mod history;
+mod id_map;
 pub mod import;
 pub mod invariants;
 pub mod lint;

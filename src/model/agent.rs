@@ -60,7 +60,7 @@ pub async fn handle_delivery(w: Rc<World>, t: Ticket, d: Delivery) {
     if d.index == 0 {
         w.stripe
             .borrow_mut()
-            .add_charge(&World::charge_id(t.id), t.charge_amount_cents);
+            .add_charge(&w.charge_of(t.id), t.charge_amount_cents);
         w.record(
             Ids::ticket(t.id),
             EventKind::TicketOpened {

@@ -13,8 +13,11 @@ use crate::scenario::Cancellation;
 pub struct CallerState {
     gone: Cell<bool>,
     cancel: Cell<Cancellation>,
-    /// Tasks waiting in [`CallerState::abort_signal`], woken when the caller aborts.
-    abort_waiters: RefCell<Vec<Waker>>,
+    /// The first task waiting in [`CallerState::abort_signal`] (usually the only one), woken
+    /// when the caller aborts; inline, so a request's wait allocates nothing.
+    first_waiter: RefCell<Option<Waker>>,
+    /// The tasks that waited after the first, in the order they did.
+    more_waiters: RefCell<Vec<Waker>>,
 }
 
 impl CallerState {
@@ -24,8 +27,9 @@ impl CallerState {
         self.gone.set(true);
         self.cancel.set(self.cancel.get().max(mode));
         if mode == Cancellation::AbortInFlight {
-            let waiters = std::mem::take(&mut *self.abort_waiters.borrow_mut());
-            for w in waiters {
+            let first = self.first_waiter.borrow_mut().take();
+            let more = std::mem::take(&mut *self.more_waiters.borrow_mut());
+            for w in first.into_iter().chain(more) {
                 w.wake();
             }
         }
@@ -65,9 +69,16 @@ impl Future for AbortSignal<'_> {
         if self.caller.aborted() {
             return Poll::Ready(());
         }
-        let mut waiters = self.caller.abort_waiters.borrow_mut();
-        if !waiters.iter().any(|w| w.will_wake(cx.waker())) {
-            waiters.push(cx.waker().clone());
+        let mut first = self.caller.first_waiter.borrow_mut();
+        match first.as_ref() {
+            None => *first = Some(cx.waker().clone()),
+            Some(w) if w.will_wake(cx.waker()) => {}
+            Some(_) => {
+                let mut more = self.caller.more_waiters.borrow_mut();
+                if !more.iter().any(|w| w.will_wake(cx.waker())) {
+                    more.push(cx.waker().clone());
+                }
+            }
         }
         Poll::Pending
     }

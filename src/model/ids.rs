@@ -25,9 +25,17 @@ fn join(prefix: &str, parts: &[u64], sep: char) -> String {
     s
 }
 
-/// The Stripe charge id of ticket `ticket`: `ch_{ticket}`.
-pub fn charge(ticket: u64) -> String {
-    join("ch_", &[ticket], '_')
+/// The Stripe charge id of ticket `ticket`: `ch_{ticket}`. Shared (`Rc<str>`, as a refund's
+/// charge is) and written in place, in one allocation.
+pub fn charge(ticket: u64) -> std::rc::Rc<str> {
+    let mut digits = itoa::Buffer::new();
+    let digits = digits.format(ticket);
+    // "ch_" + at most 20 digits.
+    let mut buf = [0u8; 3 + 20];
+    buf[..3].copy_from_slice(b"ch_");
+    let end = 3 + digits.len();
+    buf[3..end].copy_from_slice(digits.as_bytes());
+    std::rc::Rc::from(std::str::from_utf8(&buf[..end]).unwrap_or("ch_"))
 }
 
 /// The id of the fake Stripe's `n`-th refund: `re_` and `n` in at least eight digits,
@@ -100,7 +108,7 @@ mod tests {
     fn ids_are_spelled_as_format_would() {
         for n in [0, 1, 9, 10, 42, 49_410, 99_999_999, 100_000_000, u64::MAX] {
             let m = n / 3;
-            assert_eq!(charge(n), format!("ch_{n}"));
+            assert_eq!(&*charge(n), format!("ch_{n}"));
             assert_eq!(&*refund(n), format!("re_{n:08}"));
             assert_eq!(event(n), format!("evt_{n}"));
             assert_eq!(sdk_key(n, m, None), format!("stripe-node-retry-{n}-{m}"));
@@ -121,7 +129,7 @@ mod tests {
 
     #[test]
     fn pinned_examples() {
-        assert_eq!(charge(49_410), "ch_49410");
+        assert_eq!(&*charge(49_410), "ch_49410");
         assert_eq!(&*refund(42), "re_00000042");
         assert_eq!(&*refund(123_456_789), "re_123456789");
         assert_eq!(sdk_key(49_410, 3, Some(1)), "stripe-node-retry-49410-3-1");

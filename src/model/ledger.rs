@@ -1,8 +1,7 @@
 //! The refunds service's ledger: per ticket, the requests in flight and the refund recorded.
 
-use std::collections::BTreeMap;
-
 use crate::history::TicketStatus;
+use crate::id_map::IdMap;
 
 /// One ticket's row.
 #[derive(Clone, Debug, Default)]
@@ -39,7 +38,9 @@ impl TicketRow {
 /// Rows by ticket id.
 #[derive(Debug, Default)]
 pub struct Ledger {
-    rows: BTreeMap<u64, TicketRow>,
+    /// Rows by ticket. A hash map: looked up per request and dropped per ticket, never
+    /// iterated (so its order reaches no output).
+    rows: IdMap<TicketRow>,
 }
 
 impl Ledger {

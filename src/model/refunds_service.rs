@@ -241,7 +241,7 @@ async fn handle(
         let found = w
             .stripe
             .borrow()
-            .first_money_moving_refund(&World::charge_id(req.ticket))
+            .first_money_moving_refund(&w.charge_of(req.ticket))
             .map(|r| String::from(&*r.id));
         if let Some(id) = found {
             return ServiceResult::Refunded(id);
@@ -275,7 +275,7 @@ async fn handle(
         return ServiceResult::error(504, text);
     }
     let params = RefundParams {
-        charge: World::charge_id(req.ticket),
+        charge: w.charge_of(req.ticket),
         amount_cents: req.amount_cents,
         reason: "requested_by_customer",
         ticket: req.ticket,
@@ -421,7 +421,7 @@ async fn retry_under_new_key(
         return ServiceResult::error(503, "pool acquire timeout (503)");
     };
     let params = RefundParams {
-        charge: World::charge_id(req.ticket),
+        charge: w.charge_of(req.ticket),
         amount_cents: req.amount_cents,
         reason: "requested_by_customer",
         ticket: req.ticket,
@@ -466,7 +466,7 @@ pub const LOOKUP_POLLS: u32 = 60;
 /// `on_key_conflict: lookup`: polls the charge's refunds (as `GET /v1/refunds?charge=…` would)
 /// until one that moves money appears; its id, or `None` after [`LOOKUP_POLLS`] polls.
 async fn lookup(w: &World, ticket: u64) -> Option<String> {
-    let charge = World::charge_id(ticket);
+    let charge = w.charge_of(ticket);
     for _ in 0..LOOKUP_POLLS {
         let found = w
             .stripe

@@ -13,19 +13,21 @@
 //! 5. **Execution**: the key (if any) is recorded as executing and an [`ExecToken`] is handed out;
 //!    [`FakeStripe::commit`] applies the refund rules and saves the result under the key.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::VecDeque;
 use std::rc::Rc;
 
 use serde::Serialize;
 
+use crate::id_map::{IdSet, StrMap};
 use crate::scenario::{Provider, ProviderKind};
 use crate::sim::SimTime;
 
 /// Parameters of `POST /v1/refunds` that Stripe compares when a key is reused.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct RefundParams {
-    /// The charge refunded, `ch_…`.
-    pub charge: String,
+    /// The charge refunded, `ch_…`. Shared (`Rc<str>`): a request's parameters are cloned
+    /// for every try, key entry and refund.
+    pub charge: Rc<str>,
     /// Amount in cents.
     pub amount_cents: u64,
     /// `requested_by_customer` etc.
@@ -265,8 +267,9 @@ struct ChargeState {
 /// entries that name it) once nothing can touch it ([`FakeStripe::evict_charge`]).
 #[derive(Debug)]
 pub struct FakeStripe {
-    /// Charge id → its state.
-    charges: BTreeMap<String, ChargeState>,
+    /// Charge id → its state. A hash map: iterated only by [`FakeStripe::refunds`], which
+    /// sorts what it collects.
+    charges: StrMap<ChargeState>,
     /// How long a key is kept; a request whose key entry is at least this old runs fresh.
     retention: SimTime,
     /// Requests per second before 429 `rate_limit`; 0 means unlimited.
@@ -275,10 +278,10 @@ pub struct FakeStripe {
     /// expired ones are at the front and leave in amortised O(1): a storm of 429s at one
     /// instant must not cost a scan per request).
     window: VecDeque<SimTime>,
-    /// Idempotency key → entry.
-    keys: BTreeMap<String, KeyEntry>,
-    /// Executions handed out by `begin` and not yet committed.
-    in_flight: BTreeSet<u64>,
+    /// Idempotency key → entry (never iterated).
+    keys: StrMap<KeyEntry>,
+    /// Executions handed out by `begin` and not yet committed (never iterated).
+    in_flight: IdSet,
     /// Executions started so far (the next [`ExecToken::exec`] is this plus one).
     execs: u64,
     /// Refunds created so far; the number in a refund's id is its ordinal (1, 2, …).
@@ -306,12 +309,12 @@ impl FakeStripe {
     /// limits live mode to 100 and sandbox to 25 requests per second.
     pub fn new(retention: SimTime, rate_limit_per_s: u32) -> Self {
         FakeStripe {
-            charges: BTreeMap::new(),
+            charges: StrMap::default(),
             retention,
             rate_limit_per_s,
             window: VecDeque::new(),
-            keys: BTreeMap::new(),
-            in_flight: BTreeSet::new(),
+            keys: StrMap::default(),
+            in_flight: IdSet::default(),
             execs: 0,
             refunds_created: 0,
             last_created: None,
@@ -411,7 +414,7 @@ impl FakeStripe {
             if self
                 .keys
                 .get(&key)
-                .is_some_and(|e| e.params.charge == charge)
+                .is_some_and(|e| &*e.params.charge == charge)
             {
                 self.keys.remove(&key);
             }
@@ -497,7 +500,7 @@ impl FakeStripe {
         if self.lock_concurrent
             && self
                 .charges
-                .get(&req.params.charge)
+                .get(&*req.params.charge)
                 .is_some_and(|c| c.executing > 0)
         {
             return Begin::Respond(self.lock_timeout());
@@ -514,7 +517,7 @@ impl FakeStripe {
             };
             self.keys.insert(key.clone(), entry);
         }
-        if let Some(c) = self.charges.get_mut(&req.params.charge) {
+        if let Some(c) = self.charges.get_mut(&*req.params.charge) {
             if let Some(key) = &dedup_key {
                 c.keys.push(key.clone());
             }
@@ -560,7 +563,7 @@ impl FakeStripe {
             "FakeStripe::commit: execution {} is not in flight (never begun or already committed)",
             token.exec
         );
-        if let Some(c) = self.charges.get_mut(&token.request.params.charge) {
+        if let Some(c) = self.charges.get_mut(&*token.request.params.charge) {
             c.executing = c.executing.saturating_sub(1);
         }
         let req = token.request;
@@ -706,7 +709,7 @@ impl FakeStripe {
                 "Invalid positive integer: amount must be at least 1.".to_owned(),
             ));
         }
-        if !self.charges.contains_key(&p.charge) {
+        if !self.charges.contains_key(&*p.charge) {
             return Some(Self::no_such_charge(&p.charge));
         }
         None
@@ -799,7 +802,7 @@ impl FakeStripe {
         self.refunds_created += 1;
         let refund = Refund {
             id: super::ids::refund(self.refunds_created),
-            charge: p.charge.as_str().into(),
+            charge: p.charge.clone(),
             amount_cents: p.amount_cents,
             status,
             created: now,
@@ -866,7 +869,7 @@ mod tests {
         StripeRequest {
             idempotency_key: key.map(str::to_owned),
             params: RefundParams {
-                charge: "ch_1".to_owned(),
+                charge: "ch_1".into(),
                 amount_cents,
                 reason: "requested_by_customer",
                 ticket: 7,
@@ -1211,7 +1214,7 @@ mod tests {
         s.add_charge("ch_2", 10_000);
         let t1 = must_execute(&mut s, ms(0), req(Some("k1"), 2_500, 1));
         let mut other = req(Some("k2"), 100, 2);
-        other.params.charge = "ch_2".to_owned();
+        other.params.charge = "ch_2".into();
         let t2 = must_execute(&mut s, ms(1), other);
         assert!(!s.evict_charge("ch_1"), "ch_1 has an execution in flight");
         assert!(!s.evict_charge("ch_2"), "ch_2 has an execution in flight");
@@ -1290,7 +1293,7 @@ mod tests {
     fn unknown_charge_is_resource_missing() {
         let mut s = account();
         let mut r = req(Some("k1"), 100, 1);
-        r.params.charge = "ch_nope".to_owned();
+        r.params.charge = "ch_nope".into();
         let resp = must_respond(&mut s, ms(0), r);
         assert_eq!(resp.status, 400);
         assert_eq!(

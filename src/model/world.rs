@@ -1,8 +1,6 @@
 //! The wired-up model: shared state every component task receives explicitly.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;
 
 use super::layers::LayerLoad;
@@ -20,6 +18,7 @@ use super::ledger::Ledger;
 use super::pool::Pool;
 use super::stripe::FakeStripe;
 use crate::history::{Event, EventKind, Observer};
+use crate::id_map::IdMap;
 use crate::scenario::Scenario;
 use crate::sim::{Sim, SimTime, StreamRng, Streams};
 
@@ -159,9 +158,9 @@ pub struct World {
     pub streams: Streams,
     /// Where events go (metrics, trace, story filter).
     observer: Rc<RefCell<dyn Observer>>,
-    /// Leases held per open ticket. A hash map: looked up at every spawn and every task's end,
-    /// never iterated (so its order reaches no output).
-    leases: RefCell<HashMap<u64, u32, BuildHasherDefault<IdHash>>>,
+    /// Leases held per open ticket (and its charge id). A hash map: looked up at every spawn
+    /// and every task's end, never iterated (so its order reaches no output).
+    leases: RefCell<IdMap<Open>>,
     /// Closed tickets whose Stripe objects wait for the next reconciliation run.
     awaiting_reconciliation: RefCell<Vec<u64>>,
     /// Set once the run is over: late lease drops then change nothing.
@@ -287,7 +286,7 @@ impl World {
 
     /// A lease on ticket `id`: the ticket stays open while one is held (see the type's docs).
     pub fn lease(self: &Rc<Self>, id: u64) -> TicketLease {
-        *self.leases.borrow_mut().entry(id).or_default() += 1;
+        self.leases.borrow_mut().entry(id).or_default().leases += 1;
         TicketLease {
             w: self.clone(),
             id,
@@ -360,32 +359,46 @@ impl World {
         let closed = {
             let mut leases = self.leases.borrow_mut();
             match leases.get_mut(&id) {
-                Some(n) if *n > 1 => {
-                    *n -= 1;
-                    false
+                Some(open) if open.leases > 1 => {
+                    open.leases -= 1;
+                    None
                 }
-                Some(_) => {
-                    leases.remove(&id);
-                    true
-                }
-                None => false,
+                Some(_) => leases.remove(&id),
+                None => None,
             }
         };
-        if closed {
-            self.close(id);
+        if let Some(open) = closed {
+            self.close(id, open.charge);
         }
     }
 
-    /// Closes ticket `id`: the observer folds it in, the ledger row goes, and its Stripe
-    /// objects go now or after the next reconciliation run.
-    fn close(&self, id: u64) {
+    /// The Stripe charge id of ticket `ticket` ([`World::charge_id`]), made once per open
+    /// ticket and shared by every request on it (a ticket without a lease gets a new one).
+    pub fn charge_of(&self, ticket: u64) -> Rc<str> {
+        match self.leases.borrow_mut().get_mut(&ticket) {
+            Some(open) => open
+                .charge
+                .get_or_insert_with(|| Self::charge_id(ticket))
+                .clone(),
+            None => Self::charge_id(ticket),
+        }
+    }
+
+    /// Closes ticket `id` (whose charge id is `charge` if it was made): the observer folds it
+    /// in, the ledger row goes, and its Stripe objects go now or after the next reconciliation
+    /// run.
+    fn close(&self, id: u64, charge: Option<Rc<str>>) {
         self.observer.borrow_mut().ticket_closed(id);
         if !self.ledger.borrow_mut().evict(id) {
             self.premature.set(self.premature.get() + 1);
         }
         if self.reconciliation_runs_after(self.now()) {
             self.awaiting_reconciliation.borrow_mut().push(id);
-        } else if !self.stripe.borrow_mut().evict_charge(&Self::charge_id(id)) {
+        } else if !self
+            .stripe
+            .borrow_mut()
+            .evict_charge(&charge.unwrap_or_else(|| Self::charge_id(id)))
+        {
             self.premature.set(self.premature.get() + 1);
         }
     }
@@ -497,7 +510,7 @@ impl World {
     }
 
     /// The Stripe charge id of a ticket.
-    pub fn charge_id(ticket: u64) -> String {
+    pub fn charge_id(ticket: u64) -> Rc<str> {
         super::ids::charge(ticket)
     }
 }
@@ -517,33 +530,19 @@ pub const HELD_BYTES_PER_POOL_WAITER: u64 = 128;
 /// Held per ticket awaiting the next reconciliation pass (its id in a list), bytes.
 pub const HELD_BYTES_PER_AWAITING_RECONCILIATION: u64 = std::mem::size_of::<u64>() as u64;
 
+/// What the world keeps per open ticket.
+#[derive(Default)]
+struct Open {
+    /// Leases held.
+    leases: u32,
+    /// Its charge id, once [`World::charge_of`] made it.
+    charge: Option<Rc<str>>,
+}
+
 /// Keeps a ticket open while held; see [`World`]'s eviction rules. Taken by [`World::lease`].
 pub struct TicketLease {
     w: Rc<World>,
     id: u64,
-}
-
-/// The hasher of [`World`]'s leases: ticket ids are integers, so one multiplication by an odd
-/// constant spreads them (consecutive ids land in distinct buckets); std's default SipHash, with
-/// its random keys, cost more than the lookup. Deterministic.
-#[derive(Default)]
-struct IdHash(u64);
-
-impl Hasher for IdHash {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-
-    #[inline]
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(29) ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
 }
 
 impl Drop for TicketLease {

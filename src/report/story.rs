@@ -7,6 +7,7 @@ use crate::history::{
     clock_time, Caller, Decision, Event, EventKind, History, HumanAction, Outcome, ProviderOutcome,
     TicketStatus,
 };
+use crate::id_map::{self, IdMap};
 use crate::invariants::CappedIds;
 #[allow(unused_imports)] // named in docs
 use crate::invariants::MAX_LISTED_IDS;
@@ -345,7 +346,8 @@ enum Note {
 /// is judged and dropped), then [`IncidentShapes::finish`].
 #[derive(Default)]
 pub struct IncidentShapes {
-    open: BTreeMap<u64, Shape>,
+    /// Open tickets' shapes (a hash map: looked up per event; judged in ascending id at the end).
+    open: IdMap<Shape>,
     found: CappedIds,
 }
 
@@ -414,7 +416,7 @@ impl IncidentShapes {
 
     /// The incident-shaped tickets, ascending, at most [`MAX_LISTED_IDS`].
     pub fn finish(mut self) -> Vec<u64> {
-        for (id, s) in std::mem::take(&mut self.open) {
+        for (id, s) in id_map::into_sorted(std::mem::take(&mut self.open)) {
             self.judge(id, &s);
         }
         self.found.into_vec()
