@@ -1461,6 +1461,64 @@ mod tests {
         let e = busy.run().stopped.expect("stopped on events");
         assert!(e.events_limit);
         assert!(e.events > 5_000 && e.events <= 5_100, "{e:?}");
+        // What `held_bytes` reports is what the check counted (the run stops right there).
+        assert_eq!(
+            held.held_bytes(),
+            e_held_engine_bytes(&held),
+            "held_bytes = tasks' bytes + timers × TIMER_BYTES"
+        );
+    }
+
+    fn e_held_engine_bytes(sim: &Sim) -> u64 {
+        let e = sim.inner.stopped.get().expect("stopped");
+        assert!(e.timers > 1 && e.task_bytes > 0, "{e:?}");
+        e.task_bytes + e.timers as u64 * TIMER_BYTES
+    }
+
+    /// The limits' edges, found by cargo-mutants: checked at every turn of the loop, a run stops
+    /// at the first check past `max_events` (not at it), a run holding exactly `max_bytes` goes on,
+    /// and a run is abandoned when asked even within its limits.
+    #[test]
+    fn limits_stop_just_past_their_bounds_and_abandon_on_request() {
+        let exact = Sim::new();
+        piling_up(&exact);
+        exact.set_limits(Limits {
+            max_events: 5_000,
+            max_bytes: u64::MAX,
+            check_every: 1,
+            held: Box::new(|| 0),
+            abandon: Box::new(|| false),
+        });
+        let e = exact.run().stopped.expect("stopped on events");
+        // Here each turn of the loop is three events (a timer, two polls), so the checks fall at
+        // 4,997, 5,000 and 5,003: the run is at 5,000 events at one and stops at the next.
+        assert_eq!(e.events, 5_003, "{e:?}");
+
+        let at_budget = Sim::new();
+        piling_up(&at_budget);
+        at_budget.set_limits(Limits {
+            max_events: u64::MAX,
+            max_bytes: u64::MAX,
+            check_every: 100,
+            // The sum saturates at u64::MAX: exactly the budget, which is allowed.
+            held: Box::new(|| u64::MAX),
+            abandon: Box::new(|| false),
+        });
+        assert_eq!(at_budget.run().stopped, None);
+
+        let abandoned = Sim::new();
+        piling_up(&abandoned);
+        abandoned.set_limits(Limits {
+            max_events: u64::MAX,
+            max_bytes: u64::MAX,
+            check_every: 100,
+            held: Box::new(|| 0),
+            abandon: Box::new(|| true),
+        });
+        let stats = abandoned.run();
+        let e = stats.stopped.expect("abandoned");
+        assert!(e.abandoned && !e.events_limit, "{e:?}");
+        assert!(e.events >= 100 && e.events < 200, "{e:?}");
     }
 
     /// Finished tasks give their bytes back: after a run whose tasks all end, nothing is held.
