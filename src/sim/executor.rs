@@ -1388,6 +1388,18 @@ mod tests {
 
     /// A world whose tasks pile up: every 1 ms a task starts that sleeps an hour (1,000 of
     /// them a second for 10 s, all in flight at the end).
+    /// Limits of `max_events`, `max_bytes` and `check_every`, with nothing held by the model
+    /// and no abandoning.
+    fn limits(max_events: u64, max_bytes: u64, check_every: u64) -> Limits {
+        Limits {
+            max_events,
+            max_bytes,
+            check_every,
+            held: Box::new(|| 0),
+            abandon: Box::new(|| false),
+        }
+    }
+
     fn piling_up(sim: &Sim) {
         let s = sim.clone();
         sim.spawn_detached(async move {
@@ -1410,13 +1422,7 @@ mod tests {
 
         let roomy = Sim::new();
         piling_up(&roomy);
-        roomy.set_limits(Limits {
-            max_events: u64::MAX,
-            max_bytes: u64::MAX,
-            check_every: 100,
-            held: Box::new(|| 0),
-            abandon: Box::new(|| false),
-        });
+        roomy.set_limits(limits(u64::MAX, u64::MAX, 100));
         assert_eq!(
             roomy.run(),
             whole,
@@ -1426,11 +1432,8 @@ mod tests {
         let held = Sim::new();
         piling_up(&held);
         held.set_limits(Limits {
-            max_events: u64::MAX,
-            max_bytes: 1_000_000,
-            check_every: 100,
             held: Box::new(|| 500_000),
-            abandon: Box::new(|| false),
+            ..limits(u64::MAX, 1_000_000, 100)
         });
         let stats = held.run();
         let e = stats.stopped.expect("stopped on memory");
@@ -1451,13 +1454,7 @@ mod tests {
 
         let busy = Sim::new();
         piling_up(&busy);
-        busy.set_limits(Limits {
-            max_events: 5_000,
-            max_bytes: u64::MAX,
-            check_every: 100,
-            held: Box::new(|| 0),
-            abandon: Box::new(|| false),
-        });
+        busy.set_limits(limits(5_000, u64::MAX, 100));
         let e = busy.run().stopped.expect("stopped on events");
         assert!(e.events_limit);
         assert!(e.events > 5_000 && e.events <= 5_100, "{e:?}");
@@ -1482,13 +1479,7 @@ mod tests {
     fn limits_stop_just_past_their_bounds_and_abandon_on_request() {
         let exact = Sim::new();
         piling_up(&exact);
-        exact.set_limits(Limits {
-            max_events: 5_000,
-            max_bytes: u64::MAX,
-            check_every: 1,
-            held: Box::new(|| 0),
-            abandon: Box::new(|| false),
-        });
+        exact.set_limits(limits(5_000, u64::MAX, 1));
         let e = exact.run().stopped.expect("stopped on events");
         // Here each turn of the loop is three events (a timer, two polls), so the checks fall at
         // 4,997, 5,000 and 5,003: the run is at 5,000 events at one and stops at the next.
@@ -1497,23 +1488,17 @@ mod tests {
         let at_budget = Sim::new();
         piling_up(&at_budget);
         at_budget.set_limits(Limits {
-            max_events: u64::MAX,
-            max_bytes: u64::MAX,
-            check_every: 100,
             // The sum saturates at u64::MAX: exactly the budget, which is allowed.
             held: Box::new(|| u64::MAX),
-            abandon: Box::new(|| false),
+            ..limits(u64::MAX, u64::MAX, 100)
         });
         assert_eq!(at_budget.run().stopped, None);
 
         let abandoned = Sim::new();
         piling_up(&abandoned);
         abandoned.set_limits(Limits {
-            max_events: u64::MAX,
-            max_bytes: u64::MAX,
-            check_every: 100,
-            held: Box::new(|| 0),
             abandon: Box::new(|| true),
+            ..limits(u64::MAX, u64::MAX, 100)
         });
         let stats = abandoned.run();
         let e = stats.stopped.expect("abandoned");
