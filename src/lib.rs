@@ -57,6 +57,19 @@ pub mod check {
     pub use crate::invariants::*;
 }
 
+/// The repository's root (where `scenarios/`, `policies/` and `docs/` are), for unit tests that
+/// read its files. The unit tests build in `crates/unit-tests`, two directories below it (see
+/// its Cargo.toml); `cargo test --lib` in the root package builds them here too.
+#[cfg(test)]
+pub(crate) fn repo_root() -> &'static std::path::Path {
+    let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    if here.join("scenarios").is_dir() {
+        here
+    } else {
+        here.ancestors().nth(2).unwrap_or(here)
+    }
+}
+
 #[cfg(test)]
 mod check_alias {
     #[test]

@@ -358,7 +358,7 @@ mod tests {
 
     #[test]
     fn progress_observer_sees_the_clock_advance_and_changes_nothing() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let dir = crate::repo_root();
         let sc = crate::scenario::load(&dir.join("scenarios/carrier-outage.json"), &[], &[])
             .expect("incident loads");
         let how = Invocation::default();

@@ -63,7 +63,7 @@ mod tests {
 
     #[test]
     fn directories_expand_to_sorted_scenarios_without_tool_files() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+        let dir = crate::repo_root().join("scenarios");
         let files = scenario_files(std::slice::from_ref(&dir)).unwrap();
         assert_eq!(files, vec![dir.join("carrier-outage.json")]);
     }

@@ -104,8 +104,7 @@ mod tests {
 
     #[test]
     fn the_incident_burst_overloads_a_pool_of_three_but_not_eight() {
-        let path =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/carrier-outage.json");
+        let path = crate::repo_root().join("scenarios/carrier-outage.json");
         let s = crate::scenario::load(&path, &[], &[]).unwrap();
         let e = estimate(&s);
         assert_eq!(

@@ -525,8 +525,7 @@ mod tests {
 
     #[test]
     fn the_incident_pool_is_stable_on_average_and_overloaded_at_the_peak() {
-        let path =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/carrier-outage.json");
+        let path = crate::repo_root().join("scenarios/carrier-outage.json");
         let s = crate::scenario::load(&path, &[], &[]).unwrap();
         let o = pool_oracle(&s);
         assert_eq!(o.len(), 2);

@@ -597,7 +597,7 @@ mod tests {
     /// rewrites it.
     #[test]
     fn schema_file_is_current() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/scenario.schema.json");
+        let path = crate::repo_root().join("docs/scenario.schema.json");
         let fresh = schema_json();
         if std::env::var_os("REFUNDSIM_BLESS").is_some() {
             std::fs::write(&path, &fresh).unwrap();

@@ -228,7 +228,7 @@ mod tests {
     use crate::sweep::{sweep, write_dir, SweepOptions};
 
     fn small_sweep(dir: &Path) -> crate::sweep::Sweep {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let root = crate::repo_root();
         let s = sweep(&SweepOptions {
             scenario: root.join("scenarios/recipes/pool-acquire-retry.json"),
             vary: vec![
