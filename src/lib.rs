@@ -59,7 +59,9 @@ pub mod check {
 
 /// The repository's root (where `scenarios/`, `policies/` and `docs/` are), for unit tests that
 /// read its files. The unit tests build in `crates/unit-tests`, two directories below it (see
-/// its Cargo.toml); `cargo test --lib` in the root package builds them here too.
+/// its Cargo.toml). `cargo test --lib` overrides the root library's `test = false` and builds
+/// them in the root package too (at opt-level 1, and they run twice): use `-p
+/// refundsim-unit-tests`.
 #[cfg(test)]
 pub(crate) fn repo_root() -> &'static std::path::Path {
     let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));

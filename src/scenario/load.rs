@@ -149,7 +149,7 @@ pub fn load_str(text: &str, origin: &str) -> Result<Scenario, ScenarioError> {
 
 /// The JSON Schema of the scenario format, pretty-printed with a trailing newline. The copy in
 /// `docs/scenario.schema.json` is checked against it by a unit test (`REFUNDSIM_BLESS=1 cargo
-/// test schema` rewrites it).
+/// test -p refundsim-unit-tests schema` rewrites it).
 pub fn schema_json() -> String {
     let schema = schemars::schema_for!(Scenario);
     let mut s = serde_json::to_string_pretty(&schema).expect("a JSON Schema serializes");
@@ -593,8 +593,8 @@ mod tests {
         assert!(schema_json().ends_with("}\n"));
     }
 
-    /// `docs/scenario.schema.json` must match the types. `REFUNDSIM_BLESS=1 cargo test schema`
-    /// rewrites it.
+    /// `docs/scenario.schema.json` must match the types. `REFUNDSIM_BLESS=1 cargo test -p
+    /// refundsim-unit-tests schema` rewrites it.
     #[test]
     fn schema_file_is_current() {
         let path = crate::repo_root().join("docs/scenario.schema.json");
@@ -606,7 +606,7 @@ mod tests {
         let shipped = std::fs::read_to_string(&path).unwrap_or_default();
         assert!(
             shipped == fresh,
-            "{} is stale; regenerate it with `REFUNDSIM_BLESS=1 cargo test --lib schema`",
+            "{} is stale; regenerate it with `REFUNDSIM_BLESS=1 cargo test -p refundsim-unit-tests schema`",
             path.display()
         );
     }
