@@ -55,7 +55,8 @@ fn thread_mark() -> usize {
 /// `Send`) and its tasks wake each other there. So the queue is a plain `VecDeque` that only
 /// the simulation's own thread touches, and a wake from any other thread (which no model
 /// does) goes through a `Mutex` and joins the queue at its next pop. A `Mutex` around every
-/// push and pop, plus an atomic swap per wake, was about 4 % of a run's time.
+/// push and pop, plus an atomic swap per wake, drew about 4 % of a cycle profile's samples
+/// (the whole eighth round of docs/performance.md saved about 1 % of CPU).
 struct ReadyQueue {
     /// [`thread_mark`] of the thread that made the simulation.
     owner: usize,
@@ -254,8 +255,8 @@ struct TimerSlot {
 ///
 /// The slot is a whole word although slots fit in 32 bits: an entry is moved as 16 + 8 bytes,
 /// and a 4-byte slot written then read back as the last 8 bytes of a move cannot be forwarded
-/// from the store buffer (a stall of a dozen cycles; about a quarter of `insert_timer`'s time
-/// in a profile of the incident).
+/// from the store buffer (a stall of a dozen cycles; about a quarter of `insert_timer`'s samples
+/// in a cycle profile of the incident).
 #[derive(Clone, Copy, Debug)]
 struct HeapEntry {
     deadline: u64,
@@ -293,7 +294,7 @@ impl HeapEntry {
 /// push and pop keep the entry being placed in registers and write it once, where it ends
 /// up; std's pop first swaps it into the root field by field and then reads it back as one
 /// 16-byte load, which the store buffer cannot forward (a stall on every pop: about a fifth of
-/// the engine loop's time in a profile of the incident).
+/// the engine loop's samples in a cycle profile of the incident).
 #[derive(Default)]
 struct TimerHeap {
     data: Vec<HeapEntry>,
