@@ -33,7 +33,10 @@ use refundsim::scenario::{load, Scenario};
 /// mimalloc, as in the `refundsim` binary: a run allocates and frees small objects at a high
 /// rate, and the bench should measure what the CLI does.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: allocator::Allocator = allocator::Allocator;
+
+#[path = "../src/allocator.rs"]
+mod allocator;
 
 const SEED: u64 = 157;
 

@@ -28,7 +28,10 @@ use refundsim::scenario::load;
 /// mimalloc, as in the `refundsim` binary: a run allocates and frees small objects at a high
 /// rate, and the bench should measure what the CLI does.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: allocator::Allocator = allocator::Allocator;
+
+#[path = "../src/allocator.rs"]
+mod allocator;
 
 /// Live timers kept in the heap at all times.
 const LIVE_TIMERS: u64 = 1_000;

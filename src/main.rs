@@ -15,11 +15,14 @@ use refundsim::report;
 use refundsim::scenario;
 use refundsim::sweep;
 
+mod allocator;
+
 /// mimalloc instead of the system allocator: a run allocates and frees small objects (task
 /// boxes, ids, event texts) at a high rate, and glibc's malloc and free were about 15 % of an
-/// incident run's instructions. The library does not choose an allocator for its users.
+/// incident run's instructions. The library does not choose an allocator for its users. See
+/// `src/allocator.rs` for how it calls mimalloc.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: allocator::Allocator = allocator::Allocator;
 
 /// Deterministic virtual-time simulator of duplicate refunds from retried tool calls.
 #[derive(Parser)]
