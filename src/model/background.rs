@@ -34,6 +34,19 @@ struct Background {
     n: Cell<u64>,
     /// Requests waiting in the pool's line, in line order.
     waiting: RefCell<VecDeque<Waiting>>,
+    /// The holds of the next requests, drawn ahead.
+    holds: RefCell<Holds>,
+}
+
+/// Requests whose holds are drawn together (see [`Background::hold_of`]).
+const HOLD_BATCH: usize = 8;
+
+/// The holds of requests `base .. base + len`.
+#[derive(Default)]
+struct Holds {
+    base: u64,
+    len: usize,
+    values: [SimTime; HOLD_BATCH],
 }
 
 /// A background request in the pool's line.
@@ -64,6 +77,7 @@ pub fn start(w: &Rc<World>) {
         horizon: SimTime::from_duration(w.cfg.horizon),
         n: Cell::new(0),
         waiting: RefCell::default(),
+        holds: RefCell::default(),
     });
     bg.schedule_arrival(w);
 }
@@ -88,10 +102,7 @@ impl Background {
         self.schedule_arrival(w);
         let n = self.n.get();
         self.n.set(n + 1);
-        let hold = w
-            .latencies
-            .background_hold
-            .draw(&mut w.stream("background_hold", &[n]));
+        let hold = self.hold_of(w, n);
         w.pool_gauges.wait_begins();
         match w.pool.wait_with_callback(self.rc()) {
             Ok(()) => self.hold(w, hold, SimTime::ZERO),
@@ -109,6 +120,26 @@ impl Background {
                 });
             }
         }
+    }
+
+    /// The hold of request `n`: its draw from the stream `("background_hold", n)`. Drawn for
+    /// [`HOLD_BATCH`] requests at a time (their streams derived and first blocks computed
+    /// together, [`crate::sim::Streams::streams_of`]): each request's stream is its own, so
+    /// drawing ahead gives every request the hold it would draw on arrival. Up to
+    /// `HOLD_BATCH - 1` holds drawn past the last arrival go unused.
+    fn hold_of(&self, w: &World, n: u64) -> SimTime {
+        let mut holds = self.holds.borrow_mut();
+        if n.wrapping_sub(holds.base) >= holds.len as u64 {
+            let ids: [u64; HOLD_BATCH] = std::array::from_fn(|i| n.wrapping_add(i as u64));
+            let mut rngs = w.streams.streams_of("background_hold", ids);
+            let d = &w.latencies.background_hold;
+            *holds = Holds {
+                base: n,
+                len: HOLD_BATCH,
+                values: std::array::from_fn(|i| d.draw(&mut rngs[i])),
+            };
+        }
+        holds.values[(n - holds.base) as usize]
     }
 
     /// Holds a connection just taken after waiting `waited` for `hold`, then returns it.
