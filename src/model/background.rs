@@ -136,7 +136,7 @@ impl Background {
             *holds = Holds {
                 base: n,
                 len: HOLD_BATCH,
-                values: std::array::from_fn(|i| d.draw(&mut rngs[i])),
+                values: d.draw_each(&mut rngs),
             };
         }
         holds.values[(n - holds.base) as usize]
