@@ -18,7 +18,7 @@ use crate::sim::SimTime;
 pub fn draw_ticket(w: &World, id: u64, phase: String) -> Ticket {
     let a = &w.cfg.arrivals;
     let mut rng = w.ticket_stream("ticket", id, &[]);
-    let amount_cents = dist::amount(&mut rng, &a.amount);
+    let amount_cents = dist::amount_from(&mut rng, &a.amount, &w.latencies.amount);
     let factor = dist::uniform(&mut rng, a.charge_factor.min, a.charge_factor.max);
     let charge_amount_cents = ((amount_cents as f64) * factor).ceil() as u64;
     Ticket {

@@ -49,6 +49,11 @@ impl Lognormal {
         Lognormal { p50, mu, sigma }
     }
 
+    /// The lognormal of an amount distribution (its `p50_cents` and `p99_cents`).
+    pub fn of_amount(d: &AmountDist) -> Self {
+        Lognormal::new(d.p50_cents as f64, d.p99_cents as f64)
+    }
+
     /// One draw (two uniforms, through [`standard_normal`]).
     fn draw(&self, rng: &mut StreamRng) -> f64 {
         let z = standard_normal(rng);
@@ -209,9 +214,13 @@ fn round_to_ns(x: f64) -> u64 {
 
 /// Cents from a p50/p99 lognormal, rounded and clamped to `[min_cents, max_cents]`.
 pub fn amount(rng: &mut StreamRng, d: &AmountDist) -> u64 {
-    let c = Lognormal::new(d.p50_cents as f64, d.p99_cents as f64)
-        .draw(rng)
-        .round() as u64;
+    amount_from(rng, d, &Lognormal::of_amount(d))
+}
+
+/// [`amount`] with `d`'s lognormal (`Lognormal::of_amount(d)`) computed once, for a draw per
+/// ticket: the same numbers without two `log` calls per draw.
+pub fn amount_from(rng: &mut StreamRng, d: &AmountDist, lognormal: &Lognormal) -> u64 {
+    let c = lognormal.draw(rng).round() as u64;
     c.clamp(d.min_cents, d.max_cents.max(d.min_cents))
 }
 
@@ -368,6 +377,36 @@ mod tests {
         let _: (f64, f64) = (rng.random(), rng.random());
         let expected: u64 = rng.random();
         assert!(next.iter().all(|&n| n == expected), "{next:?}");
+    }
+
+    /// An amount drawn with its lognormal computed once is the amount drawn alone, clamps
+    /// included.
+    #[test]
+    fn amount_from_a_cached_lognormal_is_the_same_amount() {
+        use crate::scenario::AmountDist;
+        for d in [
+            AmountDist::default(),
+            AmountDist {
+                p50_cents: 500,
+                p99_cents: 90_000,
+                min_cents: 300,
+                max_cents: 2_000,
+            },
+        ] {
+            let ln = Lognormal::of_amount(&d);
+            let mut a = Streams::new(9).stream("t", &[]);
+            let mut b = Streams::new(9).stream("t", &[]);
+            let drawn: Vec<u64> = (0..300).map(|_| amount_from(&mut a, &d, &ln)).collect();
+            let alone: Vec<u64> = (0..300).map(|_| amount(&mut b, &d)).collect();
+            assert_eq!(drawn, alone, "{d:?}");
+            assert!(drawn
+                .iter()
+                .all(|c| (d.min_cents..=d.max_cents).contains(c)));
+            assert!(
+                drawn.windows(2).any(|p| p[0] != p[1]),
+                "{d:?}: amounts vary"
+            );
+        }
     }
 
     /// `draw_each` draws from each stream what `draw` draws from it alone, for every form

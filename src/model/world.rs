@@ -199,6 +199,8 @@ pub struct Latencies {
     pub think_time: dist::Latency,
     /// `replay.reach_provider` (a constant 0 without a `replay` section).
     pub reach_provider: dist::Latency,
+    /// `arrivals.amount`'s lognormal (drawn per generated ticket).
+    pub amount: dist::Lognormal,
 }
 
 impl Latencies {
@@ -214,6 +216,7 @@ impl Latencies {
                         r.reach_provider.clone()
                     }),
             ),
+            amount: dist::Lognormal::of_amount(&cfg.arrivals.amount),
         }
     }
 }
