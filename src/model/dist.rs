@@ -54,6 +54,27 @@ impl Lognormal {
         Lognormal::new(d.p50_cents as f64, d.p99_cents as f64)
     }
 
+    /// [`Lognormal::draw`] from each of `rngs`, stage by stage: every stream's two uniforms,
+    /// then every `log`, every `cos`, every `exp`. Each number goes through the same operations
+    /// as alone, so the draws are identical; the independent libm calls (chains of dependent
+    /// floating-point steps) overlap in the CPU.
+    pub fn draw_each<const N: usize>(&self, rngs: &mut [StreamRng; N]) -> [f64; N] {
+        // As `standard_normal`: per stream, U₁ then U₂.
+        let uniforms: [(f64, f64); N] = std::array::from_fn(|i| {
+            let u1 = open_unit(&mut rngs[i]);
+            (u1, rngs[i].random::<f64>())
+        });
+        let r = uniforms.map(|(u1, _)| libm::sqrt(-2.0 * libm::log(u1)));
+        let c = uniforms.map(|(_, u2)| libm::cos(2.0 * std::f64::consts::PI * u2));
+        std::array::from_fn(|i| {
+            if self.sigma == 0.0 {
+                self.p50
+            } else {
+                libm::exp(self.mu + self.sigma * (r[i] * c[i]))
+            }
+        })
+    }
+
     /// One draw (two uniforms, through [`standard_normal`]).
     fn draw(&self, rng: &mut StreamRng) -> f64 {
         let z = standard_normal(rng);
@@ -110,22 +131,8 @@ impl Latency {
         else {
             return std::array::from_fn(|i| self.draw(&mut rngs[i]));
         };
-        // As `standard_normal`: per stream, U₁ then U₂.
-        let uniforms: [(f64, f64); N] = std::array::from_fn(|i| {
-            let u1 = open_unit(&mut rngs[i]);
-            (u1, rngs[i].random::<f64>())
-        });
-        let r = uniforms.map(|(u1, _)| libm::sqrt(-2.0 * libm::log(u1)));
-        let c = uniforms.map(|(_, u2)| libm::cos(2.0 * std::f64::consts::PI * u2));
-        std::array::from_fn(|i| {
-            let z = r[i] * c[i];
-            let ns = if ln.sigma == 0.0 {
-                ln.p50
-            } else {
-                libm::exp(ln.mu + ln.sigma * z)
-            };
-            SimTime::from_nanos(round_to_ns(ns))
-        })
+        ln.draw_each(rngs)
+            .map(|ns| SimTime::from_nanos(round_to_ns(ns)))
     }
 
     /// A draw for the Stripe request `key`, as [`request_latency`].
@@ -215,6 +222,18 @@ fn round_to_ns(x: f64) -> u64 {
 /// Cents from a p50/p99 lognormal, rounded and clamped to `[min_cents, max_cents]`.
 pub fn amount(rng: &mut StreamRng, d: &AmountDist) -> u64 {
     amount_from(rng, d, &Lognormal::of_amount(d))
+}
+
+/// [`amount_from`] from each of `rngs`, the lognormals drawn stage by stage
+/// ([`Lognormal::draw_each`]): the same amounts.
+pub fn amounts_from<const N: usize>(
+    rngs: &mut [StreamRng; N],
+    d: &AmountDist,
+    lognormal: &Lognormal,
+) -> [u64; N] {
+    lognormal
+        .draw_each(rngs)
+        .map(|c| (c.round() as u64).clamp(d.min_cents, d.max_cents.max(d.min_cents)))
 }
 
 /// [`amount`] with `d`'s lognormal (`Lognormal::of_amount(d)`) computed once, for a draw per
@@ -399,6 +418,17 @@ mod tests {
             let drawn: Vec<u64> = (0..300).map(|_| amount_from(&mut a, &d, &ln)).collect();
             let alone: Vec<u64> = (0..300).map(|_| amount(&mut b, &d)).collect();
             assert_eq!(drawn, alone, "{d:?}");
+            let s = Streams::new(9);
+            for round in 0..30u64 {
+                let ids: [u64; 3] = std::array::from_fn(|i| round * 3 + i as u64);
+                let mut each = ids.map(|id| s.stream("t", &[id]));
+                let together = amounts_from(&mut each, &d, &ln);
+                for (i, id) in ids.into_iter().enumerate() {
+                    let mut alone = s.stream("t", &[id]);
+                    assert_eq!(together[i], amount(&mut alone, &d), "{d:?} stream {id}");
+                    assert_eq!(each[i].random::<u64>(), alone.random::<u64>(), "{d:?}");
+                }
+            }
             assert!(drawn
                 .iter()
                 .all(|c| (d.min_cents..=d.max_cents).contains(c)));
