@@ -152,6 +152,7 @@ mod tests {
         let mut draws = TicketDraws::default();
         let ids = (48_000..48_021).chain([48_003, 48_100, 48_107, 48_108, 7, 48_101]);
         let mut distinct = std::collections::BTreeSet::new();
+        let mut widest = 1.0f64;
         for id in ids {
             let t = draws.ticket(&w, id, "p".into());
             let alone = draw_ticket(&w, id, "p".into());
@@ -170,9 +171,25 @@ mod tests {
                 ),
                 "ticket {id}"
             );
-            assert!(t.charge_amount_cents >= t.amount_cents);
+            // charge_factor 1..1.8 of the amount, rounded up.
+            let ratio = t.charge_amount_cents as f64 / t.amount_cents as f64;
+            assert!(
+                (1.0..=1.8 + 1.0 / 100.0).contains(&ratio),
+                "ticket {id}: {ratio}"
+            );
             distinct.insert(t.amount_cents);
+            widest = widest.max(ratio);
         }
         assert!(distinct.len() > 20, "amounts vary: {distinct:?}");
+        assert!(widest > 1.5, "charges reach 1.5x their refunds: {widest}");
+    }
+
+    /// A charge is its refund times the factor, rounded up to a cent, never below the refund.
+    #[test]
+    fn a_charge_is_its_refund_times_the_factor_rounded_up() {
+        assert_eq!(charge_amount(1000, 1.25), 1250);
+        assert_eq!(charge_amount(999, 1.001), 1000);
+        assert_eq!(charge_amount(4200, 1.0), 4200);
+        assert_eq!(charge_amount(4200, 0.5), 4200);
     }
 }
