@@ -437,6 +437,7 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     remove_temporaries_on_signals();
+    refundsim::output::set_clear_progress(clear_progress_bars);
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(tracing_subscriber::EnvFilter::from_env("REFUNDSIM_LOG"))
@@ -826,9 +827,34 @@ fn finish_sweep(s: &sweep::Sweep, out: &Path) -> anyhow::Result<ExitCode> {
     Ok(exit(!s.no_safe_point()))
 }
 
+/// The progress bars made so far ([`tracked`]), for [`clear_progress_bars`].
+static PROGRESS_BARS: std::sync::Mutex<Vec<indicatif::WeakProgressBar>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// `bar`, listed so that an early exit (a run stopped over the budget, Ctrl-C) clears it before
+/// its message ([`refundsim::output::clear_progress`]).
+fn tracked(bar: indicatif::ProgressBar) -> indicatif::ProgressBar {
+    PROGRESS_BARS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(bar.downgrade());
+    bar
+}
+
+/// Clears every progress bar still alive from stderr (nothing when stderr is not a terminal:
+/// the bars are hidden there).
+fn clear_progress_bars() {
+    let bars = PROGRESS_BARS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    for bar in bars.iter().filter_map(indicatif::WeakProgressBar::upgrade) {
+        bar.finish_and_clear();
+    }
+}
+
 /// The `explore` progress bar on stderr, drawn from the first case on.
 fn progress_bar(cases: u32) -> indicatif::ProgressBar {
-    let bar = indicatif::ProgressBar::new(u64::from(cases));
+    let bar = tracked(indicatif::ProgressBar::new(u64::from(cases)));
     bar.set_style(
         indicatif::ProgressStyle::with_template(
             "{spinner} explore {pos} runs (cases and shrinking) {elapsed}",
@@ -841,13 +867,15 @@ fn progress_bar(cases: u32) -> indicatif::ProgressBar {
 /// The `run` progress bar on stderr over virtual time `0..horizon`, moved now and then by the
 /// engine (see `run::run_with_progress`); a short run never draws it.
 fn virtual_time_bar() -> indicatif::ProgressBar {
-    let bar = indicatif::ProgressBar::new(0);
+    let bar = tracked(indicatif::ProgressBar::new(1));
     bar.set_style(
         indicatif::ProgressStyle::with_template(
             "{spinner} run [{bar:30}] {msg} of virtual time, {elapsed}",
         )
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
+    // Until the engine's first report says how far of which horizon.
+    bar.set_message("0s");
     bar
 }
 
@@ -875,7 +903,7 @@ struct RunsBar(indicatif::ProgressBar);
 
 impl RunsBar {
     fn new(command: &'static str) -> Self {
-        let bar = indicatif::ProgressBar::new(0);
+        let bar = tracked(indicatif::ProgressBar::new(0));
         bar.set_style(
             indicatif::ProgressStyle::with_template(
                 "{spinner} {prefix} [{bar:30}] {pos}/{len} runs, {elapsed}",

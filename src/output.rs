@@ -24,10 +24,29 @@ fn in_progress() -> MutexGuard<'static, BTreeSet<PathBuf>> {
     IN_PROGRESS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Removes every temporary output file being written, then ends the process with `code`
-/// (130 after SIGINT, 143 after SIGTERM). The registry stays locked until the process ends, so
-/// no new temporary file is created and none is renamed into place meanwhile.
+/// What clears the terminal's progress bars ([`set_clear_progress`]), if anything does.
+static CLEAR_PROGRESS: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
+
+/// Sets what [`clear_progress`] calls: the CLI's function that clears its progress bars on
+/// stderr. The first call wins; a library user that draws no bars never calls it.
+pub fn set_clear_progress(clear: fn()) {
+    let _ = CLEAR_PROGRESS.set(clear);
+}
+
+/// Clears the progress bars on stderr (see [`set_clear_progress`]) before a message that ends
+/// the process early, so the message starts on a line of its own rather than after a bar.
+pub fn clear_progress() {
+    if let Some(clear) = CLEAR_PROGRESS.get() {
+        clear();
+    }
+}
+
+/// Removes every temporary output file being written, clears the progress bars
+/// ([`clear_progress`]), then ends the process with `code` (130 after SIGINT, 143 after
+/// SIGTERM). The registry stays locked until the process ends, so no new temporary file is
+/// created and none is renamed into place meanwhile.
 pub fn remove_temporaries_and_exit(code: i32) -> ! {
+    clear_progress();
     let set = in_progress();
     for path in set.iter() {
         let _ = fs::remove_file(path);

@@ -182,6 +182,7 @@ pub fn exit_if_stopped() {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     if let Some((_, message)) = first.as_ref() {
+        crate::output::clear_progress();
         eprintln!("{message}");
         // Exits with the lock held: no other thread prints a second line.
         crate::output::remove_temporaries_and_exit(2)
@@ -675,28 +676,39 @@ pub fn check_budget(s: &Scenario) -> Check {
         .iter()
         .map(|(fields, what)| format!("{what} ({fields})"))
         .collect();
-    let flags = match (events_over, memory_over) {
-        (true, true) => "--max-events N and --max-memory-mb MB",
-        (true, false) => "--max-events N",
-        _ => "--max-memory-mb MB",
+    // Only a budget below its largest value can be raised.
+    let raise_events = events_over && limit < u64::MAX;
+    let raise_memory = memory_over && mem_limit < u64::MAX;
+    let raise = match (raise_events, raise_memory) {
+        (true, true) => "Raise it with --max-events N and --max-memory-mb MB if you mean it, or",
+        (true, false) => "Raise it with --max-events N if you mean it, or",
+        (false, true) => "Raise it with --max-memory-mb MB if you mean it, or",
+        (false, false) => "No budget admits it:",
+    };
+    let events = if events_over {
+        over(e.events, limit)
+    } else {
+        about(e.events)
+    };
+    let memory = if memory_over {
+        format!("{} MB", over(e.peak_mb, mem_limit))
+    } else {
+        megabytes(e.peak_mb)
     };
     let what = if events_over {
         format!(
-            "{} make {} engine events ({} of CPU) and need peak memory of {} (an estimate)",
+            "{} make {events} engine events ({} of CPU) and need peak memory of {memory} (an \
+             estimate)",
             listed.join(", "),
-            about(e.events),
             cpu(e.cpu_seconds),
-            megabytes(e.peak_mb),
         )
     } else {
         format!(
-            "{} need peak memory of {} (an estimate, at about {} KB per open ticket and {:.1} KB \
-             per request in flight; {} engine events, {} of CPU)",
+            "{} need peak memory of {memory} (an estimate, at about {} KB per open ticket and \
+             {:.1} KB per request in flight; {events} engine events, {} of CPU)",
             listed.join(", "),
-            megabytes(e.peak_mb),
             thousands(BYTES_PER_OPEN_TICKET / 1024.0),
             BYTES_PER_REQUEST_IN_FLIGHT / 1024.0,
-            about(e.events),
             cpu(e.cpu_seconds),
         )
     };
@@ -704,7 +716,7 @@ pub fn check_budget(s: &Scenario) -> Check {
         &path,
         format!(
             "over the run budget: {what}; the budget is {} engine event{} and {} MB of memory. \
-             Raise it with {flags} if you mean it, or {}",
+             {raise} {}",
             exact(limit),
             if limit == 1 { "" } else { "s" },
             exact(mem_limit),
@@ -742,6 +754,24 @@ pub fn about(x: f64) -> String {
         "under 1".to_string()
     } else {
         format!("about {}", thousands(x))
+    }
+}
+
+/// An estimate `x` known to be over the budget `limit`, as [`about`] prints it unless that
+/// would read as within the budget: `just over 28` when `x` rounds to `limit` or below, and
+/// `more than 18,446,744,073,709,551,615` (the budget itself) when `x` saturates past a
+/// budget of 10^12 or more.
+fn over(x: f64, limit: u64) -> String {
+    if x.is_nan() || x >= SATURATE {
+        if limit as f64 >= SATURATE {
+            format!("more than {}", exact(limit))
+        } else {
+            "more than 10^12".to_string()
+        }
+    } else if x.round() <= limit as f64 {
+        format!("just over {}", exact(limit))
+    } else {
+        about(x)
     }
 }
 
@@ -877,6 +907,21 @@ mod tests {
             r#"{{"name":"t","horizon":"1h","arrivals":{{"schedule":[{{"duration":"1h","rate_per_s":1}}]}}{extra}}}"#
         );
         crate::scenario::load_text(&text, "t.json", &[], &[]).expect("valid")
+    }
+
+    #[test]
+    fn an_estimate_over_the_budget_never_reads_as_within_it() {
+        assert_eq!(over(28.3, 28), "just over 28");
+        assert_eq!(over(28.5, 28), "about 29");
+        assert_eq!(over(90_000.2, 90_000), "just over 90,000");
+        assert_eq!(over(1234.0, 100), "about 1,234");
+        assert_eq!(over(1e300, 1000), "more than 10^12");
+        assert_eq!(over(f64::NAN, 1000), "more than 10^12");
+        assert_eq!(
+            over(f64::INFINITY, u64::MAX),
+            "more than 18,446,744,073,709,551,615"
+        );
+        assert_eq!(over(1e13, 1_000_000_000_000), "more than 1,000,000,000,000");
     }
 
     #[test]

@@ -509,6 +509,97 @@ fn refused(args: &[&str]) -> String {
     err
 }
 
+/// Runs `refundsim ARGS` with stderr on a pseudo-terminal (so that it draws its progress bars):
+/// the exit code and everything written to stderr.
+#[cfg(unix)]
+fn on_a_terminal(args: &[&str]) -> (Option<i32>, String) {
+    use std::io::Read;
+    use std::os::fd::FromRawFd;
+    let (mut master, mut slave) = (0, 0);
+    let size = libc::winsize {
+        ws_row: 40,
+        ws_col: 200,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: openpty writes two new descriptors into the two ints; no name buffer, default
+    // terminal settings, the size above.
+    let opened = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            &size,
+        )
+    };
+    assert_eq!(opened, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors were just opened and are owned by nobody else.
+    let (mut master, slave) = unsafe {
+        (
+            std::fs::File::from_raw_fd(master),
+            std::fs::File::from_raw_fd(slave),
+        )
+    };
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("refundsim"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::null())
+        .stderr(slave)
+        .spawn()
+        .unwrap();
+    // The parent's copy of the slave went into the command (dropped after the spawn), so the
+    // master reads until the child ends (then EIO).
+    let mut err = Vec::new();
+    let mut buf = [0u8; 4096];
+    while let Ok(n) = master.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        err.extend_from_slice(&buf[..n]);
+    }
+    let code = child.wait().unwrap().code();
+    (code, String::from_utf8_lossy(&err).into_owned())
+}
+
+/// On a terminal, a run stopped over the budget clears its progress bar before the error, so
+/// the error starts a line of its own (it was appended to the bar's last frame).
+#[cfg(unix)]
+#[test]
+fn a_run_stopped_over_the_budget_clears_its_progress_bar_first() {
+    let (code, err) = on_a_terminal(&[
+        "run",
+        INCIDENT,
+        "--max-memory-mb",
+        "100",
+        "--set",
+        "refunds_service.pool_size=300",
+        "--set",
+        "stripe.rate_limit_per_s=0",
+        "--set",
+        "humans.enabled=false",
+        "--set",
+        r#"agent.think_time={"kind":"constant","value":"2h"}"#,
+        "--set",
+        r#"arrivals.schedule=[{"duration":"1h","rate_per_s":230}]"#,
+    ]);
+    assert_eq!(code, Some(2), "{err:?}");
+    assert!(
+        err.contains(" of virtual time, "),
+        "a bar was drawn: {err:?}"
+    );
+    let at = err.find("error: ").expect("an error");
+    assert!(
+        err[..at].ends_with("\r\u{1b}[2K"),
+        "the bar's line is erased before the error: {:?}",
+        &err[at.saturating_sub(120)..]
+    );
+    assert!(
+        !err[at..].contains(" of virtual time"),
+        "no frame after the error: {err:?}"
+    );
+}
+
 /// The budget is enforced while a run runs, not only estimated before: what the estimate does
 /// not count (here a two-hour think time at 230 tickets/s, estimated at 43 MB, which held
 /// 2.1 GB; a pool whose acquires retry, 100 s of CPU "estimated" at 5 s) stops the run with
@@ -755,6 +846,24 @@ fn budget_messages_print_readable_numbers() {
         err.contains("Raise it with --max-events N and --max-memory-mb MB"),
         "{err}"
     );
+    // At the largest budgets no flag admits it, and the estimate reads as over the budget.
+    let max = u64::MAX.to_string();
+    let err = refused(&[
+        "run",
+        INCIDENT,
+        "--max-events",
+        &max,
+        "--max-memory-mb",
+        &max,
+        "--set",
+        r#"arrivals.schedule=[{"duration":"1m","rate_per_s":1.7e308}]"#,
+    ]);
+    assert!(
+        err.contains("make more than 18,446,744,073,709,551,615 engine events"),
+        "{err}"
+    );
+    assert!(err.contains("No budget admits it: lower "), "{err}");
+    assert!(!err.contains("Raise it"), "{err}");
     let err = refused(&[
         "run",
         INCIDENT,
