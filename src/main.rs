@@ -40,42 +40,55 @@ struct Cli {
     max_memory_mb: u64,
 }
 
+/// Every subcommand takes a negative number as a flag's value (`--max-events -1`), so that clap
+/// says it is not a valid value instead of suggesting `-- -1`.
 #[derive(Subcommand)]
 enum Command {
     /// Run one scenario and print its summary (exit 1 if an `expect` bound fails).
+    #[command(allow_negative_numbers = true)]
     Run(RunArgs),
     /// Print the JSON Schema of scenario files.
     Schema,
     /// Print a scenario after policies and `--set`, every default written out, with the stack
     /// of layers it compiles to (a valid scenario file itself).
+    #[command(allow_negative_numbers = true)]
     Show(ShowArgs),
     /// CI gate: every scenario × policy × seed against `expect` bounds and conservation
     /// (exit 1 if one fails).
+    #[command(allow_negative_numbers = true)]
     Check(CheckArgs),
     /// Compare a candidate policy with a baseline on the same seeds (exit 1 if a tolerance is
     /// exceeded).
+    #[command(allow_negative_numbers = true)]
     Diff(DiffArgs),
     /// Static checks of scenarios, policies and tool definitions (exit 1 on an error finding).
+    #[command(allow_negative_numbers = true)]
     Lint(LintArgs),
     /// Search interleavings of a scenario for a safety violation and shrink it to a minimal
     /// scenario file (exit 1 when one is found).
+    #[command(allow_negative_numbers = true)]
     Explore(ExploreArgs),
     /// Sizing: run a scenario over a grid of field values × seeds; write points.csv, runs.csv,
     /// sweep.json and SVG plots, and pick the cheapest safe point (exit 1 if `--minimize`
     /// finds none).
+    #[command(allow_negative_numbers = true)]
     Sweep(SweepArgs),
     /// Combine the output directories of `sweep --shard 1/N … N/N` into the whole sweep's.
+    #[command(allow_negative_numbers = true)]
     Merge(MergeArgs),
     /// Turn recorded traces, tool-call logs and a refund export into a scenario that replays
     /// them (see docs/import.md).
+    #[command(allow_negative_numbers = true)]
     Import(ImportArgs),
     /// Import recordings in memory and replay them: compare with the recording ticket by ticket
     /// (exit 1 when refunds or a timing differ by more than 1 ms), or with --policy show what
     /// the policy would have done to exactly that traffic.
+    #[command(allow_negative_numbers = true)]
     Replay(ReplayArgs),
     /// Run one scenario and write a self-contained HTML report: the summary, timelines over
     /// virtual time, duplicated tickets' stories, and optionally a sweep's table and plots
     /// (exit 1 if an `expect` bound fails; the file is written either way).
+    #[command(allow_negative_numbers = true)]
     Report(ReportArgs),
 }
 

@@ -26,10 +26,19 @@ impl SeedRange {
             message,
         };
         let num = |s: &str| {
-            s.trim().parse::<u64>().map_err(|_| {
-                err(format!(
-                    "expected seeds as A..B (inclusive, e.g. 1..30) or one seed N, got {s:?}"
-                ))
+            s.trim().parse::<u64>().map_err(|e| {
+                err(match e.kind() {
+                    std::num::IntErrorKind::PosOverflow => {
+                        format!(
+                            "seed {} is too large: expected at most {}",
+                            s.trim(),
+                            u64::MAX
+                        )
+                    }
+                    _ => format!(
+                        "expected seeds as A..B (inclusive, e.g. 1..30) or one seed N, got {s:?}"
+                    ),
+                })
             })
         };
         let (first, last) = match arg.split_once("..") {
@@ -82,6 +91,10 @@ mod tests {
         let msg = |a: &str| SeedRange::parse("--seeds", a).unwrap_err().to_string();
         assert_eq!(msg("5..2"), "--seeds 5..2: expected A ≤ B, got 5 > 2");
         assert!(msg("a..b").starts_with("--seeds a..b: expected seeds as A..B"));
+        assert!(msg("1..99999999999999999999").ends_with(
+            "seed 99999999999999999999 is too large: expected at most 18446744073709551615"
+        ));
+        assert!(msg("-1..3").contains("expected seeds as A..B"));
         assert!(msg("1..999999999").contains("at most 10000 seeds"));
         assert!(msg("1..10001").contains("at most 10000 seeds"));
     }

@@ -54,7 +54,7 @@ pub fn load_with_expect_source(
     sets: &[String],
 ) -> Result<(Scenario, ExpectSource), ScenarioError> {
     let origin = path.display().to_string();
-    let text = read(path)?;
+    let text = read(path, SCENARIO_EXPECTED)?;
     load_text_with_expect_source(&text, &origin, policies, sets)
 }
 
@@ -157,14 +157,44 @@ pub fn schema_json() -> String {
     s
 }
 
-fn read(path: &Path) -> Result<String, ScenarioError> {
-    std::fs::read_to_string(path)
-        // A UTF-8 byte-order mark, as some editors write, is not part of the JSON.
-        .map(|t| t.strip_prefix('\u{feff}').map(str::to_string).unwrap_or(t))
-        .map_err(|source| ScenarioError::Read {
-            file: path.display().to_string(),
-            source,
-        })
+/// A scenario's or policy's text; `expected` names what the file should be, for a file that
+/// is not text.
+fn read(path: &Path, expected: &str) -> Result<String, ScenarioError> {
+    let bytes = std::fs::read(path).map_err(|source| ScenarioError::Read {
+        file: path.display().to_string(),
+        source,
+    })?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        not_utf8(
+            &path.display().to_string(),
+            e.as_bytes(),
+            e.utf8_error(),
+            expected,
+        )
+    })?;
+    // A UTF-8 byte-order mark, as some editors write, is not part of the JSON.
+    Ok(text
+        .strip_prefix('\u{feff}')
+        .map(str::to_string)
+        .unwrap_or(text))
+}
+
+/// A file that is not UTF-8 text (a binary, a file in another encoding): where its first
+/// invalid byte is (line and column of the valid text before it) and what was expected.
+fn not_utf8(origin: &str, bytes: &[u8], e: std::str::Utf8Error, expected: &str) -> ScenarioError {
+    let valid = &bytes[..e.valid_up_to()];
+    let line = 1 + valid.iter().filter(|&&b| b == b'\n').count();
+    let line_start = valid.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let column = 1 + String::from_utf8_lossy(&valid[line_start..])
+        .chars()
+        .count();
+    ScenarioError::Syntax {
+        at: super::error::Location::new(origin, Some((line, column))),
+        message: format!(
+            "not UTF-8 text (byte 0x{:02x}); expected {expected}",
+            bytes[e.valid_up_to()]
+        ),
+    }
 }
 
 /// Deserializes scenario text on its own, so errors carry line and column. Returns the scenario
@@ -177,7 +207,7 @@ fn parse(text: &str, origin: &str) -> Result<(Scenario, Value), ScenarioError> {
         });
     }
     let value = parse_value(text, origin, "")?;
-    super::dupkeys::check(text).map_err(|e| syntax(origin, &e, ""))?;
+    super::dupkeys::check(text).map_err(|e| syntax(origin, text, &e, ""))?;
     if let Err((segs, message)) = check_shape(&value) {
         let line_col = locate(text, &segs).map(|off| offset_to_line_col(text, off));
         return Err(ScenarioError::Invalid {
@@ -211,7 +241,7 @@ fn parse(text: &str, origin: &str) -> Result<(Scenario, Value), ScenarioError> {
 
 fn read_policy(path: &Path) -> Result<Value, ScenarioError> {
     let origin = path.display().to_string();
-    let text = read(path)?;
+    let text = read(path, POLICY_EXPECTED)?;
     if text.trim().is_empty() {
         return Err(ScenarioError::Empty {
             file: origin,
@@ -219,7 +249,7 @@ fn read_policy(path: &Path) -> Result<Value, ScenarioError> {
         });
     }
     let patch = parse_value(&text, &origin, "invalid policy: ")?;
-    super::dupkeys::check(&text).map_err(|e| syntax(&origin, &e, "invalid policy: "))?;
+    super::dupkeys::check(&text).map_err(|e| syntax(&origin, &text, &e, "invalid policy: "))?;
     if !patch.is_object() {
         let start = text.len() - text.trim_start().len();
         return Err(ScenarioError::Syntax {
@@ -352,6 +382,32 @@ mod tests {
         assert_eq!(
             msg,
             "x.json:5:36: refunds_service.pool_size: invalid value: expected an integer ≥ 1, got 0"
+        );
+    }
+
+    /// A binary or otherwise non-UTF-8 file names its first bad byte's place and what was
+    /// expected (it said only "stream did not contain valid UTF-8").
+    #[test]
+    fn a_file_that_is_not_text_says_where_and_what_was_expected() {
+        let f = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(f.path(), b"{\n  \"name\": \"caf\xc3\xa9 \xff\xfe\"}").unwrap();
+        let msg = load(f.path(), &[], &[]).unwrap_err().to_string();
+        assert_eq!(
+            msg,
+            format!(
+                "{}:2:17: not UTF-8 text (byte 0xff); expected {SCENARIO_EXPECTED}",
+                f.path().display()
+            )
+        );
+        let scenario = file(
+            r#"{"name":"t","horizon":"1h","arrivals":{"schedule":[{"duration":"1h","rate_per_s":1}]}}"#,
+        );
+        let msg = load(scenario.path(), &[f.path().to_path_buf()], &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.ends_with(&format!("expected {POLICY_EXPECTED}")),
+            "{msg}"
         );
     }
 

@@ -31,10 +31,10 @@ pub(super) fn parse_value(text: &str, origin: &str, prefix: &str) -> Result<Valu
                 message: format!("{prefix}{message}"),
                 applied: Vec::new(),
             },
-            _ => syntax(origin, inner, prefix),
+            _ => syntax(origin, text, inner, prefix),
         }
     })?;
-    de.end().map_err(|e| syntax(origin, &e, prefix))?;
+    de.end().map_err(|e| syntax(origin, text, &e, prefix))?;
     Ok(value)
 }
 
@@ -82,15 +82,51 @@ fn bare_message(e: &serde_json::Error) -> String {
     }
 }
 
-pub(super) fn syntax(origin: &str, e: &serde_json::Error, prefix: &str) -> ScenarioError {
-    let mut message = format!("{prefix}{}", bare_message(e));
+pub(super) fn syntax(
+    origin: &str,
+    text: &str,
+    e: &serde_json::Error,
+    prefix: &str,
+) -> ScenarioError {
+    let bare = bare_message(e);
+    let mut message = format!("{prefix}{bare}");
     if e.classify() == serde_json::error::Category::Eof {
         message.push_str(" (the file ends early: is the JSON truncated or a bracket unclosed?)");
+    } else if (bare == "key must be a string" || bare == "expected value") && after_a_comma(text, e)
+    {
+        message.push_str(" (a stray comma? JSON has no empty items)");
     }
     ScenarioError::Syntax {
         at: Location::new(origin, line_col(e)),
         message,
     }
+}
+
+/// Whether the last character before `e`'s column, past whitespace (on this line or those
+/// before), is a comma, and the error is at another comma or a closing bracket:
+/// `"pool_size": 3,,` fails at the second comma, `[1, ,2]` at the lone one.
+fn after_a_comma(text: &str, e: &serde_json::Error) -> bool {
+    let Some((line, col)) = line_col(e) else {
+        return false;
+    };
+    let before: String = text
+        .lines()
+        .take(line)
+        .enumerate()
+        .map(|(i, l)| {
+            if i + 1 == line {
+                l.chars().take(col.saturating_sub(1)).collect::<String>()
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    let at = text.lines().nth(line - 1).and_then(|l| {
+        l.chars()
+            .skip(col.saturating_sub(1))
+            .find(|c| !c.is_whitespace())
+    });
+    before.trim_end().ends_with(',') && matches!(at, Some(',' | '}' | ']'))
 }
 
 pub(super) fn segments(path: &serde_path_to_error::Path) -> Vec<String> {
@@ -268,6 +304,31 @@ mod tests {
         assert!(msg.starts_with("x.json:3:"), "{msg}");
         assert!(msg.contains("EOF while parsing"), "{msg}");
         assert!(msg.contains("truncated"), "{msg}");
+    }
+
+    /// A stray comma gets a hint (serde_json says "key must be a string" or "expected value",
+    /// which does not point at the comma); a trailing one is named by serde_json itself.
+    #[test]
+    fn a_stray_comma_is_named() {
+        for (text, at) in [
+            (
+                "{\"name\": \"t\",\n \"r\": {\n  \"pool_size\": 3,,\n },\n \"x\": 1}",
+                "x.json:3:18: key must be a string (a stray comma?",
+            ),
+            (
+                "{\"name\": \"t\", \"tags\": [1, ,2]}",
+                "x.json:1:27: expected value (a stray comma?",
+            ),
+            (
+                "{\"name\": \"t\",\n  \"horizon\": \"1h\",\n}",
+                "x.json:3:1: trailing comma",
+            ),
+        ] {
+            let msg = err_of(text);
+            assert!(msg.starts_with(at), "{msg}");
+        }
+        assert!(!err_of("{\"name\": \"t\", 5: 1}").contains("comma"));
+        assert!(!err_of("{\"name\": \"t\", \"x\": }").contains("comma"));
     }
 
     #[test]
