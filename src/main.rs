@@ -230,7 +230,12 @@ struct SweepArgs {
     #[arg(long, required = true, value_name = "PATH=VALUES")]
     vary: Vec<String>,
     /// Seeds `A..B` (inclusive), the same for every point.
-    #[arg(long, value_name = "A..B", default_value = "1..20")]
+    #[arg(
+        long,
+        value_name = "A..B",
+        default_value = "1..20",
+        allow_hyphen_values = true
+    )]
     seeds: String,
     /// Run only shard K of N (1 ≤ K ≤ N) of the (point, seed) runs; combine with `merge`.
     #[arg(long, value_name = "K/N")]
@@ -342,7 +347,7 @@ struct CheckArgs {
     #[arg(long = "set", value_name = "PATH=VALUE")]
     sets: Vec<String>,
     /// Seeds `A..B` (inclusive) [default: each scenario's own `seed`].
-    #[arg(long, value_name = "A..B")]
+    #[arg(long, value_name = "A..B", allow_hyphen_values = true)]
     seeds: Option<String>,
     /// Write a JUnit XML report to FILE (whole or not at all).
     #[arg(long, value_name = "FILE")]
@@ -364,10 +369,15 @@ struct DiffArgs {
     #[arg(long, value_name = "FILE")]
     candidate: PathBuf,
     /// Seeds `A..B` (inclusive), the same for both policies.
-    #[arg(long, value_name = "A..B", default_value = "1..30")]
+    #[arg(
+        long,
+        value_name = "A..B",
+        default_value = "1..30",
+        allow_hyphen_values = true
+    )]
     seeds: String,
     /// Run the candidate on other seeds: an unpaired comparison (to measure what pairing buys).
-    #[arg(long, value_name = "A..B")]
+    #[arg(long, value_name = "A..B", allow_hyphen_values = true)]
     candidate_seeds: Option<String>,
     /// Largest allowed mean difference (candidate − baseline) of a metric; repeatable
     /// [default: duplicate_refund_tickets=0, lost_refunds=0, false_failures=0].
@@ -916,7 +926,11 @@ struct RunsBar(indicatif::ProgressBar);
 
 impl RunsBar {
     fn new(command: &'static str) -> Self {
-        let bar = tracked(indicatif::ProgressBar::new(0));
+        // Hidden until `start` knows the number of runs (an empty bar of 0 runs drew full).
+        let bar = tracked(indicatif::ProgressBar::with_draw_target(
+            Some(0),
+            indicatif::ProgressDrawTarget::hidden(),
+        ));
         bar.set_style(
             indicatif::ProgressStyle::with_template(
                 "{spinner} {prefix} [{bar:30}] {pos}/{len} runs, {elapsed}",
@@ -931,6 +945,8 @@ impl RunsBar {
 impl gate::Progress for RunsBar {
     fn start(&self, runs: u64) {
         self.0.set_length(runs);
+        self.0
+            .set_draw_target(indicatif::ProgressDrawTarget::stderr());
     }
     fn run_done(&self) {
         self.0.inc(1);

@@ -934,3 +934,29 @@ fn a_pool_size_over_the_maximum_is_refused() {
         "{err}"
     );
 }
+
+/// A negative number where a flag expects a count or a seed is a bad value of that flag, in one
+/// line naming it, not an unknown argument with clap's tip to write `-- -1`.
+#[test]
+fn negative_numbers_are_bad_values_of_their_flag() {
+    for (args, needle) in [
+        (
+            &["check", INCIDENT, "--seeds", "-1..3"][..],
+            "--seeds -1..3: expected seeds as A..B",
+        ),
+        (
+            &["run", INCIDENT, "--max-events", "-1"][..],
+            "invalid value '-1' for '--max-events <N>'",
+        ),
+        (
+            &["run", INCIDENT, "--ticket", "-5"][..],
+            "invalid value '-5' for '--ticket <ID>'",
+        ),
+    ] {
+        let out = refundsim().args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(!err.contains("-- -1"), "{args:?}: {err}");
+    }
+}
