@@ -215,6 +215,10 @@ impl ImportError {
     }
 }
 
+/// What a recording should be, for a file that is not text.
+const EXPECTED_TEXT: &str =
+    "expected UTF-8 text: a tool-call log, JSON lines, OTLP/JSON or a CSV refund export";
+
 /// Reads one file, in `format` or the detected one. `name` is the file as the user spelled it.
 ///
 /// # Errors
@@ -356,14 +360,10 @@ impl<R: std::io::BufRead> Iterator for LineReader<R> {
         }
         Some(String::from_utf8(buf).map_err(|e| {
             self.done = true;
-            ImportError::at(
-                &self.name,
-                self.line,
-                format!(
-                    "not UTF-8 text (byte {} of the line)",
-                    e.utf8_error().valid_up_to()
-                ),
-            )
+            ImportError::at(&self.name, self.line, {
+                let (_, column, what) = crate::scenario::not_utf8_at(e.as_bytes(), e.utf8_error());
+                format!("{what} at column {column}; {EXPECTED_TEXT}")
+            })
         }))
     }
 }
@@ -399,11 +399,12 @@ fn sniff(path: &Path, format: Option<Format>) -> Result<(String, Format), Import
             std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or("")
         }
         Err(e) => {
+            let (line, column, what) = crate::scenario::not_utf8_at(&head, e);
             return Err(ImportError::at(
                 &name,
-                0,
-                format!("not UTF-8 text (byte {})", e.valid_up_to()),
-            ))
+                line as u64,
+                format!("{what} at column {column}; {EXPECTED_TEXT}"),
+            ));
         }
     };
     match Format::detect(text) {
@@ -460,10 +461,11 @@ fn load(path: &Path, format: Option<Format>) -> Result<(String, String, Format),
         ));
     }
     let text = String::from_utf8(bytes).map_err(|e| {
+        let (line, column, what) = crate::scenario::not_utf8_at(e.as_bytes(), e.utf8_error());
         ImportError::at(
             &name,
-            0,
-            format!("not UTF-8 text (byte {})", e.utf8_error().valid_up_to()),
+            line as u64,
+            format!("{what} at column {column}; {EXPECTED_TEXT}"),
         )
     })?;
     match format.or_else(|| Format::detect(&text)) {
@@ -656,7 +658,9 @@ mod tests {
             lines(b"a\n\xff\nc\n"),
             [
                 Ok("a".into()),
-                Err("f.log:2: not UTF-8 text (byte 0 of the line)".into())
+                Err(format!(
+                    "f.log:2: not UTF-8 text (byte 0xff) at column 1; {EXPECTED_TEXT}"
+                ))
             ]
         );
         let mut long = vec![b'x'; MAX_LINE_BYTES + 1];

@@ -46,9 +46,18 @@ impl LintInput {
 /// Reads `path` and tells what it is.
 pub fn read_input(path: &Path) -> Result<LintInput, LintError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| LintError::Read {
+    let bytes = std::fs::read(path).map_err(|e| LintError::Read {
         file: file.clone(),
         message: e.to_string(),
+    })?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let (line, column, what) = crate::scenario::not_utf8_at(e.as_bytes(), e.utf8_error());
+        LintError::Syntax {
+            file: file.clone(),
+            line,
+            column,
+            message: format!("{what}; expected a JSON scenario, policy or tool list"),
+        }
     })?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let v: Value = serde_json::from_str(text).map_err(|e| {
@@ -138,5 +147,26 @@ fn policy(file: &str, patch: &Value) -> Result<LintInput, LintError> {
             message: format!("{message} (read as a policy over the defaults)"),
         }),
         Err(e) => Err(e.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A binary or otherwise non-UTF-8 file is a syntax error at its first bad byte, with what
+    /// was expected (it was "cannot read file: stream did not contain valid UTF-8").
+    #[test]
+    fn a_file_that_is_not_text_says_where_and_what_was_expected() {
+        let f = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(f.path(), b"{\n \"a\": \"\xe9t\xe9\"}").unwrap();
+        let msg = read_input(f.path()).unwrap_err().to_string();
+        assert_eq!(
+            msg,
+            format!(
+                "{}:2:8: not UTF-8 text (byte 0xe9); expected a JSON scenario, policy or tool list",
+                f.path().display()
+            )
+        );
     }
 }

@@ -182,19 +182,26 @@ fn read(path: &Path, expected: &str) -> Result<String, ScenarioError> {
 /// A file that is not UTF-8 text (a binary, a file in another encoding): where its first
 /// invalid byte is (line and column of the valid text before it) and what was expected.
 fn not_utf8(origin: &str, bytes: &[u8], e: std::str::Utf8Error, expected: &str) -> ScenarioError {
+    let (line, column, what) = not_utf8_at(bytes, e);
+    ScenarioError::Syntax {
+        at: super::error::Location::new(origin, Some((line, column))),
+        message: format!("{what}; expected {expected}"),
+    }
+}
+
+/// Where `bytes` stop being UTF-8 (`e` from decoding them): the 1-based line and column (in
+/// characters) of the first invalid byte, and `not UTF-8 text (byte 0xff)` naming it. For
+/// every reader of user files (scenarios, policies, `lint`, `import`), so that a binary or a
+/// file in another encoding is reported the same way.
+pub fn not_utf8_at(bytes: &[u8], e: std::str::Utf8Error) -> (usize, usize, String) {
     let valid = &bytes[..e.valid_up_to()];
     let line = 1 + valid.iter().filter(|&&b| b == b'\n').count();
     let line_start = valid.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
     let column = 1 + String::from_utf8_lossy(&valid[line_start..])
         .chars()
         .count();
-    ScenarioError::Syntax {
-        at: super::error::Location::new(origin, Some((line, column))),
-        message: format!(
-            "not UTF-8 text (byte 0x{:02x}); expected {expected}",
-            bytes[e.valid_up_to()]
-        ),
-    }
+    let byte = bytes.get(e.valid_up_to()).copied().unwrap_or(0);
+    (line, column, format!("not UTF-8 text (byte 0x{byte:02x})"))
 }
 
 /// Deserializes scenario text on its own, so errors carry line and column. Returns the scenario
