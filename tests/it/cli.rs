@@ -509,6 +509,23 @@ fn refused(args: &[&str]) -> String {
     err
 }
 
+/// A run of the incident the memory budget stops while it runs: a two-hour think time at 230
+/// tickets/s, estimated at 43 MB, holds far more than `--max-memory-mb 100`.
+const HOLDS_PAST_100_MB: [&str; 12] = [
+    "--max-memory-mb",
+    "100",
+    "--set",
+    "refunds_service.pool_size=300",
+    "--set",
+    "stripe.rate_limit_per_s=0",
+    "--set",
+    "humans.enabled=false",
+    "--set",
+    r#"agent.think_time={"kind":"constant","value":"2h"}"#,
+    "--set",
+    r#"arrivals.schedule=[{"duration":"1h","rate_per_s":230}]"#,
+];
+
 /// Runs `refundsim ARGS` with stderr on a pseudo-terminal (so that it draws its progress bars):
 /// the exit code and everything written to stderr.
 #[cfg(unix)]
@@ -567,22 +584,7 @@ fn on_a_terminal(args: &[&str]) -> (Option<i32>, String) {
 #[cfg(unix)]
 #[test]
 fn a_run_stopped_over_the_budget_clears_its_progress_bar_first() {
-    let (code, err) = on_a_terminal(&[
-        "run",
-        INCIDENT,
-        "--max-memory-mb",
-        "100",
-        "--set",
-        "refunds_service.pool_size=300",
-        "--set",
-        "stripe.rate_limit_per_s=0",
-        "--set",
-        "humans.enabled=false",
-        "--set",
-        r#"agent.think_time={"kind":"constant","value":"2h"}"#,
-        "--set",
-        r#"arrivals.schedule=[{"duration":"1h","rate_per_s":230}]"#,
-    ]);
+    let (code, err) = on_a_terminal(&[&["run", INCIDENT][..], &HOLDS_PAST_100_MB].concat());
     assert_eq!(code, Some(2), "{err:?}");
     assert!(
         err.contains(" of virtual time, "),
@@ -608,24 +610,8 @@ fn a_run_stopped_over_the_budget_clears_its_progress_bar_first() {
 fn runs_past_the_budget_while_running_are_stopped_with_nothing_written() {
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("trace.jsonl");
-    let err = refused(&[
-        "run",
-        INCIDENT,
-        "--max-memory-mb",
-        "100",
-        "--trace",
-        trace.to_str().unwrap(),
-        "--set",
-        "refunds_service.pool_size=300",
-        "--set",
-        "stripe.rate_limit_per_s=0",
-        "--set",
-        "humans.enabled=false",
-        "--set",
-        r#"agent.think_time={"kind":"constant","value":"2h"}"#,
-        "--set",
-        r#"arrivals.schedule=[{"duration":"1h","rate_per_s":230}]"#,
-    ]);
+    let trace = trace.to_str().unwrap();
+    let err = refused(&[&["run", INCIDENT, "--trace", trace][..], &HOLDS_PAST_100_MB].concat());
     for needle in [
         "error: scenario \"carrier-outage\", seed 157: stopped over the run budget at 00:",
         " tasks in flight (about ",
