@@ -31,37 +31,26 @@ pub fn draw_ticket(w: &World, id: u64, phase: String) -> Ticket {
 /// Generated tickets whose draws are made together (see [`TicketDraws`]).
 const TICKET_BATCH: usize = 8;
 
-/// The draws of generated tickets `base .. base + len`: each one's `(amount_cents,
-/// charge_amount_cents)`, as [`draw_ticket`] draws them. Drawn [`TICKET_BATCH`] tickets at a
-/// time (their `"ticket"` streams derived together, the amounts' lognormals stage by stage,
-/// [`dist::amounts_from`]): each ticket's stream is its own, so drawing ahead changes no
-/// number, and the independent derivations and libm calls overlap in the CPU. Draws past the
-/// horizon go unused.
+/// Generated tickets' draws, each one's `(amount_cents, charge_amount_cents)` as
+/// [`draw_ticket`] draws them, made [`TICKET_BATCH`] tickets at a time: their `"ticket"` streams
+/// derived together, the amounts' lognormals stage by stage ([`dist::amounts_from`]).
 #[derive(Default)]
-struct TicketDraws {
-    base: u64,
-    len: usize,
-    drawn: [(u64, u64); TICKET_BATCH],
-}
+struct TicketDraws(dist::DrawnAhead<(u64, u64), TICKET_BATCH>);
 
 impl TicketDraws {
     /// Ticket `id` with phase label `phase`.
     fn ticket(&mut self, w: &World, id: u64, phase: String) -> Ticket {
-        if id.wrapping_sub(self.base) >= self.len as u64 {
-            let ids: [u64; TICKET_BATCH] = std::array::from_fn(|i| id.wrapping_add(i as u64));
+        let (amount_cents, charge_amount_cents) = self.0.get(id, |ids| {
             let a = &w.cfg.arrivals;
             let mut rngs = w
                 .streams
                 .streams_of("ticket", ids.map(|id| w.ticket_key(id)));
             let amounts = dist::amounts_from(&mut rngs, &a.amount, &w.latencies.amount);
-            self.drawn = std::array::from_fn(|i| {
+            std::array::from_fn(|i| {
                 let factor = dist::uniform(&mut rngs[i], a.charge_factor.min, a.charge_factor.max);
                 (amounts[i], charge_amount(amounts[i], factor))
-            });
-            self.base = id;
-            self.len = TICKET_BATCH;
-        }
-        let (amount_cents, charge_amount_cents) = self.drawn[(id - self.base) as usize];
+            })
+        });
         Ticket {
             id,
             amount_cents,

@@ -10,7 +10,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::rc::{Rc, Weak};
 
-use super::dist;
+use super::dist::{self, DrawnAhead};
 use super::pool::PoolCallback;
 use super::refunds_service::release;
 use super::world::{Ids, World};
@@ -35,19 +35,11 @@ struct Background {
     /// Requests waiting in the pool's line, in line order.
     waiting: RefCell<VecDeque<Waiting>>,
     /// The holds of the next requests, drawn ahead.
-    holds: RefCell<Holds>,
+    holds: RefCell<DrawnAhead<SimTime, HOLD_BATCH>>,
 }
 
 /// Requests whose holds are drawn together (see [`Background::hold_of`]).
 const HOLD_BATCH: usize = 8;
-
-/// The holds of requests `base .. base + len`.
-#[derive(Default)]
-struct Holds {
-    base: u64,
-    len: usize,
-    values: [SimTime; HOLD_BATCH],
-}
 
 /// A background request in the pool's line.
 struct Waiting {
@@ -128,18 +120,10 @@ impl Background {
     /// drawing ahead gives every request the hold it would draw on arrival. Up to
     /// `HOLD_BATCH - 1` holds drawn past the last arrival go unused.
     fn hold_of(&self, w: &World, n: u64) -> SimTime {
-        let mut holds = self.holds.borrow_mut();
-        if n.wrapping_sub(holds.base) >= holds.len as u64 {
-            let ids: [u64; HOLD_BATCH] = std::array::from_fn(|i| n.wrapping_add(i as u64));
+        self.holds.borrow_mut().get(n, |ids| {
             let mut rngs = w.streams.streams_of("background_hold", ids);
-            let d = &w.latencies.background_hold;
-            *holds = Holds {
-                base: n,
-                len: HOLD_BATCH,
-                values: d.draw_each(&mut rngs),
-            };
-        }
-        holds.values[(n - holds.base) as usize]
+            w.latencies.background_hold.draw_each(&mut rngs)
+        })
     }
 
     /// Holds a connection just taken after waiting `waited` for `hold`, then returns it.

@@ -219,6 +219,39 @@ fn round_to_ns(x: f64) -> u64 {
     }
 }
 
+/// Draws for consecutive entity ids (tickets, background requests) made `N` at a time: the
+/// draws of ids `base .. base + len`. Each id draws from a stream of its own, so drawing ahead
+/// changes no number; drawing together lets the streams' derivations and libm calls overlap in
+/// the CPU. Up to `N - 1` draws past the last id asked for go unused.
+pub struct DrawnAhead<T, const N: usize> {
+    base: u64,
+    len: usize,
+    values: [T; N],
+}
+
+impl<T: Copy + Default, const N: usize> Default for DrawnAhead<T, N> {
+    fn default() -> Self {
+        DrawnAhead {
+            base: 0,
+            len: 0,
+            values: [T::default(); N],
+        }
+    }
+}
+
+impl<T: Copy, const N: usize> DrawnAhead<T, N> {
+    /// The draw of `id`; when it was not drawn ahead, `draw` makes those of `id .. id + N`
+    /// (given the `N` ids, returning their draws in that order).
+    pub fn get(&mut self, id: u64, draw: impl FnOnce([u64; N]) -> [T; N]) -> T {
+        if id.wrapping_sub(self.base) >= self.len as u64 {
+            self.values = draw(std::array::from_fn(|i| id.wrapping_add(i as u64)));
+            self.base = id;
+            self.len = N;
+        }
+        self.values[(id - self.base) as usize]
+    }
+}
+
 /// Cents from a p50/p99 lognormal, rounded and clamped to `[min_cents, max_cents]`.
 pub fn amount(rng: &mut StreamRng, d: &AmountDist) -> u64 {
     amount_from(rng, d, &Lognormal::of_amount(d))
@@ -231,16 +264,18 @@ pub fn amounts_from<const N: usize>(
     d: &AmountDist,
     lognormal: &Lognormal,
 ) -> [u64; N] {
-    lognormal
-        .draw_each(rngs)
-        .map(|c| (c.round() as u64).clamp(d.min_cents, d.max_cents.max(d.min_cents)))
+    lognormal.draw_each(rngs).map(|c| clamped_cents(c, d))
 }
 
 /// [`amount`] with `d`'s lognormal (`Lognormal::of_amount(d)`) computed once, for a draw per
 /// ticket: the same numbers without two `log` calls per draw.
 pub fn amount_from(rng: &mut StreamRng, d: &AmountDist, lognormal: &Lognormal) -> u64 {
-    let c = lognormal.draw(rng).round() as u64;
-    c.clamp(d.min_cents, d.max_cents.max(d.min_cents))
+    clamped_cents(lognormal.draw(rng), d)
+}
+
+/// A drawn amount rounded to cents and clamped to `[min_cents, max_cents]`.
+fn clamped_cents(c: f64, d: &AmountDist) -> u64 {
+    (c.round() as u64).clamp(d.min_cents, d.max_cents.max(d.min_cents))
 }
 
 /// An exponential inter-arrival time for `rate_per_s` (> 0), in ns, by inversion
