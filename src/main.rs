@@ -109,15 +109,22 @@ struct RecordingArgs {
     /// date, else 1970-01-01].
     #[arg(long, value_name = "YYYY-MM-DD")]
     date: Option<String>,
-    /// The refund tool's name in the recording.
-    #[arg(long, default_value = "issue_refund", value_name = "NAME")]
-    tool: String,
-    /// The tool-call argument holding the ticket id.
-    #[arg(long, default_value = "ticket", value_name = "NAME")]
-    ticket_field: String,
-    /// The tool-call argument holding the amount (cents).
-    #[arg(long, default_value = "amount", value_name = "NAME")]
-    amount_field: String,
+    /// The refund tool's name in the recording [default: the base scenario's agent.tool,
+    /// issue_refund].
+    #[arg(long, value_name = "NAME")]
+    tool: Option<String>,
+    /// The tool-call argument holding the ticket id (a string or an integer) [default: the
+    /// tool definition's argument, else ticket, ticket_id or ticketId].
+    #[arg(long, value_name = "NAME")]
+    ticket_field: Option<String>,
+    /// The tool-call argument holding the amount in cents [default: the tool definition's
+    /// argument, else amount, amount_cents or amountCents].
+    #[arg(long, value_name = "NAME")]
+    amount_field: Option<String>,
+    /// Tool definitions naming the refund tool's arguments: an MCP tools/list result, MCP,
+    /// Anthropic or OpenAI function definitions [default: the base scenario's tools].
+    #[arg(long, value_name = "FILE")]
+    tool_definition: Option<PathBuf>,
     /// A refund-export column name: `id=`, `charge=`, `amount=`, `created=`, `status=` or
     /// `ticket=` followed by the column's name in the CSV header; repeatable.
     #[arg(long = "csv-column", value_name = "FIELD=COLUMN")]
@@ -129,9 +136,6 @@ impl RecordingArgs {
         use refundsim::error::CliError;
         let mut options = refundsim::import::ImportOptions {
             date: self.date.clone(),
-            tool: self.tool.clone(),
-            ticket_field: self.ticket_field.clone(),
-            amount_field: self.amount_field.clone(),
             ..Default::default()
         };
         for c in &self.csv_columns {
@@ -161,6 +165,10 @@ impl RecordingArgs {
             format: self.format,
             base: self.base.clone(),
             options,
+            tool: self.tool.clone(),
+            ticket_field: self.ticket_field.clone(),
+            amount_field: self.amount_field.clone(),
+            tool_definition: self.tool_definition.clone(),
         })
     }
 }

@@ -122,9 +122,15 @@ pub struct Row {
 pub struct TicketComparison {
     /// Ticket id.
     pub ticket: u64,
+    /// The ticket id as recorded, when it was not a number (`"T-100001"`; see
+    /// `replay.ticket_labels`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ticket_label: Option<String>,
     /// Refunds the recording says the ticket got.
     pub recorded_refunds: u32,
-    /// Where the recorded count comes from (`refund export` or `tool results`).
+    /// Where the recorded count comes from: `refund export` (the provider's export or list),
+    /// `provider requests` (2xx answers to refund creates in the provider's spans) or `tool
+    /// results` (distinct refund ids the agent was given).
     pub recorded_refunds_from: String,
     /// Refunds (that moved money) the run created for it.
     pub replayed_refunds: u32,
@@ -137,6 +143,13 @@ pub struct TicketComparison {
 }
 
 impl TicketComparison {
+    /// The ticket as recorded: its label, else its number.
+    pub fn shown(&self) -> String {
+        self.ticket_label
+            .clone()
+            .unwrap_or_else(|| self.ticket.to_string())
+    }
+
     /// Whether refunds, tool calls and every row match.
     pub fn matches(&self) -> bool {
         self.recorded_refunds == self.replayed_refunds
@@ -238,6 +251,7 @@ pub fn compare(replay: &Replay, seen: ReplayObserver) -> Comparison {
         let replayed_tool_calls = got.attempts.values().filter(|a| a.call.is_some()).count();
         tickets.push(TicketComparison {
             ticket: id,
+            ticket_label: replay.ticket_labels.get(&id).cloned(),
             recorded_refunds: rec.refunds,
             recorded_refunds_from: rec.refunds_from.clone(),
             replayed_refunds: got.refunds,
@@ -280,7 +294,7 @@ pub fn render_exact(c: &Comparison, origin: Option<SystemTime>) -> String {
         let _ = writeln!(
             out,
             "ticket {}: refunds recorded {} ({}), replayed {}; tool calls recorded {}, replayed {}",
-            t.ticket,
+            t.shown(),
             t.recorded_refunds,
             t.recorded_refunds_from,
             t.replayed_refunds,
@@ -350,7 +364,7 @@ pub fn render_counterfactual(c: &Comparison) -> String {
         let _ = writeln!(
             out,
             "{:>10}  {:>17}  {:>23}  {:>19}  {:>25}",
-            t.ticket,
+            t.shown(),
             t.recorded_refunds,
             t.replayed_refunds,
             t.recorded_tool_calls,

@@ -160,7 +160,11 @@ pub fn story_of(
     origin: Option<std::time::SystemTime>,
 ) -> Vec<String> {
     let out = run_keeping(scenario, seed, &Invocation::default(), Keep::Ticket(ticket));
-    crate::report::story(&out.history, ticket, origin)
+    let shown = scenario
+        .replay
+        .as_ref()
+        .map_or_else(|| ticket.to_string(), |r| r.ticket_text(ticket));
+    crate::report::story_as(&out.history, ticket, &shown, origin)
 }
 
 /// Engine events between two calls of a [`run_with_progress`] observer: often enough for a

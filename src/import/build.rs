@@ -27,7 +27,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, UNIX_EPOCH};
 
-use super::recording::{ProviderRequestRec, Recording, ToolCallRec, UnixNs, Warning};
+use super::recording::{ProviderRequestRec, Recording, TicketRef, ToolCallRec, UnixNs, Warning};
 use super::{ImportError, ImportOptions, Source};
 use crate::scenario::MAX_CENTS;
 use crate::scenario::{
@@ -172,6 +172,100 @@ fn check_order(c: &ToolCallRec) -> Result<(), ImportError> {
     Ok(())
 }
 
+/// The refunds the provider's side records for one ticket's requests: each 2xx answer to a
+/// refund create is a created refund (the semantic conventions record no response body, so no
+/// refund id is needed), except one that repeats an earlier 2xx's refund id or, without ids,
+/// its `Idempotency-Key` (Stripe replays the saved answer of a reused key: no new refund).
+/// `None` when no request of the ticket is recorded.
+fn provider_refunds<'a>(requests: impl Iterator<Item = &'a ProviderRequestRec>) -> Option<usize> {
+    let mut any = false;
+    let mut seen = std::collections::BTreeSet::new();
+    let mut n = 0;
+    let mut sorted: Vec<&ProviderRequestRec> = requests.inspect(|_| any = true).collect();
+    sorted.sort_by(|a, b| (a.sent.at, &a.source).cmp(&(b.sent.at, &b.source)));
+    for r in sorted {
+        if !r.status.is_some_and(|s| (200..300).contains(&s)) {
+            continue;
+        }
+        let same = match (&r.refund_id, &r.idempotency_key) {
+            (Some(id), _) => !seen.insert(format!("id {id}")),
+            (None, Some(Some(key))) => !seen.insert(format!("key {key}")),
+            _ => false,
+        };
+        n += usize::from(!same);
+    }
+    any.then_some(n)
+}
+
+/// Numeric ticket ids for the recorded ticket texts (see [`TicketIds::of`]).
+#[derive(Debug, Default)]
+struct TicketIds {
+    ids: BTreeMap<TicketRef, u64>,
+}
+
+impl TicketIds {
+    /// An id for every ticket text: a canonical integer (`48213`) is its own id; any other text
+    /// (`T-100001`), in text order, gets the number its trailing digits spell when that number
+    /// is free, else the next number above every id taken. Deterministic: the same texts give
+    /// the same ids whatever the order they were read in.
+    fn of<'a>(tickets: impl Iterator<Item = &'a TicketRef>) -> Self {
+        let all: std::collections::BTreeSet<&TicketRef> = tickets.collect();
+        let mut ids = BTreeMap::new();
+        let mut taken = std::collections::BTreeSet::new();
+        for t in &all {
+            if let Some(n) = t.number() {
+                ids.insert((*t).clone(), n);
+                taken.insert(n);
+            }
+        }
+        let labels: Vec<&TicketRef> = all
+            .iter()
+            .copied()
+            .filter(|t| t.number().is_none())
+            .collect();
+        let mut wanted: Vec<(&TicketRef, Option<u64>)> = Vec::new();
+        for t in &labels {
+            let digits: String = {
+                let rev: String = t
+                    .as_str()
+                    .chars()
+                    .rev()
+                    .take_while(char::is_ascii_digit)
+                    .collect();
+                rev.chars().rev().collect()
+            };
+            let n = digits.parse::<u64>().ok().filter(|n| *n < 1 << 53);
+            let free = n.filter(|n| !taken.contains(n));
+            if let Some(n) = free {
+                taken.insert(n);
+            }
+            wanted.push((t, free));
+        }
+        for (t, n) in wanted {
+            let n = n.unwrap_or_else(|| {
+                let next = taken.last().map_or(1, |m| m + 1);
+                taken.insert(next);
+                next
+            });
+            ids.insert(t.clone(), n);
+        }
+        TicketIds { ids }
+    }
+
+    fn get(&self, t: &TicketRef) -> Option<u64> {
+        self.ids.get(t).copied()
+    }
+
+    /// The texts that are not their own id, by id: the replay's `ticket_labels`.
+    fn labels(&self) -> BTreeMap<u64, String> {
+        self.ids
+            .iter()
+            .filter(|(t, _)| t.number().is_none())
+            .map(|(t, &n)| (n, t.as_str().to_string()))
+            .collect()
+    }
+}
+
 /// The RFC 3339 form of `origin` (whole seconds).
 fn rfc3339(origin: UnixNs) -> String {
     let t = UNIX_EPOCH + Duration::from_secs(u64::try_from(origin / 1_000_000_000).unwrap_or(0));
@@ -207,6 +301,12 @@ pub fn build(
         file: sources.first().cloned().unwrap_or_default(),
         line: 0,
     };
+    let ticket_ids = TicketIds::of(
+        rec.tool_calls
+            .iter()
+            .filter(|c| c.tool == opts.tool)
+            .map(|c| &c.ticket),
+    );
     let mut by_ticket: BTreeMap<u64, Vec<&ToolCallRec>> = BTreeMap::new();
     let mut other_tools = 0usize;
     // A record seen twice (a file given twice, a log and the JSON lines of the same calls): the
@@ -215,11 +315,11 @@ pub fn build(
     let mut seen_ids = std::collections::BTreeSet::new();
     let mut repeated: Vec<&Source> = Vec::new();
     for c in &rec.tool_calls {
-        let same_instant = !seen_calls.insert((c.ticket, c.tool.as_str(), c.at.at));
+        let same_instant = !seen_calls.insert((&c.ticket, c.tool.as_str(), c.at.at));
         let same_id = c
             .call_id
             .as_deref()
-            .is_some_and(|id| !seen_ids.insert((c.ticket, id)));
+            .is_some_and(|id| !seen_ids.insert((&c.ticket, id)));
         if same_instant || same_id {
             repeated.push(&c.source);
             continue;
@@ -235,8 +335,8 @@ pub fn build(
             });
         }
         check_order(c)?;
-        if c.tool == opts.tool {
-            by_ticket.entry(c.ticket).or_default().push(c);
+        if let Some(id) = ticket_ids.get(&c.ticket).filter(|_| c.tool == opts.tool) {
+            by_ticket.entry(id).or_default().push(c);
         } else {
             other_tools += 1;
         }
@@ -275,7 +375,7 @@ pub fn build(
     let mut seen_requests = std::collections::BTreeSet::new();
     let mut repeated_requests: Vec<&Source> = Vec::new();
     for r in &rec.provider_requests {
-        if !seen_requests.insert((r.ticket, r.attempt, r.try_no, r.sent.at)) {
+        if !seen_requests.insert((&r.ticket, r.attempt, r.try_no, r.sent.at)) {
             repeated_requests.push(&r.source);
             continue;
         }
@@ -289,7 +389,10 @@ pub fn build(
                 ),
             });
         }
-        let Some(calls) = by_ticket.get(&r.ticket) else {
+        let Some((id, calls)) = ticket_ids
+            .get(&r.ticket)
+            .and_then(|id| Some((id, by_ticket.get(&id)?)))
+        else {
             warnings.push(Warning {
                 source: r.source.clone(),
                 message: format!(
@@ -324,7 +427,7 @@ pub fn build(
                 ),
             });
         }
-        requests_of.entry((r.ticket, attempt)).or_default().push(r);
+        requests_of.entry((id, attempt)).or_default().push(r);
     }
     for rs in requests_of.values_mut() {
         rs.sort_by(|a, b| (a.try_no, a.sent.at, &a.source).cmp(&(b.try_no, b.sent.at, &b.source)));
@@ -358,8 +461,11 @@ pub fn build(
             repeated_refunds.push(&r.source);
             continue;
         }
-        if by_ticket.contains_key(&r.ticket) {
-            exported.entry(r.ticket).or_default().push(r);
+        if let Some(id) = ticket_ids
+            .get(&r.ticket)
+            .filter(|id| by_ticket.contains_key(id))
+        {
+            exported.entry(id).or_default().push(r);
         } else {
             warnings.push(Warning {
                 source: r.source.clone(),
@@ -391,6 +497,7 @@ pub fn build(
     let mut last = earliest;
     let mut last_source = first_record.map(|(_, src)| src);
     for (&id, calls) in &by_ticket {
+        let label = &calls[0].ticket;
         let export: &[&super::ExportedRefund] = exported.get(&id).map_or(&[], Vec::as_slice);
         let ok_ids: Vec<&str> = calls
             .iter()
@@ -407,6 +514,11 @@ pub fn build(
                     )
             })
             .collect();
+        let provider_side = provider_refunds(
+            requests_of
+                .range((id, 0)..=(id, u32::MAX))
+                .flat_map(|(_, rs)| rs.iter().copied()),
+        );
         let (refunds, refunds_from) = if have_export {
             let n = export.iter().filter(|r| moves_money(&r.status)).count();
             (n, "refund export")
@@ -423,7 +535,11 @@ pub fn build(
                         && c.service_response.is_none()
                 })
                 .count();
-            (distinct.len() + anonymous, "tool results")
+            let from_results = distinct.len() + anonymous;
+            match provider_side {
+                Some(n) if n >= from_results => (n, "provider requests"),
+                _ => (from_results, "tool results"),
+            }
         };
         let refunds = u32::try_from(refunds).unwrap_or(u32::MAX);
         let amount = calls
@@ -433,8 +549,8 @@ pub fn build(
             .ok_or_else(|| ImportError {
                 at: calls[0].source.clone(),
                 message: format!(
-                    "ticket {id}: no amount recorded (expected `{}` in the tool call's arguments, or a refund in the export)",
-                    opts.amount_field
+                    "ticket {label}: no amount recorded (expected an argument {} in the tool call, or a refund in the export; see --amount-field)",
+                    opts.arguments.amount_list()
                 ),
             })?;
         let exported_sum: u64 = export.iter().map(|r| r.amount_cents).sum();
@@ -475,7 +591,7 @@ pub fn build(
                         warnings.push(Warning {
                             source: c.source.clone(),
                             message: format!(
-                                "ticket {id}: tool call {attempt} comes {:.1} ms after the previous result, less than agent.call_overhead; replayed with a think time of 0",
+                                "ticket {label}: tool call {attempt} comes {:.1} ms after the previous result, less than agent.call_overhead; replayed with a think time of 0",
                                 (call_at - end) as f64 / 1e6
                             ),
                         });
@@ -609,7 +725,7 @@ pub fn build(
                     warnings.push(Warning {
                         source: c.source.clone(),
                         message: format!(
-                            "ticket {id}: tool call {attempt} timed out and the service's answer is not recorded: replayed as {} {} ms after the timeout",
+                            "ticket {label}: tool call {attempt} timed out and the service's answer is not recorded: replayed as {} {} ms after the timeout",
                             if refund.is_some() {
                                 "a refund (the export lists one)"
                             } else {
@@ -712,6 +828,7 @@ pub fn build(
     };
     out.replay = Some(Replay {
         sources: sources.to_vec(),
+        ticket_labels: ticket_ids.labels(),
         pool_size: out.refunds_service.pool_size,
         reach_provider: reach_fit.dist,
         requests,

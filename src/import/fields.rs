@@ -3,7 +3,29 @@
 
 use std::time::UNIX_EPOCH;
 
-use super::UnixNs;
+use super::{TicketRef, UnixNs};
+
+/// What a ticket id may be, for error messages.
+pub(crate) const TICKET_TEXT: &str =
+    "a ticket id (a non-negative integer, or a string like \"T-100000\" of at most 200 characters)";
+
+/// A ticket id from a JSON value: a non-negative integer (kept as its decimal text), or a
+/// non-empty string of at most 200 characters without control characters (kept as written:
+/// `"T-100000"`, `"48213"`). `None` otherwise.
+pub(crate) fn ticket_value(v: &serde_json::Value) -> Option<TicketRef> {
+    match v {
+        serde_json::Value::Number(n) => n.as_u64().map(TicketRef::from),
+        serde_json::Value::String(s) => ticket_text(s),
+        _ => None,
+    }
+}
+
+/// A ticket id from text (a log's `ticket=…`, a CSV cell): see [`ticket_value`].
+pub(crate) fn ticket_text(s: &str) -> Option<TicketRef> {
+    let s = s.trim();
+    (!s.is_empty() && s.chars().count() <= 200 && !s.chars().any(char::is_control))
+        .then(|| TicketRef(s.to_string()))
+}
 
 /// What a text time may look like, for error messages.
 pub(crate) const TIME_TEXT: &str =

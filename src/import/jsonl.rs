@@ -19,10 +19,10 @@ use serde::de::{Deserializer, Error as _};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::fields::{bare_message, parse_utc, shown, TIME_TEXT};
+use super::fields::{bare_message, parse_utc, shown, ticket_value, TICKET_TEXT, TIME_TEXT};
 use super::{
     ImportError, ImportOptions, Instant, ProviderRequestRec, Recording, ServiceResponseRec, Source,
-    ToolCallRec, ToolResultRec, Warning,
+    TicketRef, ToolCallRec, ToolResultRec, Warning,
 };
 
 /// The `type`s a line may have.
@@ -32,7 +32,7 @@ const TYPES: &str = "\"tool_call\", \"provider_request\" or \"executor\"";
 #[serde(deny_unknown_fields, expecting = "a tool_call object")]
 struct ToolCallLine {
     #[serde(deserialize_with = "ticket")]
-    ticket: u64,
+    ticket: TicketRef,
     #[serde(default)]
     tool: Option<String>,
     #[serde(default)]
@@ -81,7 +81,7 @@ struct ServiceLine {
 #[serde(deny_unknown_fields, expecting = "a provider_request object")]
 struct ProviderLine {
     #[serde(deserialize_with = "ticket")]
-    ticket: u64,
+    ticket: TicketRef,
     #[serde(default)]
     attempt: Option<u32>,
     #[serde(default, rename = "try")]
@@ -109,21 +109,10 @@ struct ExecutorLine {
     timeout_ms: u64,
 }
 
-fn ticket<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+fn ticket<'de, D: Deserializer<'de>>(d: D) -> Result<TicketRef, D::Error> {
     let v = Value::deserialize(d)?;
-    match &v {
-        Value::Number(n) => n.as_u64(),
-        Value::String(s) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => {
-            s.parse().ok()
-        }
-        _ => None,
-    }
-    .ok_or_else(|| {
-        D::Error::custom(format!(
-            "expected a ticket id (a non-negative integer), got {}",
-            shown(&v)
-        ))
-    })
+    ticket_value(&v)
+        .ok_or_else(|| D::Error::custom(format!("expected {TICKET_TEXT}, got {}", shown(&v))))
 }
 
 fn time<'de, D: Deserializer<'de>>(d: D) -> Result<Instant, D::Error> {
@@ -406,7 +395,7 @@ mod tests {
         assert_eq!(
             rec.tool_calls,
             vec![ToolCallRec {
-                ticket: 48213,
+                ticket: 48213.into(),
                 tool: "issue_refund".into(),
                 call_id: Some("toolu_01A".into()),
                 at: ms(0),
@@ -429,7 +418,7 @@ mod tests {
         assert_eq!(
             rec.provider_requests[0],
             ProviderRequestRec {
-                ticket: 48213,
+                ticket: 48213.into(),
                 attempt: Some(1),
                 try_no: Some(0),
                 service_received: Some(ms(8038)),
@@ -481,7 +470,8 @@ mod tests {
         );
         assert_eq!(
             err(r#"{"type":"provider_request","ticket":-1,"sent":0}"#),
-            "r.jsonl:1: ticket: expected a ticket id (a non-negative integer), got -1"
+            "r.jsonl:1: ticket: expected a ticket id (a non-negative integer, or a string like \
+             \"T-100000\" of at most 200 characters), got -1"
         );
         assert_eq!(
             err(r#"{"type":"provider_request","ticket":1,"sent":0,"status":700}"#),

@@ -17,7 +17,7 @@
 //!   19.900–19.999 s and is read as the middle, 19.9495 s, with a tolerance of ±49.5 ms, and a
 //!   warning.
 //! - Kinds: `tool_call NAME(k=v, …)` (the ticket and the amount, in cents, from the arguments
-//!   named by [`ImportOptions::ticket_field`] and [`ImportOptions::amount_field`]);
+//!   named by [`ImportOptions::arguments`]; a ticket id may be any text, `T-7` or `48213`);
 //!   `tool_executor: timeout after Nms` (the current call's result: a timeout);
 //!   `model: "…"` (the model's decision after the current call's result); `tool_result: {…}`
 //!   (the current call's result: ok when its `status` is `refunded` or it has a `refund_id`);
@@ -28,9 +28,11 @@
 //!   written and compared by count only.
 
 use super::fields::quoted as shown;
+use super::fields::{ticket_text, TICKET_TEXT};
 use super::recording::{
     Instant, Recording, ServiceResponseRec, ToolCallRec, ToolResultRec, Warning,
 };
+use super::tool_args::listed_all;
 use super::{ImportError, ImportOptions, Source};
 
 const DAY_NS: i64 = 86_400 * 1_000_000_000;
@@ -334,39 +336,51 @@ fn entry(
                     "tool_call: expected NAME(key=value, ...) after tool_call",
                 )
             })?;
-            let get = |k: &str| args.iter().find(|(a, _)| a == k).map(|(_, v)| v.clone());
-            let ticket = match get(&opts.ticket_field) {
-                Some(v) => v.parse::<u64>().map_err(|_| {
+            let get = |names: &[String]| {
+                names.iter().find_map(|k| {
+                    args.iter()
+                        .find(|(a, _)| a == k)
+                        .map(|(_, v)| (k.clone(), v.clone()))
+                })
+            };
+            let names = &opts.arguments;
+            let ticket = match get(&names.ticket) {
+                Some((k, v)) => ticket_text(v.trim_matches(['"', '\''])).ok_or_else(|| {
                     ImportError::at(
                         name,
                         line_no,
                         format!(
-                            "tool_call arguments.{}: expected a ticket id (a whole number), got {}",
-                            opts.ticket_field,
+                            "tool_call arguments.{k}: expected {TICKET_TEXT}, got {}",
                             shown(&v)
                         ),
                     )
                 })?,
                 None if tool != opts.tool => return Ok(()),
                 None => {
+                    let seen: Vec<String> = args.iter().map(|(a, _)| a.clone()).collect();
                     return Err(ImportError::at(
                         name,
                         line_no,
                         format!(
-                            "tool_call arguments: expected `{}=TICKET` (see --ticket-field)",
-                            opts.ticket_field
+                            "tool_call arguments: expected a ticket argument {} (=TICKET), got {}: \
+                             name it with --ticket-field NAME",
+                            names.ticket_list(),
+                            if seen.is_empty() {
+                                "none".to_string()
+                            } else {
+                                listed_all(&seen)
+                            }
                         ),
-                    ))
+                    ));
                 }
             };
-            let amount = match get(&opts.amount_field) {
-                Some(v) => Some(v.parse::<u64>().map_err(|_| {
+            let amount = match get(&names.amount) {
+                Some((k, v)) => Some(v.parse::<u64>().map_err(|_| {
                     ImportError::at(
                         name,
                         line_no,
                         format!(
-                            "tool_call arguments.{}: expected an amount in cents (a whole number), got {}",
-                            opts.amount_field,
+                            "tool_call arguments.{k}: expected an amount in cents (a whole number), got {}",
                             shown(&v)
                         ),
                     )
@@ -445,7 +459,7 @@ fn entry(
         } else if body.contains("response") && (body.contains("service") || body.contains("async"))
         {
             let k = need_call(*current, "service response")?;
-            let ticket = rec.tool_calls[k].ticket;
+            let ticket = rec.tool_calls[k].ticket.clone();
             let of_ticket: Vec<usize> = (0..rec.tool_calls.len())
                 .filter(|&j| rec.tool_calls[j].ticket == ticket)
                 .collect();
@@ -540,7 +554,10 @@ mod tests {
         assert_eq!(rec.tool_calls.len(), 2);
         assert_eq!(rec.executor_timeout_ns, Some(8_000_000_000));
         let first = &rec.tool_calls[0];
-        assert_eq!((first.ticket, first.amount_cents), (48213, Some(4200)));
+        assert_eq!(
+            (first.ticket.clone(), first.amount_cents),
+            (48213.into(), Some(4200))
+        );
         assert_eq!(first.at.at, t(16, 41, 9, 210));
         let r = first.result.as_ref().unwrap();
         assert!(r.timed_out && !r.ok);
@@ -568,10 +585,14 @@ mod tests {
             err("16:41:09.210  tool_result: { status: \"refunded\" }"),
             "x.log:1: tool_result before any tool_call line: expected a tool_call first"
         );
-        assert_eq!(
-            err("16:41:09.210  tool_call issue_refund(ticket=abc, amount=1)"),
-            "x.log:1: tool_call arguments.ticket: expected a ticket id (a whole number), got \"abc\""
-        );
+        // Any short text is a ticket id (`T-7`), kept as written.
+        let rec = read(
+            "x.log",
+            "16:41:09.210  tool_call issue_refund(ticket=T-7, amount=1)",
+            &opts(),
+        )
+        .unwrap();
+        assert_eq!(rec.tool_calls[0].ticket.as_str(), "T-7");
         // A 309-digit ticket or amount is shortened as the other readers shorten it.
         let nines = "9".repeat(309);
         for (args, field) in [
@@ -590,7 +611,8 @@ mod tests {
         assert!(msg.ends_with("got \"99999999999999999999999ms\""), "{msg}");
         assert_eq!(
             err("16:41:09.210  tool_call issue_refund(amount=1)"),
-            "x.log:1: tool_call arguments: expected `ticket=TICKET` (see --ticket-field)"
+            "x.log:1: tool_call arguments: expected a ticket argument `ticket`, `ticket_id` or \
+             `ticketId` (=TICKET), got `amount`: name it with --ticket-field NAME"
         );
         assert!(err(
             "16:41:09.210 tool_call issue_refund(ticket=1, amount=1)\n16:41:08.000 model: \"x\""

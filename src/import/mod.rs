@@ -19,15 +19,17 @@ pub mod log;
 pub mod otlp;
 pub mod recording;
 pub mod refunds_csv;
+pub mod tool_args;
 
 use std::fmt;
 use std::path::Path;
 
 pub use build::{build, origin_date, Fit, ImportReport};
 pub use recording::{
-    ExportedRefund, Instant, ProviderRequestRec, Recording, ServiceResponseRec, Source,
+    ExportedRefund, Instant, ProviderRequestRec, Recording, ServiceResponseRec, Source, TicketRef,
     ToolCallRec, ToolResultRec, UnixNs, Warning,
 };
+pub use tool_args::{ArgumentNames, AMOUNT_ARGUMENTS, TICKET_ARGUMENTS};
 
 /// Largest input file read whole, bytes (256 MiB): an OTLP/JSON document. A larger one is
 /// refused with a message rather than read into memory; logs, JSON lines and refund exports are
@@ -133,12 +135,13 @@ pub struct ImportOptions {
     /// The date (`YYYY-MM-DD`, UTC) a log's times of day are on. Default: the base scenario's
     /// `clock_origin` date, else 1970-01-01.
     pub date: Option<String>,
-    /// The tool whose calls are refunds. Default: `issue_refund`.
+    /// The tool whose calls are refunds. Default: `issue_refund` (in [`import()`]: the base
+    /// scenario's `agent.tool`).
     pub tool: String,
-    /// The key of the ticket id in a tool call's arguments. Default: `ticket`.
-    pub ticket_field: String,
-    /// The key of the amount (cents) in a tool call's arguments. Default: `amount`.
-    pub amount_field: String,
+    /// The arguments of a tool call that may hold the ticket id and the amount (cents), tried
+    /// in order. Default: the common names ([`TICKET_ARGUMENTS`], [`AMOUNT_ARGUMENTS`]); in
+    /// [`import()`], the tool definition's names first (see [`tool_args`]).
+    pub arguments: ArgumentNames,
     /// Refund-export columns: (`id`, `charge`, `amount`, `created`, `status`, ticket metadata).
     /// Default: `id`, `charge`, `amount`, `created`, `status`, `metadata.ticket`; a column left
     /// at its default name is also looked for under the alternatives [`refunds_csv`] lists
@@ -184,8 +187,7 @@ impl Default for ImportOptions {
         ImportOptions {
             date: None,
             tool: "issue_refund".into(),
-            ticket_field: "ticket".into(),
-            amount_field: "amount".into(),
+            arguments: ArgumentNames::default(),
             csv_columns: CsvColumns::default(),
         }
     }
@@ -501,8 +503,19 @@ pub struct ImportInputs {
     pub format: Option<Format>,
     /// The scenario supplying what the recording lacks; `None`: the built-in defaults.
     pub base: Option<std::path::PathBuf>,
-    /// Field names and the log's date.
+    /// The log's date and the refund export's columns. Its tool and argument names are
+    /// resolved by [`import()`] from the fields below and the tool definition.
     pub options: ImportOptions,
+    /// The refund tool's name (`--tool`); `None`: the base scenario's `agent.tool`.
+    pub tool: Option<String>,
+    /// The argument holding the ticket id (`--ticket-field`); `None`: from the tool
+    /// definition, then the common names.
+    pub ticket_field: Option<String>,
+    /// The argument holding the amount in cents (`--amount-field`); `None`: as the ticket's.
+    pub amount_field: Option<String>,
+    /// A file of tool definitions (`--tool-definition`) naming the refund tool's arguments;
+    /// `None`: the base scenario's `tools`.
+    pub tool_definition: Option<std::path::PathBuf>,
 }
 
 /// An imported recording: the replay scenario, as a value and as the JSON `import` writes.
@@ -535,6 +548,41 @@ pub fn import(inputs: &ImportInputs) -> Result<Imported, crate::error::CliError>
     if opts.date.is_none() {
         opts.date = origin_date(&base);
     }
+    opts.tool = inputs
+        .tool
+        .clone()
+        .unwrap_or_else(|| base.agent.tool.clone());
+    let parameters = match &inputs.tool_definition {
+        Some(p) => {
+            let defs =
+                tool_args::read_definitions(p).map_err(|e| CliError::Input(e.to_string()))?;
+            match defs.iter().find(|(n, _)| *n == opts.tool) {
+                Some((_, params)) => params.clone(),
+                None if defs.len() == 1 && inputs.tool.is_none() => {
+                    // One definition, and no --tool: it names the refund tool.
+                    opts.tool = defs[0].0.clone();
+                    defs[0].1.clone()
+                }
+                None => {
+                    return Err(CliError::Input(format!(
+                        "{}: no definition of tool `{}`; the file defines {}: name the refund \
+                         tool with --tool",
+                        p.display(),
+                        opts.tool,
+                        tool_args::listed_all(
+                            &defs.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>()
+                        )
+                    )))
+                }
+            }
+        }
+        None => tool_args::parameters_in_scenario(&base.tools, &opts.tool).unwrap_or_default(),
+    };
+    opts.arguments = ArgumentNames::resolve(
+        &parameters,
+        inputs.ticket_field.as_deref(),
+        inputs.amount_field.as_deref(),
+    );
     let rec = read_files(&inputs.files, inputs.format, &opts)
         .map_err(|e| CliError::Input(e.to_string()))?;
     let sources: Vec<String> = inputs

@@ -28,6 +28,51 @@ impl fmt::Display for Source {
     }
 }
 
+/// A ticket id as recorded: its text, whatever the source's type (an integer id `48213` is the
+/// text `"48213"`; a string id `"T-100000"` is kept as written). The importer's builder turns
+/// each into the replay's numeric ticket id and keeps the text for stories and comparisons
+/// (see [`super::build`]).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TicketRef(pub String);
+
+impl TicketRef {
+    /// The id as written.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The numeric id, when the text is a non-negative integer in its canonical decimal form
+    /// (`"48213"`; not `"048213"` or `"T-7"`).
+    pub fn number(&self) -> Option<u64> {
+        let n: u64 = self.0.parse().ok()?;
+        (n.to_string() == self.0).then_some(n)
+    }
+}
+
+impl From<u64> for TicketRef {
+    fn from(n: u64) -> Self {
+        TicketRef(n.to_string())
+    }
+}
+
+impl From<&str> for TicketRef {
+    fn from(s: &str) -> Self {
+        TicketRef(s.to_string())
+    }
+}
+
+impl PartialEq<u64> for TicketRef {
+    fn eq(&self, n: &u64) -> bool {
+        self.number() == Some(*n)
+    }
+}
+
+impl fmt::Display for TicketRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// An instant: nanoseconds since the Unix epoch, UTC.
 pub type UnixNs = i64;
 
@@ -80,7 +125,7 @@ pub struct ServiceResponseRec {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ToolCallRec {
     /// The ticket the call is for.
-    pub ticket: u64,
+    pub ticket: TicketRef,
     /// The tool's name (`gen_ai.tool.name`).
     pub tool: String,
     /// The tool call id (`gen_ai.tool.call.id`), when recorded.
@@ -104,7 +149,7 @@ pub struct ToolCallRec {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProviderRequestRec {
     /// The ticket the request is for.
-    pub ticket: u64,
+    pub ticket: TicketRef,
     /// The model attempt (0-based index of the ticket's tool call) it serves, when the recording
     /// links it (e.g. by span parentage); otherwise the latest tool call of the ticket that
     /// started before it.
@@ -144,7 +189,7 @@ pub struct ExportedRefund {
     /// Stripe's refund status (`succeeded`, `pending`, `failed`, `canceled`, `requires_action`).
     pub status: String,
     /// The ticket id from the refund's metadata.
-    pub ticket: u64,
+    pub ticket: TicketRef,
     /// Where the row was.
     pub source: Source,
 }

@@ -254,8 +254,8 @@ fn refund(
     if ticket_text.is_empty() {
         return Ok(None);
     }
-    let ticket = digits(ticket_text)
-        .ok_or_else(|| bad(5, "a ticket id (a non-negative integer)", ticket_text))?;
+    let ticket = super::fields::ticket_text(ticket_text)
+        .ok_or_else(|| bad(5, super::fields::TICKET_TEXT, ticket_text))?;
     let id = get(c.id);
     if id.is_empty() {
         return Err(bad(0, "a refund id (`re_…`)", id));
@@ -399,7 +399,7 @@ mod tests {
                 amount_cents: 4200,
                 created: mid(S),
                 status: "succeeded".into(),
-                ticket: 48213,
+                ticket: 48213.into(),
                 source: Source {
                     file: "r.csv".into(),
                     line: 3
@@ -429,7 +429,7 @@ mod tests {
                     r.created,
                     r.charge.as_str(),
                     r.status.as_str(),
-                    r.ticket,
+                    r.ticket.as_str(),
                 )
             })
             .collect();
@@ -441,10 +441,10 @@ mod tests {
                     Instant::exact(S * 1_000_000_000 + 250_000_000),
                     "ch_9",
                     "pending",
-                    7
+                    "7"
                 ),
                 // to the second: the middle of 16:41:18, after 16:41:18.250
-                (4200, mid(S), "pi_9", "succeeded", 48213),
+                (4200, mid(S), "pi_9", "succeeded", "48213"),
             ]
         );
     }
@@ -495,10 +495,16 @@ mod tests {
             "r.csv:3: column `status`: expected a refund status (pending, requires_action, \
              succeeded, failed or canceled), got \"refunded\""
         );
+        // A string ticket id is a ticket id; one over 200 characters is not.
+        let long = "T".repeat(201);
         assert_eq!(
-            row("re_B,ch_1,4200,1715704878,succeeded,T-48213"),
-            "r.csv:3: column `metadata.ticket`: expected a ticket id (a non-negative integer), \
-             got \"T-48213\""
+            row(&format!("re_B,ch_1,4200,1715704878,succeeded,{long}")),
+            format!(
+                "r.csv:3: column `metadata.ticket`: expected a ticket id (a non-negative \
+                 integer, or a string like \"T-100000\" of at most 200 characters), got \"{}\"… \
+                 (201 characters)",
+                "T".repeat(48)
+            )
         );
         assert_eq!(
             row("re_B,,4200,1715704878,succeeded,48213"),

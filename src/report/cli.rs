@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use super::perfetto::PerfettoStream;
 use super::queueing::pool_oracle;
-use super::{story, summary_with_oracle};
+use super::summary_with_oracle;
 use crate::error::CliError;
 use crate::history::{Keep, TraceStream};
 use crate::output::{same_file, WholeFile};
@@ -169,7 +169,11 @@ fn ticket_story(
     let Some(t) = opts.ticket else {
         return Ok(None);
     };
-    let lines = story(&out.history, t, origin);
+    let shown = sc
+        .replay
+        .as_ref()
+        .map_or_else(|| t.to_string(), |r| r.ticket_text(t));
+    let lines = crate::report::story_as(&out.history, t, &shown, origin);
     if lines.is_empty() {
         let n = out.report.metrics.tickets;
         let range = if !sc.arrivals.tickets.is_empty() {
@@ -268,7 +272,12 @@ fn render_text(
         }
     }
     if let Some(lines) = story_lines {
-        text += &format!("\nticket {}:\n", opts.ticket.unwrap_or(0));
+        let t = opts.ticket.unwrap_or(0);
+        let shown = sc
+            .replay
+            .as_ref()
+            .map_or_else(|| t.to_string(), |r| r.ticket_text(t));
+        text += &format!("\nticket {shown}:\n");
         for l in lines {
             text += l;
             text += "\n";

@@ -10,7 +10,7 @@ pub mod queueing;
 mod story;
 mod summary;
 
-pub use story::{incident_shaped, story, IncidentShapes};
+pub use story::{incident_shaped, story, story_as, IncidentShapes};
 pub use summary::{summary, summary_with_oracle, LISTED_DUPLICATES};
 
 pub use cli::cli_run;

@@ -45,6 +45,7 @@ fn label(attempt: u32, exec_try: u32, via: &BTreeMap<String, u32>) -> String {
 
 fn line(
     e: &Event,
+    ticket_shown: &str,
     attempts: &BTreeMap<u64, String>,
     sdk_tries: &BTreeMap<u64, u32>,
 ) -> Option<String> {
@@ -65,10 +66,7 @@ fn line(
             dollars(*charge_amount_cents)
         ),
         EventKind::ToolCall { tool, amount_cents } => {
-            format!(
-                "tool_call {tool}(ticket={}, amount={amount_cents})",
-                e.ticket.unwrap_or(0)
-            )
+            format!("tool_call {tool}(ticket={ticket_shown}, amount={amount_cents})")
         }
         EventKind::PoolAcquire { waited_ns } if *waited_ns >= 1_000_000_000 => format!(
             "refunds-service: call #{call} got a Stripe connection after waiting {}",
@@ -123,13 +121,11 @@ fn line(
         ),
         EventKind::ExecutorTimeout { after_ns, action } => executor_timeout(*after_ns, *action),
         EventKind::Probe { status, error } => match error {
-            Some(err) => format!(
-                "tool_executor: get_status(ticket={}) → unknown ({err})",
-                e.ticket.unwrap_or(0)
-            ),
+            Some(err) => {
+                format!("tool_executor: get_status(ticket={ticket_shown}) → unknown ({err})")
+            }
             None => format!(
-                "tool_executor: get_status(ticket={}) → {}",
-                e.ticket.unwrap_or(0),
+                "tool_executor: get_status(ticket={ticket_shown}) → {}",
                 probe_status(status)
             ),
         },
@@ -263,6 +259,17 @@ fn late_body(ok: bool, refund_id: Option<&str>, error: Option<&str>) -> String {
 /// Lines of `ticket`'s story, each `HH:MM:SS.mmm  text` from `origin`. Empty when the ticket
 /// never opened.
 pub fn story(history: &History, ticket: u64, origin: Option<SystemTime>) -> Vec<String> {
+    story_as(history, ticket, &ticket.to_string(), origin)
+}
+
+/// [`story`], the ticket shown as `shown` in its tool calls: the id a recording gave it
+/// (`T-100001`, from `replay.ticket_labels`) rather than the number the replay uses.
+pub fn story_as(
+    history: &History,
+    ticket: u64,
+    shown: &str,
+    origin: Option<SystemTime>,
+) -> Vec<String> {
     let mut attempts: BTreeMap<u64, String> = history
         .ticket(ticket)
         .filter_map(|e| Some((e.call?, label(e.attempt?, 0, &BTreeMap::new()))))
@@ -281,7 +288,7 @@ pub fn story(history: &History, ticket: u64, origin: Option<SystemTime>) -> Vec<
         if let (Some(call), EventKind::StripeRequest { sdk_try, .. }) = (e.call, &e.kind) {
             sdk_tries.insert(call, *sdk_try);
         }
-        if let Some(l) = line(e, &attempts, &sdk_tries) {
+        if let Some(l) = line(e, shown, &attempts, &sdk_tries) {
             // The second handler's lines (a duplicate delivery's agent run) are marked.
             let mark = match e.attempt {
                 Some(a) if a >= crate::model::deliveries::DUPLICATE_ATTEMPT_BASE => "[handler 2] ",

@@ -28,6 +28,11 @@ pub struct Replay {
     /// The files the recording was imported from, for reports. Default: none.
     #[serde(default)]
     pub sources: Vec<String>,
+    /// The recorded text of tickets whose id was not a number (`"T-100001"`), by the numeric id
+    /// `import` gave them (its trailing digits when free): stories and comparisons print the
+    /// text. Default: none (every recorded id was a number).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ticket_labels: BTreeMap<u64, String>,
     /// The pool size the recording was made with. While `refunds_service.pool_size` equals it,
     /// recorded requests take their recorded time to reach the provider and the pool and
     /// background load are not simulated; another size re-simulates the pool, with the
@@ -179,6 +184,14 @@ pub struct RecordedCall {
 }
 
 impl Replay {
+    /// The ticket's id as recorded: its label (`T-100001`), else its number.
+    pub fn ticket_text(&self, ticket: u64) -> String {
+        self.ticket_labels
+            .get(&ticket)
+            .cloned()
+            .unwrap_or_else(|| ticket.to_string())
+    }
+
     /// The recorded call of `ticket`'s model attempt `attempt`.
     pub fn call(&self, ticket: u64, attempt: u32) -> Option<&RecordedCall> {
         self.tickets.get(&ticket)?.calls.get(attempt as usize)

@@ -95,13 +95,20 @@ fn the_refund_export_holds_both_refunds_of_ticket_48213() {
     let got: Vec<_> = rec
         .refunds
         .iter()
-        .map(|r| (r.id.as_str(), r.ticket, r.amount_cents, r.status.as_str()))
+        .map(|r| {
+            (
+                r.id.as_str(),
+                r.ticket.as_str(),
+                r.amount_cents,
+                r.status.as_str(),
+            )
+        })
         .collect();
     assert_eq!(
         got,
         [
-            ("re_1P9xDeF", 48213, 4200, "succeeded"),
-            ("re_1P8wAbC", 48213, 4200, "succeeded")
+            ("re_1P9xDeF", "48213", 4200, "succeeded"),
+            ("re_1P8wAbC", "48213", 4200, "succeeded")
         ]
     );
     // Created 2024-05-14T16:41:18Z, to the second: the middle of it, ± 0.5 s.

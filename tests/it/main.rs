@@ -16,6 +16,7 @@ mod gate_lint;
 mod html_report;
 mod import_readers;
 mod import_replay;
+mod import_standard;
 mod incident;
 mod invariants;
 mod latency_script;

@@ -8,8 +8,10 @@
 //!   span named `execute_tool TOOL`) whose `gen_ai.tool.name` is the refund tool
 //!   ([`ImportOptions::tool`]) — is a [`ToolCallRec`]: `at` = its start; the ticket and amount
 //!   from the JSON object in `gen_ai.tool.call.arguments` (a string, or a structured
-//!   `kvlistValue`) under [`ImportOptions::ticket_field`] / [`ImportOptions::amount_field`],
-//!   else the ticket from a `refund.ticket_id` or ticket-field attribute of the span; the result
+//!   `kvlistValue`) under the first of [`ImportOptions::arguments`]' names it holds (the tool
+//!   definition's, then `ticket`, `ticket_id`, `ticketId`; `amount`, `amount_cents`,
+//!   `amountCents`), the ticket a string or an integer; else the ticket from a
+//!   `refund.ticket_id` or ticket-argument attribute of the span; the result
 //!   at its end, ok unless `status.code` is ERROR or `error.type` is `timeout`, timed out when
 //!   `error.type` is `timeout`, its refund id from `gen_ai.tool.call.result`;
 //! - a failed tool call's `decision_at` is the end of the first model span of its trace
@@ -48,14 +50,15 @@ use serde_json::Value;
 
 use wire::{AnyValue, Span, KIND_CLIENT, KIND_SERVER};
 
-use super::fields::{quoted, shown};
+use super::fields::{quoted, shown, ticket_value, TICKET_TEXT};
+use super::tool_args::listed_all;
 use super::{
     ImportError, ImportOptions, Instant, ProviderRequestRec, Recording, ServiceResponseRec,
-    ToolCallRec, ToolResultRec, Warning,
+    TicketRef, ToolCallRec, ToolResultRec, Warning,
 };
 
 /// The attribute that carries a ticket id on a span that has no tool arguments (besides
-/// [`ImportOptions::ticket_field`]).
+/// the ticket argument names of [`ImportOptions::arguments`]).
 pub const TICKET_ATTRIBUTE: &str = "refund.ticket_id";
 
 /// The attribute that carries the refund id on a provider CLIENT span or a service SERVER span
@@ -184,9 +187,9 @@ impl Traces {
             .map(|(k, (i, _))| (*i, k))
             .collect();
         let mut attempt = vec![0u32; calls.len()];
-        let mut per_ticket: BTreeMap<u64, u32> = BTreeMap::new();
+        let mut per_ticket: BTreeMap<&TicketRef, u32> = BTreeMap::new();
         for (k, (_, c)) in calls.iter().enumerate() {
-            let n = per_ticket.entry(c.ticket).or_default();
+            let n = per_ticket.entry(&c.ticket).or_default();
             attempt[k] = *n;
             *n += 1;
         }
@@ -281,7 +284,7 @@ impl Traces {
             }
             let tool = self.tool_above(i, tools);
             let ticket = match tool {
-                Some(k) => Some(calls[k].1.ticket),
+                Some(k) => Some(calls[k].1.ticket.clone()),
                 None => self.ticket_at_or_above(i, opts)?,
             };
             let Some(ticket) = ticket else {
@@ -289,8 +292,9 @@ impl Traces {
                     source: s.source.clone(),
                     message: format!(
                         "{}: a provider refund request with no tool span above it and no \
-                         `{TICKET_ATTRIBUTE}` or `{}` attribute: skipped",
-                        s.path, opts.ticket_field
+                         `{TICKET_ATTRIBUTE}` or {} attribute: skipped",
+                        s.path,
+                        opts.arguments.ticket_list()
                     ),
                 });
                 continue;
@@ -338,7 +342,7 @@ impl Traces {
         &self,
         i: usize,
         opts: &ImportOptions,
-    ) -> Result<Option<u64>, ImportError> {
+    ) -> Result<Option<TicketRef>, ImportError> {
         for k in std::iter::once(i).chain(self.ancestors(i)) {
             if let Some(t) = ticket_attr(&self.spans[k], opts)? {
                 return Ok(Some(t));
@@ -440,34 +444,48 @@ fn tool_name(s: &Span) -> Option<String> {
 /// A tool span as a tool call (its service response is set later).
 fn tool_call(s: &Span, opts: &ImportOptions) -> Result<ToolCallRec, ImportError> {
     let args = tool_arguments(s)?;
-    let field = |name: &str| args.as_ref().and_then(|(_, a)| a.get(name));
+    fn first<'a>(
+        args: &'a Option<(usize, JsonObject)>,
+        names: &'a [String],
+    ) -> Option<(&'a str, &'a Value)> {
+        let a = &args.as_ref()?.1;
+        names.iter().find_map(|n| a.get(n).map(|v| (n.as_str(), v)))
+    }
     let args_error = |key: &str, expected: &str, v: &Value| {
         let idx = args.as_ref().map_or(0, |(i, _)| *i);
         let message = format!("{}: expected {expected}, got {}", quoted(key), shown(v));
         attr_error(s, idx, "gen_ai.tool.call.arguments", &message)
     };
-    const TICKET: &str = "a ticket id (a non-negative integer)";
-    let ticket = match field(&opts.ticket_field) {
-        Some(v) => Some(non_negative(v).ok_or_else(|| args_error(&opts.ticket_field, TICKET, v))?),
+    let names = &opts.arguments;
+    let ticket = match first(&args, &names.ticket) {
+        Some((key, v)) => Some(ticket_value(v).ok_or_else(|| args_error(key, TICKET_TEXT, v))?),
         None => ticket_attr(s, opts)?,
     };
     let Some(ticket) = ticket else {
+        let seen = match &args {
+            Some((_, a)) if !a.is_empty() => format!(
+                "its arguments are {}",
+                listed_all(&a.keys().cloned().collect::<Vec<_>>())
+            ),
+            Some(_) => "its arguments are empty".to_string(),
+            None => "it records no `gen_ai.tool.call.arguments`".to_string(),
+        };
         return Err(ImportError::at(
             &s.source.file,
             s.source.line,
             format!(
-                "{}: tool span of `{}` has no ticket: expected `gen_ai.tool.call.arguments` \
-                 holding {} or a `{TICKET_ATTRIBUTE}` attribute",
+                "{}: tool span of `{}` has no ticket: {seen}; expected a ticket argument {} \
+                 (from the tool definition and the common names) or a `{TICKET_ATTRIBUTE}` \
+                 attribute: name it with --ticket-field NAME, or give the tool's definition \
+                 with --tool-definition FILE",
                 s.path,
                 opts.tool,
-                quoted(&opts.ticket_field)
+                names.ticket_list()
             ),
         ));
     };
-    let amount_cents = match field(&opts.amount_field) {
-        Some(v) => Some(
-            non_negative(v).ok_or_else(|| args_error(&opts.amount_field, "integer cents", v))?,
-        ),
+    let amount_cents = match first(&args, &names.amount) {
+        Some((key, v)) => Some(non_negative(v).ok_or_else(|| args_error(key, "integer cents", v))?),
         None => None,
     };
     let timed_out = string_attr(s, "error.type")? == Some("timeout");
@@ -527,19 +545,19 @@ fn tool_arguments(s: &Span) -> Result<Option<(usize, JsonObject)>, ImportError> 
     }
 }
 
-/// A ticket id from a `refund.ticket_id` or ticket-field attribute of `s`.
-fn ticket_attr(s: &Span, opts: &ImportOptions) -> Result<Option<u64>, ImportError> {
-    for key in [TICKET_ATTRIBUTE, opts.ticket_field.as_str()] {
+/// A ticket id from a `refund.ticket_id` or ticket-argument attribute of `s`.
+fn ticket_attr(s: &Span, opts: &ImportOptions) -> Result<Option<TicketRef>, ImportError> {
+    let keys =
+        std::iter::once(TICKET_ATTRIBUTE).chain(opts.arguments.ticket.iter().map(String::as_str));
+    for key in keys {
         if let Some((idx, v)) = attr(s, key) {
-            return non_negative(&v.to_json()).map(Some).ok_or_else(|| {
+            let json = v.to_json();
+            return ticket_value(&json).map(Some).ok_or_else(|| {
                 attr_error(
                     s,
                     idx,
                     key,
-                    &format!(
-                        "expected a ticket id (a non-negative integer), got {}",
-                        shown(&v.to_json())
-                    ),
+                    &format!("expected {TICKET_TEXT}, got {}", shown(&json)),
                 )
             });
         }

@@ -86,7 +86,7 @@ fn the_incident_fixture_reads_as_ticket_48213s_story() {
         rec.tool_calls,
         vec![
             ToolCallRec {
-                ticket: 48213,
+                ticket: 48213.into(),
                 tool: "issue_refund".into(),
                 call_id: Some("toolu_01A".into()),
                 at: t(41, 9, 210),
@@ -106,7 +106,7 @@ fn the_incident_fixture_reads_as_ticket_48213s_story() {
                 source: src(5),
             },
             ToolCallRec {
-                ticket: 48213,
+                ticket: 48213.into(),
                 tool: "issue_refund".into(),
                 call_id: Some("toolu_01B".into()),
                 at: t(41, 17, 244),
@@ -133,7 +133,7 @@ fn the_incident_fixture_reads_as_ticket_48213s_story() {
         rec.provider_requests,
         vec![
             ProviderRequestRec {
-                ticket: 48213,
+                ticket: 48213.into(),
                 attempt: Some(1),
                 try_no: Some(0),
                 service_received: Some(t(41, 17, 248)),
@@ -145,7 +145,7 @@ fn the_incident_fixture_reads_as_ticket_48213s_story() {
                 source: src(16),
             },
             ProviderRequestRec {
-                ticket: 48213,
+                ticket: 48213.into(),
                 attempt: Some(0),
                 try_no: Some(0),
                 service_received: Some(t(41, 9, 214)),
@@ -348,8 +348,11 @@ fn tool_results_refund_ids_and_the_ticket_fallback() {
     );
     let rec = read_lines(&[no_args]).unwrap();
     assert_eq!(
-        (rec.tool_calls[0].ticket, rec.tool_calls[0].amount_cents),
-        (48213, None)
+        (
+            rec.tool_calls[0].ticket.as_str(),
+            rec.tool_calls[0].amount_cents
+        ),
+        ("48213", None)
     );
     let kv = json!({"kvlistValue": {"values": [
         {"key": "ticket", "value": {"intValue": "5"}},
@@ -368,8 +371,11 @@ fn tool_results_refund_ids_and_the_ticket_fallback() {
     );
     let rec = read_lines(&[structured]).unwrap();
     assert_eq!(
-        (rec.tool_calls[0].ticket, rec.tool_calls[0].amount_cents),
-        (5, Some(99))
+        (
+            rec.tool_calls[0].ticket.as_str(),
+            rec.tool_calls[0].amount_cents
+        ),
+        ("5", Some(99))
     );
 }
 
@@ -403,14 +409,16 @@ fn configured_names_pick_the_tool_and_its_arguments() {
     );
     let custom = ImportOptions {
         tool: "refund_order".into(),
-        ticket_field: "case".into(),
-        amount_field: "cents".into(),
+        arguments: crate::import::ArgumentNames::resolve(&[], Some("case"), Some("cents")),
         ..ImportOptions::default()
     };
     let rec = read("t.json", &doc, &custom).unwrap();
     assert_eq!(
-        (rec.tool_calls[0].ticket, rec.tool_calls[0].amount_cents),
-        (12, Some(300))
+        (
+            rec.tool_calls[0].ticket.as_str(),
+            rec.tool_calls[0].amount_cents
+        ),
+        ("12", Some(300))
     );
 }
 
@@ -455,7 +463,8 @@ fn bad_tool_arguments_name_the_attribute() {
         )]),
         format!(
             "t.json:1: {p}.attributes[2] (gen_ai.tool.call.arguments): \"ticket\": expected a \
-             ticket id (a non-negative integer), got -4"
+             ticket id (a non-negative integer, or a string like \"T-100000\" of at most 200 \
+             characters), got -4"
         )
     );
     assert_eq!(
@@ -482,8 +491,10 @@ fn bad_tool_arguments_name_the_attribute() {
             tool_attrs(r#"{"amount":1}"#, &[])
         )]),
         format!(
-            "t.json:1: {p}: tool span of `issue_refund` has no ticket: expected \
-             `gen_ai.tool.call.arguments` holding \"ticket\" or a `refund.ticket_id` attribute"
+            "t.json:1: {p}: tool span of `issue_refund` has no ticket: its arguments are \
+             `amount`; expected a ticket argument `ticket`, `ticket_id` or `ticketId` (from the \
+             tool definition and the common names) or a `refund.ticket_id` attribute: name it \
+             with --ticket-field NAME, or give the tool's definition with --tool-definition FILE"
         )
     );
 }
