@@ -583,9 +583,18 @@ pub fn build(
         for (i, c) in calls.iter().enumerate() {
             let attempt = u32::try_from(i).unwrap_or(u32::MAX);
             let call_at = c.at.at;
-            let think = match previous_end {
-                None => Duration::ZERO,
-                Some(end) => {
+            // The recorded decision after the previous result, when it lies between that
+            // result and this call: the think time ends at it, and the rest is the call's own
+            // way to the executor (`call_after`), so both instants replay as recorded.
+            let decided = i
+                .checked_sub(1)
+                .and_then(|p| calls[p].decision_at)
+                .filter(|d| previous_end.is_some_and(|end| d.at >= end) && d.at <= call_at);
+            let call_after = decided.map(|d| since(d.at, call_at));
+            let think = match (previous_end, decided) {
+                (None, _) => Duration::ZERO,
+                (Some(end), Some(d)) => since(end, d.at),
+                (Some(end), None) => {
                     let start = call_at - i64::try_from(overhead.as_nanos()).unwrap_or(0);
                     if start < end {
                         warnings.push(Warning {
@@ -657,6 +666,7 @@ pub fn build(
                     (Some(r), Some(s)) if !r.timed_out => since(s.at.at, r.at.at),
                     _ => Duration::ZERO,
                 },
+                call_after,
                 source: c.source.to_string(),
             });
             let recorded = requests_of.get(&(id, attempt));

@@ -302,6 +302,13 @@ fn replayed_think(w: &World, ticket: u64, attempt: u32) -> Option<SimTime> {
     }
 }
 
+/// The recorded time from the model's decision to `ticket`'s tool call `attempt` (`replay`
+/// section, `call_after`), which replaces `agent.call_overhead` for that call.
+fn replayed_call_after(w: &World, ticket: u64, attempt: u32) -> Option<SimTime> {
+    let call = w.cfg.replay.as_ref()?.call(ticket, attempt)?;
+    call.call_after.map(SimTime::from_duration)
+}
+
 async fn run_turn(
     w: &Rc<World>,
     t: &Ticket,
@@ -318,7 +325,9 @@ async fn run_turn(
         .sleep(replayed_think(w, t.id, turn.attempt).unwrap_or(think))
         .await;
     loop {
-        w.sim.sleep(overhead).await;
+        w.sim
+            .sleep(replayed_call_after(w, t.id, turn.attempt).unwrap_or(overhead))
+            .await;
         let ids = Ids::attempt(t.id, turn.attempt);
         w.record(
             ids,

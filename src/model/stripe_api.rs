@@ -175,7 +175,16 @@ pub async fn serve(
     let begun = w.stripe.borrow_mut().begin(w.now(), req, d.lock_timeout);
     match begun {
         Begin::Respond(r) => {
-            w.sim.sleep(REJECT_LATENCY).await;
+            // A recorded request (an idempotent replay, a 409, a 400) is answered in its
+            // recorded latency, as every recorded instant is.
+            let recorded = w
+                .cfg
+                .replay
+                .as_ref()
+                .is_some_and(|r| r.requests.contains_key(&key));
+            w.sim
+                .sleep(if recorded { d.latency } else { REJECT_LATENCY })
+                .await;
             Delivered::Response(r)
         }
         Begin::Execute(token) => {

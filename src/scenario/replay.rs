@@ -178,6 +178,18 @@ pub struct RecordedCall {
     )]
     #[schemars(with = "Option<String>")]
     pub return_after: Duration,
+    /// The time from the model's recorded decision (after the previous call's failed result) to
+    /// this call reaching the executor, replayed in place of `agent.call_overhead`, so that the
+    /// decision and the call are both at their recorded instants. Absent when the decision was
+    /// not recorded (then `think` puts the call at its instant, and the decision falls
+    /// `agent.call_overhead` before it).
+    #[serde(
+        default,
+        with = "humantime_serde",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub call_after: Option<Duration>,
     /// Where the call was recorded (`FILE:LINE`).
     #[serde(default)]
     pub source: String,

@@ -160,3 +160,92 @@ fn a_tool_whose_arguments_match_nothing_names_what_it_saw_and_the_flag() {
         String::from_utf8_lossy(&ok.stderr)
     );
 }
+
+/// The T-7 trace with `edit` applied to its spans (a flat list over every resource and scope).
+fn t7_with(
+    edit: impl FnOnce(&mut Vec<serde_json::Value>),
+) -> (tempfile::TempDir, std::path::PathBuf) {
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(T7).unwrap()).unwrap();
+    let mut spans: Vec<serde_json::Value> = Vec::new();
+    for rs in doc["resourceSpans"].as_array_mut().unwrap() {
+        for ss in rs["scopeSpans"].as_array_mut().unwrap() {
+            spans.append(ss["spans"].as_array_mut().unwrap());
+        }
+    }
+    edit(&mut spans);
+    doc["resourceSpans"][0]["scopeSpans"][0]["spans"] = serde_json::Value::Array(spans);
+    doc["resourceSpans"][1]["scopeSpans"][0]["spans"] = serde_json::json!([]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t7.otlp.json");
+    std::fs::write(&path, doc.to_string()).unwrap();
+    (dir, path)
+}
+
+fn attr(key: &str, value: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({"key": key, "value": value})
+}
+
+/// A model span (`chat`) whose end is 14 ms before the retry (not the fitted call overhead):
+/// the decision and the call both replay at their recorded instants.
+#[test]
+fn the_models_decision_replays_at_its_recorded_instant() {
+    let (_dir, path) = t7_with(|spans| {
+        spans.push(serde_json::json!({
+            "traceId": "0000000000000000000000000000a007",
+            "spanId": "00000000000000d1",
+            "name": "chat gpt-4o",
+            "kind": 3,
+            "startTimeUnixNano": "1741356008001000000",
+            "endTimeUnixNano": "1741356008020000000",
+            "attributes": [attr("gen_ai.operation.name", serde_json::json!({"stringValue": "chat"}))],
+            "status": {}
+        }));
+    });
+    let (code, v) = command_json("replay", &[path.to_str().unwrap(), "--base", INCIDENT]);
+    assert_eq!(code, 0, "{v:#}");
+    let rows = v["comparison"]["tickets"][0]["rows"].as_array().unwrap();
+    let decision = rows.iter().find(|r| r["what"] == "model_decision").unwrap();
+    assert_eq!(
+        decision["recorded_ns"], decision["replayed_ns"],
+        "{decision:#}"
+    );
+    let call = rows
+        .iter()
+        .find(|r| r["what"] == "tool_call" && r["attempt"] == 1)
+        .unwrap();
+    assert_eq!(call["recorded_ns"], call["replayed_ns"], "{call:#}");
+}
+
+/// Headers captured, both requests carrying one `Idempotency-Key`: the retry's 200 is Stripe's
+/// replay of the saved answer (one refund), answered in its recorded 380 ms, not a fixed 30 ms.
+#[test]
+fn an_idempotent_replay_keeps_its_recorded_latency_and_is_not_a_second_refund() {
+    let (_dir, path) = t7_with(|spans| {
+        for s in spans.iter_mut().filter(|s| s["kind"] == 3) {
+            s["attributes"].as_array_mut().unwrap().push(attr(
+                "http.request.header.idempotency-key",
+                serde_json::json!({"arrayValue": {"values": [{"stringValue": "refund_T-7"}]}}),
+            ));
+        }
+    });
+    let (code, v) = command_json("replay", &[path.to_str().unwrap(), "--base", INCIDENT]);
+    assert_eq!(code, 0, "{v:#}");
+    let t = &v["comparison"]["tickets"][0];
+    assert_eq!(
+        (
+            t["recorded_refunds"].as_u64(),
+            t["replayed_refunds"].as_u64()
+        ),
+        (Some(1), Some(1)),
+        "{t:#}"
+    );
+    // The retry's service response at its recorded instant (14:00:09.296), which needs the
+    // replayed answer's recorded latency.
+    let rows = t["rows"].as_array().unwrap();
+    let resp = rows
+        .iter()
+        .find(|r| r["what"] == "service_response" && r["attempt"] == 1)
+        .unwrap();
+    assert_eq!(resp["ok"], true, "{resp:#}");
+}
