@@ -8,6 +8,7 @@
 //! | `log` | [`log`] | tool-call logs in the incident log's style (`HH:MM:SS.mmm` lines) |
 //! | `jsonl` | [`jsonl`] | one tool call or provider request per line (fields in `docs/import.md`) |
 //! | `refunds-csv` | [`refunds_csv`] | the provider's refund export: the ground truth of what was refunded |
+//! | `stripe-list` | [`stripe_list`] | the same ground truth as Stripe's API lists it (`GET /v1/refunds`) |
 //!
 //! [`build`] then turns the recording and a base scenario into the replay scenario (its
 //! `replay` section, see [`crate::scenario::Replay`]).
@@ -19,6 +20,7 @@ pub mod log;
 pub mod otlp;
 pub mod recording;
 pub mod refunds_csv;
+pub mod stripe_list;
 pub mod tool_args;
 
 use std::fmt;
@@ -75,6 +77,8 @@ pub enum Format {
     Jsonl,
     /// The provider's refund export (CSV).
     RefundsCsv,
+    /// The provider's own list of refunds: the body of Stripe's `GET /v1/refunds`.
+    StripeList,
 }
 
 impl Format {
@@ -85,11 +89,13 @@ impl Format {
             Format::Log => "log",
             Format::Jsonl => "jsonl",
             Format::RefundsCsv => "refunds-csv",
+            Format::StripeList => "stripe-list",
         }
     }
 
     /// Detects the format from the content: a JSON document or line holding `resourceSpans` is
-    /// OTLP; other JSON lines are `jsonl`; a first line of comma-separated names including `id`
+    /// OTLP; JSON with `"object": "list"` or `"object": "refund"` is a Stripe list; other JSON
+    /// lines are `jsonl`; a first line of comma-separated names including `id`
     /// and `amount` is a refund export; a line starting `HH:MM:SS` is a log. `None` when
     /// nothing fits. A UTF-8 byte order mark (as spreadsheets write) is skipped.
     pub fn detect(text: &str) -> Option<Format> {
@@ -99,6 +105,8 @@ impl Format {
             let head: String = text.chars().take(4096).collect();
             return Some(if head.contains("\"resourceSpans\"") {
                 Format::Otlp
+            } else if stripe_list::detect(&head) {
+                Format::StripeList
             } else {
                 Format::Jsonl
             });
@@ -264,6 +272,10 @@ pub fn read_files(
                 let (name, text, _) = load(p, Some(Format::Otlp))?;
                 otlp_texts.push((name, text));
             }
+            Format::StripeList => {
+                let (name, text, _) = load(p, Some(Format::StripeList))?;
+                rec.extend(stripe_list::read(&name, &text, opts)?);
+            }
             Format::Log => rec.extend(log::read_lines(
                 &name,
                 LineReader::new(&name, open()?),
@@ -419,9 +431,10 @@ fn undetected(name: &str) -> ImportError {
     ImportError::at(
         name,
         1,
-        "cannot tell the format: expected OTLP/JSON (`resourceSpans`), JSON lines, a refund \
-         export CSV (a header with `id` and `amount`) or a log (`HH:MM:SS.mmm` lines); name \
-         it with --format otlp|log|jsonl|refunds-csv",
+        "cannot tell the format: expected OTLP/JSON (`resourceSpans`), a Stripe list of refunds \
+         (`\"object\": \"list\"`), JSON lines, a refund export CSV (a header with `id` and \
+         `amount`) or a log (`HH:MM:SS.mmm` lines); name it with --format \
+         otlp|log|jsonl|refunds-csv|stripe-list",
     )
 }
 
@@ -491,6 +504,7 @@ pub fn read_text(
         Format::Jsonl => jsonl::read(name, text, opts),
         Format::Otlp => otlp::read(name, text, opts),
         Format::RefundsCsv => refunds_csv::read(name, text, opts),
+        Format::StripeList => stripe_list::read(name, text, opts),
     }
 }
 

@@ -1,5 +1,5 @@
 //! Fuzzing the importers like the scenario loader (issue 13): proptest mutates the recorded
-//! fixtures (the incident's log, an OTLP document, JSON lines, a refund export) at the text
+//! fixtures (the incident's log, OTLP documents, JSON lines, a refund export, a Stripe list) at the text
 //! level — a line deleted, duplicated or swapped, a token replaced by an extreme or ill-typed
 //! value, the text cut short — and imports the result over the incident.
 //!
@@ -18,7 +18,7 @@ use refundsim::import::{self, Format, ImportOptions};
 use refundsim::run::{run, Invocation};
 use refundsim::scenario::{load, load_str};
 
-const FIXTURES: [(&str, Format); 4] = [
+const FIXTURES: [(&str, Format); 6] = [
     (
         "tests/fixtures/incident/incident-trace-ticket-48213.log",
         Format::Log,
@@ -28,6 +28,14 @@ const FIXTURES: [(&str, Format); 4] = [
     (
         "tests/fixtures/import/ticket-48213.refunds.csv",
         Format::RefundsCsv,
+    ),
+    (
+        "tests/fixtures/import/standard/ticket-T-7.otlp.json",
+        Format::Otlp,
+    ),
+    (
+        "tests/fixtures/import/standard/ticket-T-7.stripe-list.json",
+        Format::StripeList,
     ),
 ];
 

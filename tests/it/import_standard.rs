@@ -249,3 +249,37 @@ fn an_idempotent_replay_keeps_its_recorded_latency_and_is_not_a_second_refund() 
         .unwrap();
     assert_eq!(resp["ok"], true, "{resp:#}");
 }
+
+const T7_LIST: &str = "tests/fixtures/import/standard/ticket-T-7.stripe-list.json";
+
+/// The provider's own list (`GET /v1/refunds`, written from Stripe's API reference) beside the
+/// trace: the count comes from it, and a dashboard refund for something else is skipped.
+#[test]
+fn the_stripe_list_is_the_ground_truth_beside_the_trace() {
+    let out = refundsim()
+        .args(["replay", T7, T7_LIST, "--base", INCIDENT, "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let t = &v["comparison"]["tickets"][0];
+    assert_eq!(
+        (
+            t["recorded_refunds"].as_u64(),
+            t["recorded_refunds_from"].as_str(),
+            t["replayed_refunds"].as_u64()
+        ),
+        (Some(2), Some("refund export"), Some(2)),
+        "{t:#}"
+    );
+    let warnings = v["warnings"].to_string();
+    assert!(
+        warnings.contains("1 refund(s) without a ticket"),
+        "{warnings}"
+    );
+}
