@@ -175,6 +175,10 @@ pub struct Comparison {
     pub replayed_refunds: u64,
     /// Per ticket, ascending.
     pub tickets: Vec<TicketComparison>,
+    /// Recorded facts the scenario replaced rather than replayed (a policy's key mode over the
+    /// recorded keys, a pool counterfactual's scaled waits), one sentence each; empty in an
+    /// exact replay. See [`replaced_facts`].
+    pub replaced: Vec<String>,
 }
 
 fn row(
@@ -275,6 +279,64 @@ pub fn compare(replay: &Replay, seen: ReplayObserver) -> Comparison {
         recorded_refunds: tickets.iter().map(|t| u64::from(t.recorded_refunds)).sum(),
         replayed_refunds: tickets.iter().map(|t| u64::from(t.replayed_refunds)).sum(),
         tickets,
+        replaced: Vec::new(),
+    }
+}
+
+/// The recorded facts `sc` does not replay as recorded, because its settings differ from the
+/// recording's: the `Idempotency-Key` of recorded requests when `refunds_service.
+/// idempotency_key` is not the mode the recording was imported with (`replay.key_mode`), and
+/// the recorded waits for a connection when `refunds_service.pool_size` is not the recorded
+/// one (scaled; see [`crate::scenario::Replay::wait_scale`]).
+pub fn replaced_facts(sc: &crate::scenario::Scenario) -> Vec<String> {
+    let Some(r) = &sc.replay else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mode = sc.refunds_service.idempotency_key;
+    if let Some(recorded) = r.key_mode.filter(|m| *m != mode) {
+        let sent = r
+            .requests
+            .values()
+            .filter(|q| matches!(q.idempotency_key, Some(Some(_))))
+            .count();
+        let absent = r
+            .requests
+            .values()
+            .filter(|q| matches!(q.idempotency_key, Some(None)))
+            .count();
+        let unsaid = r.requests.len() - sent - absent;
+        out.push(format!(
+            "Idempotency-Key: the policy's refunds_service.idempotency_key = {} replaces the \
+             recording's (imported under {}; of {} recorded requests, {sent} recorded a key, \
+             {absent} recorded none, {unsaid} did not say)",
+            key_mode_name(mode),
+            key_mode_name(recorded),
+            r.requests.len()
+        ));
+    }
+    let pool = sc.refunds_service.pool_size;
+    if pool != r.pool_size {
+        let overhead = sc.refunds_service.overhead;
+        if let (Some(cal), Ok(factor)) =
+            (r.pool_calibration(overhead), r.wait_scale(pool, overhead))
+        {
+            out.push(format!(
+                "the pool: the recorded waits for a connection (mean {:.3} s at the recorded pool \
+                 of {}, an offered load of {:.2} Erlangs) are scaled by {factor:.4} for a pool of \
+                 {pool} (Erlang C's ratio of mean waits, the recorded traffic kept)",
+                cal.mean_wait_s, r.pool_size, cal.offered_load
+            ));
+        }
+    }
+    out
+}
+
+fn key_mode_name(m: crate::scenario::KeyMode) -> &'static str {
+    match m {
+        crate::scenario::KeyMode::None => "none",
+        crate::scenario::KeyMode::PerAttempt => "per_attempt",
+        crate::scenario::KeyMode::PerTicket => "per_ticket",
     }
 }
 
@@ -348,9 +410,16 @@ pub fn render_exact(c: &Comparison, origin: Option<SystemTime>) -> String {
     out
 }
 
-/// The counterfactual's text: per ticket, recorded vs counterfactual refunds and tool calls.
+/// The counterfactual's text: the recorded facts the policy replaced, then per ticket,
+/// recorded vs counterfactual refunds and tool calls.
 pub fn render_counterfactual(c: &Comparison) -> String {
     let mut out = String::new();
+    if !c.replaced.is_empty() {
+        let _ = writeln!(out, "recorded facts this policy replaced:");
+        for r in &c.replaced {
+            let _ = writeln!(out, "  - {r}");
+        }
+    }
     let _ = writeln!(
         out,
         "{:>10}  {:>17}  {:>23}  {:>19}  {:>25}",

@@ -338,7 +338,10 @@ pub fn run_recorded_with(
             .replay
             .as_ref()
             .zip(rec.recording)
-            .map(|(r, seen)| crate::replay::compare(r, seen)),
+            .map(|(r, seen)| crate::replay::Comparison {
+                replaced: crate::replay::replaced_facts(scenario),
+                ..crate::replay::compare(r, seen)
+            }),
     };
     let out = RunOutput {
         report,

@@ -839,6 +839,7 @@ pub fn build(
     out.replay = Some(Replay {
         sources: sources.to_vec(),
         ticket_labels: ticket_ids.labels(),
+        key_mode: Some(out.refunds_service.idempotency_key),
         pool_size: out.refunds_service.pool_size,
         reach_provider: reach_fit.dist,
         requests,

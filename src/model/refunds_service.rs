@@ -353,26 +353,39 @@ fn replayed_reach(w: &World, req: &ServiceRequest) -> Option<SimTime> {
     }
     let replay = w.cfg.replay.as_ref()?;
     let key = RequestKey::service(req.ticket, req.attempt, 0);
-    Some(match replay.requests.get(&key) {
+    let reach = match replay.requests.get(&key) {
         Some(r) => SimTime::from_duration(r.reach_provider),
         None => {
             let mut rng = w.ticket_stream("replay_reach", req.ticket, &[req.call]);
             w.latencies.reach_provider.draw(&mut rng)
         }
+    };
+    // A pool counterfactual: the wait beyond the baseline scaled (`World::reach_scale`).
+    Some(match w.reach_scale {
+        Some((baseline, factor)) if reach > baseline => {
+            let wait = (reach.as_nanos() - baseline.as_nanos()) as f64 * factor;
+            SimTime::from_nanos(
+                baseline.as_nanos() + wait.round().min(u64::MAX as f64 / 2.0) as u64,
+            )
+        }
+        _ => reach,
     })
 }
 
 /// The `Idempotency-Key` a recorded request carried (`replay.requests[…].idempotency_key`), when
-/// the recording says: it replaces the scenario's key mode for that request.
+/// the recording says and the scenario keeps the key mode it was imported with
+/// (`replay.key_mode`): it replaces the scenario's key mode for that request.
 fn replayed_key(w: &World, req: &ServiceRequest) -> Option<Option<String>> {
     let key = RequestKey::service(req.ticket, req.attempt, 0);
-    w.cfg
-        .replay
-        .as_ref()?
-        .requests
-        .get(&key)?
-        .idempotency_key
-        .clone()
+    let replay = w.cfg.replay.as_ref()?;
+    // A policy that changed the key mode replaces the recorded keys (`replay.key_mode`).
+    if replay
+        .key_mode
+        .is_some_and(|m| m != w.cfg.refunds_service.idempotency_key)
+    {
+        return None;
+    }
+    replay.requests.get(&key)?.idempotency_key.clone()
 }
 
 /// Whether the service fails between Stripe's 200 and its ledger write

@@ -181,10 +181,14 @@ pub struct World {
     path: [Vec<(String, RetryLayer)>; 4],
     /// The latencies drawn per request, with their parameters computed once per run.
     pub latencies: Latencies,
-    /// Whether the pool is replayed from a recording (a `replay` section whose `pool_size` is
-    /// the scenario's): recorded requests then take their recorded time to reach the provider,
-    /// and neither the pool nor background load is simulated.
+    /// Whether the pool is replayed from a recording (a `replay` section): recorded requests
+    /// then take their recorded time to reach the provider, and neither the pool nor
+    /// background load is simulated.
     pub replays_pool: bool,
+    /// A pool counterfactual's scaling of the recorded waits for a connection (the time to
+    /// reach the provider beyond `baseline`, times `factor`; see
+    /// [`crate::scenario::Replay::wait_scale`]); `None` at the recorded pool size.
+    pub reach_scale: Option<(SimTime, f64)>,
 }
 
 /// The scenario's latency distributions that are drawn per request or per model decision,
@@ -246,10 +250,18 @@ impl World {
                 .collect()
         });
         let latencies = Latencies::new(&cfg);
-        let replays_pool = cfg
+        let replays_pool = cfg.replay.is_some();
+        let overhead = cfg.refunds_service.overhead;
+        let reach_scale = cfg
             .replay
             .as_ref()
-            .is_some_and(|r| r.pool_size == cfg.refunds_service.pool_size);
+            .filter(|r| r.pool_size != cfg.refunds_service.pool_size)
+            .and_then(|r| {
+                // Validation refuses a pool that cannot carry the recorded load.
+                let factor = r.wait_scale(cfg.refunds_service.pool_size, overhead).ok()?;
+                let baseline = r.pool_calibration(overhead)?.baseline;
+                Some((SimTime::from_duration(baseline), factor))
+            });
         Rc::new(World {
             sim,
             cfg,
@@ -268,6 +280,7 @@ impl World {
             path,
             latencies,
             replays_pool,
+            reach_scale,
         })
     }
 

@@ -33,11 +33,21 @@ pub struct Replay {
     /// text. Default: none (every recorded id was a number).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub ticket_labels: BTreeMap<u64, String>,
-    /// The pool size the recording was made with. While `refunds_service.pool_size` equals it,
-    /// recorded requests take their recorded time to reach the provider and the pool and
-    /// background load are not simulated; another size re-simulates the pool, with the
-    /// scenario's background load and the recorded provider latencies.
+    /// The pool size the recording was made with. Recorded requests take their recorded time
+    /// to reach the provider, and neither the pool nor the background load is simulated: the
+    /// recorded waits for a connection stand for the traffic that filled the pool. Another
+    /// `refunds_service.pool_size` (a pool counterfactual) keeps that traffic: each recorded
+    /// wait is scaled by Erlang C's ratio of mean waits at the new and the recorded size, with
+    /// the offered load calibrated so that the recorded size gives the recorded mean wait
+    /// (see [`Replay::pool_calibration`]).
     pub pool_size: u32,
+    /// The refunds service's `idempotency_key` mode the recording was imported with. While
+    /// `refunds_service.idempotency_key` equals it, each recorded request carries its recorded
+    /// `Idempotency-Key` (or none, when recorded absent); another mode (a policy's) replaces the
+    /// recorded keys, and the comparison says so. Absent (files imported before this field):
+    /// recorded keys are always sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_mode: Option<super::config::KeyMode>,
     /// The time to reach the provider of a request that was never recorded (a retry that did
     /// not happen), while the pool is replayed: fitted to the recorded ones by `import`.
     pub reach_provider: LatencyDist,
@@ -204,8 +214,112 @@ impl Replay {
             .unwrap_or_else(|| ticket.to_string())
     }
 
+    /// The calibration behind a pool counterfactual, from the recorded requests (SDK try 0):
+    /// the time to reach the provider without waiting (`baseline`: the smaller of the fastest
+    /// recorded one and the service's `overhead`), the mean recorded wait for a connection
+    /// (each request's time to reach the provider less the baseline), the mean time a request
+    /// holds its connection (recorded provider latency plus `overhead`), and the offered load
+    /// in Erlangs that makes an M/M/c queue of the recorded pool size wait that mean (Erlang C:
+    /// `Wq = C(c, a) · h / (c − a)`, solved for `a` by bisection). `None` when no request is
+    /// recorded.
+    pub fn pool_calibration(&self, overhead: Duration) -> Option<PoolCalibration> {
+        let tried: Vec<&RecordedRequest> = self
+            .requests
+            .iter()
+            .filter(|(k, _)| k.attempt.is_some() && k.try_no == 0)
+            .map(|(_, r)| r)
+            .collect();
+        let fastest = tried.iter().map(|r| r.reach_provider).min()?;
+        let baseline = fastest.min(overhead);
+        let n = tried.len() as f64;
+        let mean_wait_s = tried
+            .iter()
+            .map(|r| (r.reach_provider - baseline).as_secs_f64())
+            .sum::<f64>()
+            / n;
+        let hold_s = tried
+            .iter()
+            .map(|r| (r.latency + overhead).as_secs_f64())
+            .sum::<f64>()
+            / n;
+        let c = self.pool_size;
+        let hold_s = hold_s.max(1e-6);
+        let wq = |a: f64| mean_wait(c, a, hold_s);
+        let (mut lo, mut hi) = (0.0_f64, f64::from(c));
+        if mean_wait_s > 0.0 {
+            for _ in 0..200 {
+                let mid = 0.5 * (lo + hi);
+                if wq(mid) < mean_wait_s {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
+        }
+        Some(PoolCalibration {
+            baseline,
+            mean_wait_s,
+            hold_s,
+            offered_load: if mean_wait_s > 0.0 {
+                0.5 * (lo + hi)
+            } else {
+                0.0
+            },
+        })
+    }
+
+    /// The factor each recorded wait for a connection is scaled by under a pool of `pool_size`
+    /// (1 at the recorded size; see [`Replay::pool_calibration`]).
+    ///
+    /// # Errors
+    /// `pool_size` connections cannot carry the calibrated offered load (`a ≥ pool_size`): the
+    /// queue grows without bound, and the message says so with the numbers.
+    pub fn wait_scale(&self, pool_size: u32, overhead: Duration) -> Result<f64, String> {
+        if pool_size == self.pool_size {
+            return Ok(1.0);
+        }
+        let Some(cal) = self.pool_calibration(overhead) else {
+            return Ok(1.0);
+        };
+        if cal.mean_wait_s <= 0.0 {
+            return Ok(1.0);
+        }
+        if cal.offered_load >= f64::from(pool_size) {
+            return Err(format!(
+                "expected more than {:.2} connections: the recording's waits for a connection \
+                 (mean {:.3} s at its pool of {}, each request holding one for {:.3} s) are an \
+                 offered load of {:.2} Erlangs, which {pool_size} connections cannot carry (the \
+                 queue grows without bound)",
+                cal.offered_load, cal.mean_wait_s, self.pool_size, cal.hold_s, cal.offered_load
+            ));
+        }
+        Ok(mean_wait(pool_size, cal.offered_load, cal.hold_s) / cal.mean_wait_s)
+    }
+
     /// The recorded call of `ticket`'s model attempt `attempt`.
     pub fn call(&self, ticket: u64, attempt: u32) -> Option<&RecordedCall> {
         self.tickets.get(&ticket)?.calls.get(attempt as usize)
     }
+}
+
+/// Mean wait in an M/M/c queue, seconds: `C(c, a) · h / (c − a)`; infinite for `a ≥ c`.
+fn mean_wait(c: u32, a: f64, hold_s: f64) -> f64 {
+    if a >= f64::from(c) {
+        return f64::INFINITY;
+    }
+    crate::report::queueing::erlang_c(c, a) * hold_s / (f64::from(c) - a)
+}
+
+/// What a pool counterfactual of a recording is calibrated from (see
+/// [`Replay::pool_calibration`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PoolCalibration {
+    /// The time to reach the provider without waiting for a connection.
+    pub baseline: Duration,
+    /// The mean recorded wait for a connection, seconds.
+    pub mean_wait_s: f64,
+    /// The mean time a request holds a connection, seconds.
+    pub hold_s: f64,
+    /// The offered load, Erlangs, that gives the recorded pool size the recorded mean wait.
+    pub offered_load: f64,
 }

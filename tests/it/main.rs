@@ -14,6 +14,7 @@ mod gate_check;
 mod gate_diff;
 mod gate_lint;
 mod html_report;
+mod import_counterfactual;
 mod import_readers;
 mod import_replay;
 mod import_standard;

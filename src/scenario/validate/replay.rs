@@ -15,6 +15,9 @@ pub(super) fn validate(s: &Scenario) -> Check {
         );
     }
     latency("replay.reach_provider", &r.reach_provider)?;
+    if let Err(e) = r.wait_scale(s.refunds_service.pool_size, s.refunds_service.overhead) {
+        return fail("refunds_service.pool_size", e);
+    }
     for (key, req) in &r.requests {
         if let Some(st) = req.status.filter(|st| !(100..=599).contains(st)) {
             return fail(
