@@ -17,6 +17,7 @@ mod html_report;
 mod import_counterfactual;
 mod import_readers;
 mod import_replay;
+mod import_spec;
 mod import_standard;
 mod incident;
 mod invariants;

@@ -225,7 +225,8 @@ impl Traces {
     }
 
     /// Sets each failed tool call's decision time: the end of the first model span
-    /// (`gen_ai.operation.name` `chat`, `text_completion` or `generate_content`) of its trace
+    /// (`gen_ai.operation.name` `chat`, `text_completion` or `generate_content`, or
+    /// OpenInference's `openinference.span.kind = LLM`) of its trace
     /// that starts once the call's result is in and no later than the trace's next tool call.
     fn decisions(&self, calls: &mut [(usize, ToolCallRec)]) {
         let is_model = |s: &Span| {
@@ -233,6 +234,9 @@ impl Traces {
                 attr(s, "gen_ai.operation.name"),
                 Some((_, AnyValue::Str(op)))
                     if ["chat", "text_completion", "generate_content"].contains(&op.as_str())
+            ) || matches!(
+                attr(s, "openinference.span.kind"),
+                Some((_, AnyValue::Str(k))) if k.eq_ignore_ascii_case("LLM")
             )
         };
         // per trace: its model spans by (start, file, line), and its tool calls' starts
@@ -425,20 +429,46 @@ impl Traces {
     }
 }
 
-/// The tool of an `execute_tool` span: `gen_ai.tool.name`, else the span name's
-/// `execute_tool TOOL` suffix. `None` for other spans.
+/// The tool of a tool span, `None` for other spans. A tool span is, in the conventions teams'
+/// instrumentations follow:
+/// - GenAI: `gen_ai.operation.name = execute_tool` (or, without it, a span named
+///   `execute_tool TOOL`); the tool is `gen_ai.tool.name`, else the name's suffix;
+/// - MCP client spans: `mcp.method.name = tools/call` (or a span named `tools/call TOOL`); the
+///   tool is `gen_ai.tool.name`, else the name's suffix;
+/// - OpenInference: `openinference.span.kind = TOOL`; the tool is `tool.name`, else the span's
+///   name.
 fn tool_name(s: &Span) -> Option<String> {
+    let text = |key: &str| match attr(s, key).map(|(_, v)| v) {
+        Some(AnyValue::Str(v)) => Some(v.as_str()),
+        _ => None,
+    };
+    if text("openinference.span.kind").is_some_and(|k| k.eq_ignore_ascii_case("TOOL")) {
+        return Some(text("tool.name").unwrap_or(&s.name).trim().to_string());
+    }
     let op = attr(s, "gen_ai.operation.name").map(|(_, v)| v);
-    let from_name = s.name.strip_prefix("execute_tool ").map(str::trim);
+    let from_name = s
+        .name
+        .strip_prefix("execute_tool ")
+        .or_else(|| s.name.strip_prefix("tools/call "))
+        .map(str::trim);
+    let mcp_call = text("mcp.method.name") == Some("tools/call");
     match op {
         Some(AnyValue::Str(op)) if op == "execute_tool" => {}
+        _ if mcp_call => {}
         None if from_name.is_some() => {}
         _ => return None,
     }
-    match attr(s, "gen_ai.tool.name").map(|(_, v)| v) {
-        Some(AnyValue::Str(t)) => Some(t.clone()),
-        _ => from_name.map(str::to_string),
+    match text("gen_ai.tool.name") {
+        Some(t) => Some(t.to_string()),
+        None => from_name.map(str::to_string),
     }
+}
+
+/// The first of `keys` that `s` has: a tool span's fact under the names of the conventions in
+/// [`tool_name`] (GenAI first, then MCP's, then OpenInference's).
+fn first_attr<'a>(s: &'a Span, keys: &[&'a str]) -> Option<(&'a str, usize, &'a AnyValue)> {
+    keys.iter()
+        .find_map(|k| attr(s, k).map(|(i, v)| (*k, i, v)))
 }
 
 /// A tool span as a tool call (its service response is set later).
@@ -488,18 +518,34 @@ fn tool_call(s: &Span, opts: &ImportOptions) -> Result<ToolCallRec, ImportError>
         Some((key, v)) => Some(non_negative(v).ok_or_else(|| args_error(key, "integer cents", v))?),
         None => None,
     };
-    let timed_out = string_attr(s, "error.type")? == Some("timeout");
+    // The semantic conventions set `error.type` only on failure (and status ERROR with it).
+    let error_type = attr_text(s, "error.type");
+    let failed = s.error || error_type.is_some();
+    let timed_out = failed && is_timeout(error_type.as_deref(), &s.status_message);
     Ok(ToolCallRec {
         ticket,
         tool: opts.tool.clone(),
-        call_id: string_attr(s, "gen_ai.tool.call.id")?.map(str::to_string),
+        call_id: match string_attr(s, "gen_ai.tool.call.id")? {
+            Some(id) => Some(id.to_string()),
+            // OpenInference's and MCP's ids (`jsonrpc.request.id` may be an integer).
+            None => first_attr(s, &["tool_call.id", "tool.id", "jsonrpc.request.id"]).and_then(
+                |(_, _, v)| match v {
+                    AnyValue::Str(t) => Some(t.clone()),
+                    other => match other.to_json() {
+                        Value::Number(n) => Some(n.to_string()),
+                        _ => None,
+                    },
+                },
+            ),
+        },
         at: Instant::exact(s.start),
         amount_cents,
         result: Some(ToolResultRec {
             at: Instant::exact(s.end),
-            ok: !s.error && !timed_out,
+            ok: !failed,
             timed_out,
-            refund_id: attr(s, "gen_ai.tool.call.result").and_then(|(_, v)| refund_id_in(v)),
+            refund_id: first_attr(s, &["gen_ai.tool.call.result", "output.value"])
+                .and_then(|(_, _, v)| refund_id_in(v)),
         }),
         decision_at: None,
         service_response: None,
@@ -507,14 +553,40 @@ fn tool_call(s: &Span, opts: &ImportOptions) -> Result<ToolCallRec, ImportError>
     })
 }
 
+/// Whether a failed tool span was the executor's timeout, as instrumentations write it: an
+/// `error.type` naming one (`timeout`, Python's `TimeoutError`, `asyncio.TimeoutError`, gRPC's
+/// `DEADLINE_EXCEEDED`, MCP's request timeout code `408`), or a status message saying so
+/// ("timed out", "timeout").
+pub(crate) fn is_timeout(error_type: Option<&str>, message: &str) -> bool {
+    let said = |t: &str| {
+        let t = t.to_ascii_lowercase();
+        t.contains("timeout")
+            || t.contains("timed out")
+            || t.contains("timedout")
+            || t.contains("deadline")
+    };
+    error_type.is_some_and(|e| said(e) || e.trim() == "408") || said(message)
+}
+
+/// An attribute's value as text (a string, or an integer's digits), for attributes whose type
+/// varies between instrumentations (`error.type`).
+fn attr_text(s: &Span, key: &str) -> Option<String> {
+    match attr(s, key)?.1 {
+        AnyValue::Str(v) => Some(v.clone()),
+        other => match other.to_json() {
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        },
+    }
+}
+
 /// A JSON object.
 type JsonObject = serde_json::Map<String, Value>;
 
-/// The tool arguments object (`gen_ai.tool.call.arguments`, a JSON string or a key-value
-/// list), with the attribute's index.
+/// The tool arguments object (`gen_ai.tool.call.arguments`, or OpenInference's `input.value`:
+/// a JSON string or a key-value list), with the attribute's index.
 fn tool_arguments(s: &Span) -> Result<Option<(usize, JsonObject)>, ImportError> {
-    const KEY: &str = "gen_ai.tool.call.arguments";
-    let Some((idx, v)) = attr(s, KEY) else {
+    let Some((key, idx, v)) = first_attr(s, &["gen_ai.tool.call.arguments", "input.value"]) else {
         return Ok(None);
     };
     let json = match v {
@@ -522,7 +594,7 @@ fn tool_arguments(s: &Span) -> Result<Option<(usize, JsonObject)>, ImportError> 
             attr_error(
                 s,
                 idx,
-                KEY,
+                key,
                 &format!(
                     "expected a JSON object of the tool's arguments, got {}",
                     quoted(text)
@@ -536,7 +608,7 @@ fn tool_arguments(s: &Span) -> Result<Option<(usize, JsonObject)>, ImportError> 
         other => Err(attr_error(
             s,
             idx,
-            KEY,
+            key,
             &format!(
                 "expected a JSON object of the tool's arguments, got {}",
                 shown(&other)

@@ -41,6 +41,8 @@ pub(super) struct Span {
     pub end: UnixNs,
     /// Whether `status.code` is ERROR (2).
     pub error: bool,
+    /// `status.message` (empty when absent).
+    pub status_message: String,
     /// `attributes`, in order.
     pub attrs: Vec<(String, AnyValue)>,
     /// Where the span's object starts.
@@ -296,6 +298,17 @@ impl TryFrom<Value> for AnyValueWire {
 struct Status {
     #[serde(default, deserialize_with = "status_code")]
     code: i64,
+    #[serde(default, deserialize_with = "message")]
+    message: String,
+}
+
+/// `status.message`: a string; null or absent is empty; other types are ignored (the message is
+/// only read to recognise a timeout).
+fn message<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Ok(match Value::deserialize(d)? {
+        Value::String(s) => s,
+        _ => String::new(),
+    })
 }
 
 fn id<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
@@ -420,7 +433,7 @@ fn document<'a>(
             for (k, raw) in ss.spans.into_iter().enumerate() {
                 let path = format!("{prefix}{dot}resourceSpans[{r}].scopeSpans[{s}].spans[{k}]");
                 let line = lines.line_of(offset(text, raw.get()));
-                let w: SpanWire = parse(name, line, raw.get(), &path)?;
+                let mut w: SpanWire = parse(name, line, raw.get(), &path)?;
                 if w.end_time_unix_nano < w.start_time_unix_nano {
                     return Err(ImportError::at(
                         name,
@@ -440,6 +453,7 @@ fn document<'a>(
                     start: w.start_time_unix_nano,
                     end: w.end_time_unix_nano,
                     error: w.status.code == 2,
+                    status_message: std::mem::take(&mut w.status.message),
                     attrs: w
                         .attributes
                         .into_iter()
