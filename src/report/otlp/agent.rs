@@ -51,10 +51,10 @@ pub(super) struct OpenChat {
 
 /// The finished tool span of `call` on ticket `ticket`: `gen_ai.operation.name`,
 /// `gen_ai.tool.name`, `gen_ai.tool.call.id`, and when captured `gen_ai.tool.call.arguments`
-/// and (for a result that is not an error) `gen_ai.tool.call.result`. A failed result sets
-/// status ERROR with the error's text, and `error.type`: `timeout` when the executor's timeout
-/// fired, else `_OTHER`. An unknown outcome (`info`: "outcome unknown, do not retry") is a
-/// result the tool returned, not an error.
+/// and (for a call that succeeded) `gen_ai.tool.call.result`. A call that did not succeed sets
+/// status ERROR with the text the model read, and `error.type`: `timeout` when the executor's
+/// timeout fired during its last request, or for an unknown outcome (`info`: the executor, or
+/// a layer below it, gave up waiting and could not tell what happened), else `_OTHER`.
 pub(super) fn tool_span(
     ctx: &Context,
     trace: &TraceId,
@@ -80,12 +80,13 @@ pub(super) fn tool_span(
             .json(&ctx.ticket_text(ticket), call.amount_cents);
         span = span.string(GEN_AI_TOOL_CALL_ARGUMENTS, args);
     }
-    if result.outcome == Outcome::Fail {
-        let error = if call.timed_out {
-            "timeout"
-        } else {
-            ERROR_TYPE_OTHER
-        };
+    let error = match result.outcome {
+        Outcome::Ok => None,
+        Outcome::Info => Some("timeout"),
+        Outcome::Fail if call.timed_out => Some("timeout"),
+        Outcome::Fail => Some(ERROR_TYPE_OTHER),
+    };
+    if let Some(error) = error {
         span.string(ERROR_TYPE, error)
             .failed(error_text(result.shown))
     } else if capture.results {

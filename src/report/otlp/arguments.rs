@@ -103,11 +103,19 @@ pub fn result_json(shown: &str) -> String {
     }
 }
 
-/// The error text of a failed result (`{ error: "timeout after 8000ms" }` → `timeout after
-/// 8000ms`), else the text as shown.
+/// The text of a result that did not succeed: its `error` (`{ error: "timeout after 8000ms" }`
+/// → `timeout after 8000ms`), else its `note` (an unknown outcome's `outcome unknown; do not
+/// retry`), else the text as shown.
 pub fn error_text(shown: &str) -> String {
-    shown_fields(shown)
-        .and_then(|f| f.into_iter().find(|(k, _)| k == "error").map(|(_, v)| v))
+    let fields = shown_fields(shown).unwrap_or_default();
+    ["error", "note"]
+        .iter()
+        .find_map(|key| {
+            fields
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.clone())
+        })
         .unwrap_or_else(|| shown.to_string())
 }
 
@@ -196,6 +204,10 @@ mod tests {
         assert_eq!(
             error_text(r#"{ error: "timeout after 8000ms" }"#),
             "timeout after 8000ms"
+        );
+        assert_eq!(
+            error_text(r#"{ status: "pending", note: "outcome unknown; do not retry" }"#),
+            "outcome unknown; do not retry"
         );
         assert_eq!(error_text("odd"), "odd");
         assert_eq!(shown_fields(r#"{ a: "x" b: "y" }"#), None);

@@ -392,3 +392,35 @@ fn a_stripe_error_fails_the_client_span_and_the_services_5xx_its_server_span() {
     );
     assert_eq!(server["status"]["code"], 2);
 }
+
+#[test]
+fn an_unknown_outcome_after_the_executors_timeout_is_a_timeout_error() {
+    // on_timeout probe_status: the timeout fires, the probe finds the request still pending,
+    // the model is told "outcome unknown; do not retry" (info), and escalates.
+    let mut evs = vec![tool_call(0, 0), service_call(0, 0, 1)];
+    evs.push(ev(
+        15_000,
+        Some(0),
+        Some(1),
+        EventKind::ExecutorTimeout {
+            after_ns: 15_000_000_000,
+            action: OnTimeout::ProbeStatus,
+        },
+    ));
+    evs.push(ev(
+        75_000,
+        Some(0),
+        None,
+        EventKind::ToolResult {
+            outcome: Outcome::Info,
+            shown: "{ status: \"pending\", note: \"outcome unknown; do not retry\" }".into(),
+            refund_id: None,
+        },
+    ));
+    let doc = parse(&export(&evs, &OtlpOptions::capturing(OtlpCapture::ALL)));
+    let tool = &spans(&doc)[0].1;
+    assert_eq!(attr(tool, "error.type").unwrap()["stringValue"], "timeout");
+    assert_eq!(tool["status"]["message"], "outcome unknown; do not retry");
+    // A call that did not succeed records no result.
+    assert!(attr(tool, "gen_ai.tool.call.result").is_none());
+}
