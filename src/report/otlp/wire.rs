@@ -72,14 +72,16 @@ pub struct KeyValue {
 /// An attribute value (`AnyValue`), externally tagged as OTLP/JSON writes it:
 /// `{"stringValue": "…"}`, `{"intValue": "200"}`, `{"arrayValue": {"values": […]}}`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
 pub enum AnyValue {
     /// A string.
-    StringValue(String),
+    #[serde(rename = "stringValue")]
+    String(String),
     /// A 64-bit integer, written as a decimal string.
-    IntValue(String),
+    #[serde(rename = "intValue")]
+    Int(String),
     /// An array of values.
-    ArrayValue(ArrayValue),
+    #[serde(rename = "arrayValue")]
+    Array(ArrayValue),
 }
 
 /// `ArrayValue`.
@@ -125,13 +127,13 @@ impl Span {
 
     /// Adds a string attribute.
     pub fn string(mut self, key: &'static str, value: impl Into<String>) -> Span {
-        self.push(key, AnyValue::StringValue(value.into()));
+        self.push(key, AnyValue::String(value.into()));
         self
     }
 
     /// Adds an integer attribute.
     pub fn int(mut self, key: &'static str, value: u64) -> Span {
-        self.push(key, AnyValue::IntValue(value.to_string()));
+        self.push(key, AnyValue::Int(value.to_string()));
         self
     }
 
@@ -139,9 +141,9 @@ impl Span {
     pub fn strings(mut self, key: &'static str, values: &[&str]) -> Span {
         let values = values
             .iter()
-            .map(|v| AnyValue::StringValue((*v).to_string()))
+            .map(|v| AnyValue::String((*v).to_string()))
             .collect();
-        self.push(key, AnyValue::ArrayValue(ArrayValue { values }));
+        self.push(key, AnyValue::Array(ArrayValue { values }));
         self
     }
 
