@@ -337,6 +337,25 @@ struct RunArgs {
     /// chrome://tracing (written whole or not at all; see docs/perfetto.md).
     #[arg(long, value_name = "FILE")]
     perfetto: Option<PathBuf>,
+    /// Write the run as OpenTelemetry traces (OTLP/JSON, semantic conventions only) to FILE,
+    /// for Jaeger, Tempo, Langfuse or `refundsim import` (whole or not at all; see
+    /// docs/otlp-export.md).
+    #[arg(long, value_name = "FILE")]
+    otlp: Option<PathBuf>,
+    /// What --otlp records of the opt-in attributes: a comma-separated list of `arguments`
+    /// (the tool calls' arguments: without them no span names its ticket), `results` (the
+    /// tool results) and `headers` (the Stripe requests' Idempotency-Key), or `none`.
+    #[arg(
+        long,
+        value_name = "LIST",
+        default_value = "arguments",
+        requires = "otlp"
+    )]
+    otlp_capture: report::otlp::OtlpCapture,
+    /// Write Stripe's list of the run's refunds to FILE, as the body of `GET /v1/refunds`
+    /// (whole or not at all; see docs/otlp-export.md).
+    #[arg(long, value_name = "FILE")]
+    stripe_list: Option<PathBuf>,
     /// Print this ticket's story in the incident log's style.
     #[arg(long, value_name = "ID")]
     ticket: Option<u64>,
@@ -437,8 +456,8 @@ fn note_closed_stdout() {
 }
 
 /// On SIGINT (Ctrl-C) or SIGTERM, removes the temporary files of the outputs being written
-/// (`--trace`, `--perfetto`, `--out`: see `refundsim::output`) and exits 130 or 143 (128 + the
-/// signal), as a shell reports a process the signal killed.
+/// (`--trace`, `--perfetto`, `--otlp`, `--stripe-list`, `--out`: see `refundsim::output`) and
+/// exits 130 or 143 (128 + the signal), as a shell reports a process the signal killed.
 fn remove_temporaries_on_signals() {
     #[cfg(unix)]
     {
@@ -587,6 +606,9 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<ExitCode> {
             json: a.json,
             trace: a.trace,
             perfetto: a.perfetto,
+            otlp: a.otlp,
+            otlp_capture: a.otlp_capture,
+            stripe_list: a.stripe_list,
             ticket: a.ticket,
         },
         observer,

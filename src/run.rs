@@ -9,7 +9,9 @@ use std::rc::Rc;
 use crate::history::{Event, History, Keep, Observer, TraceStream};
 use crate::invariants::{expectations, EvalRules, Evaluator, ExpectationResult, Metrics};
 use crate::model::simulate_observed;
+use crate::report::otlp::OtlpStream;
 use crate::report::perfetto::PerfettoStream;
+use crate::report::stripe_list::StripeListStream;
 use crate::report::IncidentShapes;
 use crate::scenario::Scenario;
 use crate::sim::{Seeded, Sim, SimTime, Streams};
@@ -210,6 +212,12 @@ pub type TraceSink = TraceStream<Box<dyn Write>>;
 /// A Chrome Trace Event JSON file (`--perfetto`) being streamed while a run goes on.
 pub type PerfettoSink = PerfettoStream<Box<dyn Write>>;
 
+/// OpenTelemetry traces in OTLP/JSON (`--otlp`) being streamed while a run goes on.
+pub type OtlpSink = OtlpStream<Box<dyn Write>>;
+
+/// Stripe's list of the run's refunds (`--stripe-list`), written when the run ends.
+pub type StripeListSink = StripeListStream<Box<dyn Write>>;
+
 /// The outputs a run streams its events to as they happen; each is optional.
 #[derive(Default)]
 pub struct Sinks {
@@ -217,6 +225,10 @@ pub struct Sinks {
     pub trace: Option<TraceSink>,
     /// The Chrome Trace Event JSON (`--perfetto`).
     pub perfetto: Option<PerfettoSink>,
+    /// The OTLP/JSON traces (`--otlp`).
+    pub otlp: Option<OtlpSink>,
+    /// Stripe's list of refunds (`--stripe-list`).
+    pub stripe_list: Option<StripeListSink>,
 }
 
 /// The run's one observer: the online metrics and invariants, the incident-shape scan, the
@@ -242,6 +254,12 @@ impl Observer for Recorder {
         if let Some(p) = &mut self.sinks.perfetto {
             p.event(&e);
         }
+        if let Some(o) = &mut self.sinks.otlp {
+            o.event(&e);
+        }
+        if let Some(l) = &mut self.sinks.stripe_list {
+            l.event(&e);
+        }
         if let Some(r) = &mut self.recording {
             r.record(&e);
         }
@@ -258,19 +276,28 @@ impl Observer for Recorder {
             None => {}
         }
     }
-    /// The Perfetto exporter's open tickets, the kept events (about 256 bytes each) and the
-    /// caller's consumer.
+    /// The Perfetto and OTLP exporters' open tickets, the Stripe list's refunds, the kept
+    /// events (about 256 bytes each) and the caller's consumer.
     fn held_bytes(&self) -> u64 {
         let perfetto = self.sinks.perfetto.as_ref().map_or(0, |p| p.held_bytes());
+        let otlp = self.sinks.otlp.as_ref().map_or(0, |o| o.held_bytes());
+        let list = self
+            .sinks
+            .stripe_list
+            .as_ref()
+            .map_or(0, |l| l.held_bytes());
         let kept = self.kept.events.len() as u64 * 256;
         let extra = self.extra.as_ref().map_or(0, |x| x.borrow().held_bytes());
-        perfetto + kept + extra
+        perfetto + otlp + list + kept + extra
     }
     fn ticket_closed(&mut self, id: u64) {
         self.eval.ticket_closed(id);
         self.shapes.ticket_closed(id);
         if let Some(p) = &mut self.sinks.perfetto {
             p.ticket_closed(id);
+        }
+        if let Some(o) = &mut self.sinks.otlp {
+            o.ticket_closed(id);
         }
         if let Some(x) = &self.extra {
             x.borrow_mut().ticket_closed(id);
@@ -279,8 +306,9 @@ impl Observer for Recorder {
 }
 
 /// The general form: runs on `engine`, keeps what `keep` selects, and streams every event to
-/// `sinks` as it happens. Returns the output and the sinks (check [`TraceStream::finish`] and
-/// [`PerfettoStream::finish`] for I/O errors).
+/// `sinks` as it happens. Returns the output and the sinks (check [`TraceStream::finish`],
+/// [`PerfettoStream::finish`], [`OtlpStream::finish`] and [`StripeListStream::finish`] for I/O
+/// errors).
 pub fn run_recorded(
     engine: Sim,
     scenario: &Scenario,

@@ -6,8 +6,10 @@ use std::io::{stdout, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use super::otlp::{OtlpCapture, OtlpOptions, OtlpStream};
 use super::perfetto::PerfettoStream;
 use super::queueing::pool_oracle;
+use super::stripe_list::StripeListStream;
 use super::summary_with_oracle;
 use crate::error::CliError;
 use crate::history::{Keep, TraceStream};
@@ -32,6 +34,13 @@ pub struct CliOptions {
     pub trace: Option<PathBuf>,
     /// Write the run as Chrome Trace Event JSON here, for Perfetto (whole or not at all).
     pub perfetto: Option<PathBuf>,
+    /// Write the run as OpenTelemetry traces in OTLP/JSON here (whole or not at all).
+    pub otlp: Option<PathBuf>,
+    /// The opt-in attributes `otlp` captures [default: the tool calls' arguments].
+    pub otlp_capture: OtlpCapture,
+    /// Write Stripe's list of the run's refunds here, as the body of `GET /v1/refunds` (whole
+    /// or not at all).
+    pub stripe_list: Option<PathBuf>,
     /// Add this ticket's story to the report.
     pub ticket: Option<u64>,
 }
@@ -99,27 +108,40 @@ fn cli_run_by(
     let perfetto = match &opts.perfetto {
         None => None,
         Some(path) => {
-            if path.as_os_str() == "-" {
-                return Err(CliError::Input(
-                    "--perfetto -: expected a file path (stdout carries the report)".into(),
-                ));
-            }
-            if let Some(t) = opts
-                .trace
-                .as_ref()
-                .filter(|t| *t == path || same_file(t, path))
-            {
-                return Err(CliError::Input(format!(
-                    "--perfetto {}: is also the --trace file {}; choose another file",
-                    path.display(),
-                    t.display()
-                )));
-            }
+            check_file_output(opts, "--perfetto", path)?;
             let handle = open_output(opts, "--perfetto", path, &mut files)?;
             Some(PerfettoStream::new(handle, &sc.name, seed))
         }
     };
-    let sinks = Sinks { trace, perfetto };
+    let otlp = match &opts.otlp {
+        None => None,
+        Some(path) => {
+            check_file_output(opts, "--otlp", path)?;
+            let handle = open_output(opts, "--otlp", path, &mut files)?;
+            let options = OtlpOptions::capturing(opts.otlp_capture);
+            let stream = OtlpStream::new(handle, &sc, seed, &options).map_err(|e| {
+                CliError::Input(format!(
+                    "--otlp {}: cannot create a temporary file: {e}",
+                    path.display()
+                ))
+            })?;
+            Some(stream)
+        }
+    };
+    let stripe_list = match &opts.stripe_list {
+        None => None,
+        Some(path) => {
+            check_file_output(opts, "--stripe-list", path)?;
+            let handle = open_output(opts, "--stripe-list", path, &mut files)?;
+            Some(StripeListStream::new(handle, &sc))
+        }
+    };
+    let sinks = Sinks {
+        trace,
+        perfetto,
+        otlp,
+        stripe_list,
+    };
     let (out, sinks) = run_recorded(engine(&sc), &sc, seed, &how, keep, sinks);
     if let Some(stream) = sinks.trace {
         stream
@@ -132,11 +154,24 @@ fn cli_run_by(
             })
             .map_err(CliError::Input)?;
     }
+    let cannot_write = |flag: &str, path: &Option<PathBuf>, e: std::io::Error| {
+        let path = path.as_deref().unwrap_or(Path::new("-"));
+        CliError::Input(format!("{flag} {}: cannot write: {e}", path.display()))
+    };
     if let Some(stream) = sinks.perfetto {
-        stream.finish().map_err(|e| {
-            let path = opts.perfetto.as_deref().unwrap_or(Path::new("-"));
-            CliError::Input(format!("--perfetto {}: cannot write: {e}", path.display()))
-        })?;
+        stream
+            .finish()
+            .map_err(|e| cannot_write("--perfetto", &opts.perfetto, e))?;
+    }
+    if let Some(stream) = sinks.otlp {
+        stream
+            .finish()
+            .map_err(|e| cannot_write("--otlp", &opts.otlp, e))?;
+    }
+    if let Some(stream) = sinks.stripe_list {
+        stream
+            .finish()
+            .map_err(|e| cannot_write("--stripe-list", &opts.stripe_list, e))?;
     }
     // An unknown `--ticket` is an input error: no output file is left behind for it.
     let story_lines = ticket_story(opts, &sc, &out, origin)?;
@@ -199,7 +234,38 @@ fn ticket_story(
     Ok(Some(lines))
 }
 
-/// An output file of `flag` (`--trace`, `--perfetto`), written whole or not at all: refused
+/// The output files a run may write, in the order their flags are checked.
+fn outputs(opts: &CliOptions) -> [(&'static str, Option<&PathBuf>); 4] {
+    [
+        ("--trace", opts.trace.as_ref()),
+        ("--perfetto", opts.perfetto.as_ref()),
+        ("--otlp", opts.otlp.as_ref()),
+        ("--stripe-list", opts.stripe_list.as_ref()),
+    ]
+}
+
+/// `--perfetto`, `--otlp` or `--stripe-list` FILE: refused as `-` (stdout carries the
+/// report), and when an output listed before it in [`outputs`] is the same file.
+fn check_file_output(opts: &CliOptions, flag: &'static str, path: &Path) -> Result<(), CliError> {
+    if path.as_os_str() == "-" {
+        return Err(CliError::Input(format!(
+            "{flag} -: expected a file path (stdout carries the report)"
+        )));
+    }
+    let earlier = outputs(opts).into_iter().take_while(|(f, _)| *f != flag);
+    for (other, p) in earlier {
+        if let Some(p) = p.filter(|p| *p == path || same_file(p, path)) {
+            return Err(CliError::Input(format!(
+                "{flag} {}: is also the {other} file {}; choose another file",
+                path.display(),
+                p.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// An output file of `flag` (`--trace`, `--perfetto`, …), written whole or not at all: refused
 /// when it is an input; its buffered handle is returned, the file kept in `files` to commit.
 fn open_output(
     opts: &CliOptions,

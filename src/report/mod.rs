@@ -1,13 +1,16 @@
 //! Human-readable output: the run summary, one ticket's story, the pool's queueing oracle
-//! ([`queueing`]), a run as a Perfetto / `chrome://tracing` timeline ([`perfetto`]),
-//! `refundsim run` as a library call ([`cli_run`]), and the self-contained HTML report of
-//! `refundsim report` ([`html`]).
+//! ([`queueing`]), a run as a Perfetto / `chrome://tracing` timeline ([`perfetto`]), as
+//! OpenTelemetry traces in OTLP/JSON ([`otlp`]) and as Stripe's list of refunds
+//! ([`stripe_list`]), `refundsim run` as a library call ([`cli_run`]), and the self-contained
+//! HTML report of `refundsim report` ([`html`]).
 
 pub mod cli;
 pub mod html;
+pub mod otlp;
 pub mod perfetto;
 pub mod queueing;
 mod story;
+pub mod stripe_list;
 mod summary;
 
 pub use story::{incident_shaped, story, story_as, IncidentShapes};
