@@ -76,9 +76,11 @@ impl ReplayObserver {
             }
             EventKind::ExecutorTimeout { .. } => attempt.timed_out = true,
             EventKind::ToolResult { outcome, .. } => {
+                // A timed-out call that ends ok (a status probe found its refund) is ok, as
+                // the tool result the model read says.
                 let kind = match (outcome, attempt.timed_out) {
-                    (_, true) => "timeout",
                     (Outcome::Ok, _) => "ok",
+                    (_, true) => "timeout",
                     (Outcome::Fail | Outcome::Info, _) => "fail",
                 };
                 attempt.result.get_or_insert((at, kind));

@@ -16,8 +16,9 @@
 //!   gives only the service's response time: the provider's latency is taken as the smaller of
 //!   that time and the base's `stripe.latency` median, the rest as the time to reach it.
 //! - An error or a lost answer created a refund only when the refund export lists, for that
-//!   ticket, a refund no 2xx answer returned, created between the request and one second after
-//!   its answer.
+//!   ticket, a refund no 2xx answer returned, created between one second before the request
+//!   and one second after its answer; in order of their answers, each such request takes the
+//!   refund created nearest its answer.
 //! - A ticket's recorded refunds: the export's refunds for it that moved money (`succeeded`,
 //!   `pending`, `requires_action`) when an export was imported, else the distinct refund ids in
 //!   successful results and service responses.
@@ -578,6 +579,39 @@ pub fn build(
                     .any(|q| q.refund_id.as_deref() == Some(r.id.as_str()))
             })
             .collect();
+        // Which 5xx or unanswered requests made the export's unclaimed refunds: in order of
+        // their answers, each takes the unclaimed refund created nearest its answer within one
+        // second of it (a commit happens just before the answer), so two failed requests
+        // whose windows overlap each get their own refund.
+        let mut committed: std::collections::BTreeSet<(u32, usize)> = Default::default();
+        {
+            let mut failed: Vec<(i64, u32, usize, i64)> = requests_of
+                .range((id, 0)..=(id, u32::MAX))
+                .flat_map(|(&(_, a), rs)| rs.iter().enumerate().map(move |(n, r)| (a, n, r)))
+                // A 4xx (409 in progress, 400, 429) created nothing: Stripe's rules.
+                .filter(|(_, _, r)| r.status.is_none_or(|s| s >= 500))
+                .map(|(a, n, r)| {
+                    let answer = r.sent.at + i64::try_from(r.latency_ns.unwrap_or(0)).unwrap_or(0);
+                    (answer, a, n, r.sent.at)
+                })
+                .collect();
+            failed.sort_unstable();
+            for (answer, a, n, sent) in failed {
+                let nearest = unclaimed
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, x)| {
+                        x.created.at >= sent - 1_000_000_000
+                            && x.created.at <= answer + 1_000_000_000
+                    })
+                    .min_by_key(|(_, x)| (x.created.at - answer).abs())
+                    .map(|(k, _)| k);
+                if let Some(k) = nearest {
+                    unclaimed.remove(k);
+                    committed.insert((a, n));
+                }
+            }
+        }
         let mut recorded_calls = Vec::new();
         let mut previous_end: Option<UnixNs> = None;
         for (i, c) in calls.iter().enumerate() {
@@ -608,9 +642,13 @@ pub fn build(
                     since(end, start)
                 }
             };
+            // A timed-out call's result is the executor's timeout (a log prints it a
+            // millisecond late), unless the recorded result is later than that: the executor
+            // probed the status first.
             previous_end = c.result.as_ref().map(|r| {
-                if r.timed_out {
-                    call_at + i64::try_from(timeout.as_nanos()).unwrap_or(i64::MAX)
+                let timeout_at = call_at + i64::try_from(timeout.as_nanos()).unwrap_or(i64::MAX);
+                if r.timed_out && r.at.at <= timeout_at + 1_000_000 {
+                    timeout_at
                 } else {
                     r.at.at
                 }
@@ -680,21 +718,9 @@ pub fn build(
                         let reach = since(call_at, r.sent.at);
                         let latency = Duration::from_nanos(r.latency_ns.unwrap_or(0));
                         let ok = r.status.is_some_and(|s| (200..300).contains(&s));
-                        let commits = ok || {
-                            let end = r.sent.at
-                                + i64::try_from(latency.as_nanos()).unwrap_or(0)
-                                + 1_000_000_000;
-                            match unclaimed.iter().position(|x| {
-                                x.created.at >= r.sent.at - 1_000_000_000 && x.created.at <= end
-                            }) {
-                                Some(k) => {
-                                    unclaimed.remove(k);
-                                    true
-                                }
-                                None => false,
-                            }
-                        };
-                        if r.latency_ns.is_some() {
+                        let commits = ok || committed.contains(&(attempt, n));
+                        // Only answered requests measure the provider's latency.
+                        if r.latency_ns.is_some() && r.status.is_some() {
                             latencies.push(latency);
                         }
                         if try_no == 0 {

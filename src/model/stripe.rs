@@ -582,7 +582,17 @@ impl FakeStripe {
                 None,
                 format!("The recorded request failed with HTTP {code}."),
             ),
-            CommitFault::LostBeforeCommit => return Delivered::ConnectionLost,
+            CommitFault::LostBeforeCommit => {
+                // Nothing executed, so nothing is saved under the key (Stripe saves a result
+                // only once the endpoint starts executing): a retry with the same key runs as a
+                // fresh request instead of meeting a request forever "in progress".
+                if let Some(key) = &token.dedup_key {
+                    if self.keys.get(key).is_some_and(|e| e.exec == token.exec) {
+                        self.keys.remove(key);
+                    }
+                }
+                return Delivered::ConnectionLost;
+            }
             _ => self.execute(now, &req, status),
         };
         if fault == CommitFault::Error500 {

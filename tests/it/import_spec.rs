@@ -37,11 +37,11 @@ fn expected_refunds() -> Vec<(String, u64)> {
         .collect()
 }
 
-/// (ticket label, recorded refunds, replayed refunds, replayed tool calls) per ticket.
-fn replay(
-    files: &[String],
-    extra: &[&str],
-) -> (i32, serde_json::Value, Vec<(String, u64, u64, u64)>) {
+/// (ticket label, recorded refunds, replayed refunds, replayed tool calls) of one ticket.
+type TicketRow = (String, u64, u64, u64);
+
+/// The exit code, the JSON and a [`TicketRow`] per ticket.
+fn replay(files: &[String], extra: &[&str]) -> (i32, serde_json::Value, Vec<TicketRow>) {
     let mut args: Vec<&str> = files.iter().map(String::as_str).collect();
     args.extend(["--base", INCIDENT]);
     args.extend(extra);
@@ -97,7 +97,7 @@ fn every_format_gives_the_same_counterfactual_for_every_ticket() {
         "policies/pool-resize-only.json",
         "policies/fixed.json",
     ] {
-        let answers: Vec<Vec<(String, u64, u64, u64)>> = OTLP
+        let answers: Vec<Vec<TicketRow>> = OTLP
             .iter()
             .map(|f| {
                 replay(

@@ -30,6 +30,7 @@ mod prop_deliveries;
 mod prop_exhaustive;
 mod prop_holes;
 mod prop_providers;
+mod prop_round_trip;
 mod prop_safety;
 mod queueing;
 mod recipes;

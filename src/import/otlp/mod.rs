@@ -314,7 +314,9 @@ impl Traces {
                     try_no: resend_count(s)?,
                     service_received: server.map(|v| Instant::exact(self.spans[v].start)),
                     sent: Instant::exact(s.start),
-                    latency_ns: status.map(|_| (s.end - s.start) as u64),
+                    // Without a status the answer never came: the span's duration is how
+                    // long the client waited before its connection was lost or it gave up.
+                    latency_ns: Some((s.end - s.start) as u64),
                     status,
                     idempotency_key: idempotency_key(s)?,
                     refund_id: string_attr(s, REFUND_ID_ATTRIBUTE)?.map(str::to_string),

@@ -265,7 +265,7 @@ fn a_service_response_without_refund_id_takes_its_last_provider_requests() {
 }
 
 #[test]
-fn a_connection_lost_has_no_status_and_no_latency_and_other_requests_are_not_provider_ones() {
+fn a_connection_lost_has_no_status_keeps_its_wait_and_other_requests_are_not_provider_ones() {
     let tool = span("t1", "", 1, 0, 3000, tool_attrs(ARGS, &[]));
     let lost = span(
         "c1",
@@ -307,7 +307,11 @@ fn a_connection_lost_has_no_status_and_no_latency_and_other_requests_are_not_pro
     let rec = read_lines(&[tool, lost, update, get]).unwrap();
     assert_eq!(rec.provider_requests.len(), 1);
     let r = &rec.provider_requests[0];
-    assert_eq!((r.status, r.latency_ns, r.try_no), (None, None, None));
+    // No status: the connection was lost; the span's duration is how long the client waited.
+    assert_eq!(
+        (r.status, r.latency_ns, r.try_no),
+        (None, Some(1_990_000_000), None)
+    );
     assert_eq!(r.service_received, None);
 }
 
