@@ -860,7 +860,7 @@ pub fn build(
         provider_requests: requests.len(),
         exported_refunds: rec.refunds.len(),
         fits: vec![latency_fit, reach_fit.clone()],
-        warnings,
+        warnings: super::recording::compact_warnings(warnings, &rec.suppressed),
     };
     out.replay = Some(Replay {
         sources: sources.to_vec(),

@@ -291,7 +291,7 @@ pub fn read_lines(
         }
     }
     if let Some((line, tool)) = other_tools.first() {
-        rec.warnings.push(Warning {
+        rec.warn(Warning {
             source: Source {
                 file: name.to_string(),
                 line: *line,

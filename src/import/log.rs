@@ -233,7 +233,7 @@ pub fn read_lines(
                     ),
                 ));
             }
-            rec.warnings.push(Warning {
+            rec.warn(Warning {
                 source: Source {
                     file: name.into(),
                     line: line_no,
@@ -262,7 +262,7 @@ pub fn read_lines(
         }
         previous = Some(at);
         if tolerance > 0 {
-            rec.warnings.push(Warning {
+            rec.warn(Warning {
                 source: Source {
                     file: name.into(),
                     line: line_no,
@@ -317,7 +317,7 @@ fn entry(
                 .as_deref()
                 .is_some_and(|s| s.ends_with("...") || s.ends_with('…'))
             {
-                rec.warnings.push(Warning {
+                rec.warn(Warning {
                     source: here.clone(),
                     message: "truncated refund id: refunds are compared by count".into(),
                 });
@@ -498,7 +498,7 @@ fn entry(
                 refund_id,
             });
         } else {
-            rec.warnings.push(Warning {
+            rec.warn(Warning {
                 source: here,
                 message: format!(
                     "not a tool_call, tool_executor timeout, model decision, tool_result or service response: skipped (\"{}\")",

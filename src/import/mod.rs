@@ -39,10 +39,12 @@ pub use tool_args::{ArgumentNames, AMOUNT_ARGUMENTS, TICKET_ARGUMENTS};
 pub const MAX_INPUT_BYTES: u64 = 256 << 20;
 
 /// Most tool calls, provider requests or exported refunds one import reads, of each kind
-/// (100,000): the import and its replay hold every record and the replay scenario in memory,
-/// about 7 KB per tool call (100,000 one-call tickets: 680 MB to import or replay). A larger
-/// recording is refused with a message naming the file, the line and the count.
-pub const MAX_RECORDS: usize = 100_000;
+/// (1,000,000: eleven days at one ticket a second): the import and its replay hold every record
+/// and the replay scenario in memory, about 7 KB per tool call (a day at one ticket a second,
+/// 86,319 tickets and 259,000 spans: 600 MB to import or replay, `docs/performance.md`), so
+/// the cap is about 7 GB. A larger recording is refused with a message naming the file, the
+/// line and the count.
+pub const MAX_RECORDS: usize = 1_000_000;
 
 /// The error for the `n`-th record of kind `what` (`"tool call"`) at `file:line` when `n` is
 /// over [`MAX_RECORDS`].
@@ -60,8 +62,8 @@ pub(crate) fn check_record_count(
         line,
         format!(
             "{what} {n}: more than the {MAX_RECORDS} {what}s an import reads (a replay holds \
-             each in memory, about 7 KB a tool call); expected a recording of one incident: \
-             import a shorter window, or split it by time"
+             each in memory, about 7 KB a tool call: 7 GB at the cap); expected a recording of \
+             one incident: import a shorter window, or split it by time"
         ),
     ))
 }

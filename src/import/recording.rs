@@ -214,8 +214,92 @@ pub struct Recording {
     pub refunds: Vec<ExportedRefund>,
     /// The executor timeout the recording states (e.g. `timeout after 8000ms`), ns.
     pub executor_timeout_ns: Option<u64>,
-    /// Warnings.
+    /// Warnings: at most [`WARNINGS_PER_KIND`] of each kind (see [`Recording::warn`]).
     pub warnings: Vec<Warning>,
+    /// Warnings not kept, by kind ([`warning_kind`]): how many, and where the first was.
+    pub suppressed: std::collections::BTreeMap<String, (u64, Source)>,
+}
+
+/// How many warnings of one kind an import keeps and prints (5); the rest are counted and
+/// summed up in one line, "… and 455,899 more like this", so a file of junk lines gives a
+/// screen of warnings, not 84 MB of them.
+pub const WARNINGS_PER_KIND: usize = 5;
+
+/// The kind of a warning: its message with every run of digits as `#` and every quoted text
+/// as `"…"`, so the same warning about different lines, tickets or values is one kind.
+pub fn warning_kind(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut in_quote = false;
+    let mut last_digit = false;
+    for c in message.chars() {
+        if c == '"' {
+            if !in_quote {
+                out.push_str("\"…\"");
+            }
+            in_quote = !in_quote;
+            last_digit = false;
+            continue;
+        }
+        if in_quote {
+            continue;
+        }
+        if c.is_ascii_digit() {
+            if !last_digit {
+                out.push('#');
+            }
+            last_digit = true;
+            continue;
+        }
+        last_digit = false;
+        out.push(c);
+    }
+    out
+}
+
+/// `warnings` with at most [`WARNINGS_PER_KIND`] of each kind (the first in file and line
+/// order), then one line per kind that had more, at the first one not kept: "… and N more
+/// like this: KIND". `suppressed` adds the readers' own uncounted ones.
+pub fn compact_warnings(
+    mut warnings: Vec<Warning>,
+    suppressed: &std::collections::BTreeMap<String, (u64, Source)>,
+) -> Vec<Warning> {
+    warnings.sort();
+    let mut kept: std::collections::BTreeMap<String, usize> = Default::default();
+    let mut extra: std::collections::BTreeMap<String, (u64, Source)> = suppressed.clone();
+    let mut out = Vec::new();
+    for w in warnings {
+        let kind = warning_kind(&w.message);
+        let n = kept.entry(kind.clone()).or_default();
+        if *n < WARNINGS_PER_KIND {
+            *n += 1;
+            out.push(w);
+        } else {
+            let e = extra.entry(kind).or_insert((0, w.source.clone()));
+            e.0 += 1;
+            e.1 = e.1.clone().min(w.source);
+        }
+    }
+    for (kind, (n, source)) in extra {
+        out.push(Warning {
+            source,
+            message: format!("… and {} more like this: {kind}", thousands(n)),
+        });
+    }
+    out.sort();
+    out
+}
+
+/// `455899` → `455,899`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 impl Recording {
@@ -226,6 +310,33 @@ impl Recording {
         self.refunds.extend(other.refunds);
         self.executor_timeout_ns = self.executor_timeout_ns.or(other.executor_timeout_ns);
         self.warnings.extend(other.warnings);
+        for (kind, (n, source)) in other.suppressed {
+            let e = self.suppressed.entry(kind).or_insert((0, source.clone()));
+            e.0 += n;
+            e.1 = e.1.clone().min(source);
+        }
+    }
+
+    /// Adds a warning, keeping at most [`WARNINGS_PER_KIND`] of its kind ([`warning_kind`]);
+    /// a later one is only counted (memory stays flat in a file of junk lines).
+    pub fn warn(&mut self, w: Warning) {
+        let kind = warning_kind(&w.message);
+        if let Some(e) = self.suppressed.get_mut(&kind) {
+            e.0 += 1;
+            return;
+        }
+        let same = self
+            .warnings
+            .iter()
+            .rev()
+            .take(64)
+            .filter(|x| warning_kind(&x.message) == kind)
+            .count();
+        if same < WARNINGS_PER_KIND {
+            self.warnings.push(w);
+        } else {
+            self.suppressed.insert(kind, (1, w.source));
+        }
     }
 
     /// Whether nothing was read.

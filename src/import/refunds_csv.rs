@@ -97,7 +97,7 @@ pub fn read_from(
         }
     }
     if let Some(&first) = no_ticket.first() {
-        rec.warnings.push(Warning {
+        rec.warn(Warning {
             source: Source {
                 file: name.to_string(),
                 line: first,

@@ -83,7 +83,7 @@ pub fn read(name: &str, text: &str, opts: &ImportOptions) -> Result<Recording, I
         }
     }
     if let Some(&first) = skipped.first() {
-        rec.warnings.push(Warning {
+        rec.warn(Warning {
             source: Source {
                 file: name.to_string(),
                 line: first,

@@ -283,3 +283,42 @@ fn the_stripe_list_is_the_ground_truth_beside_the_trace() {
         "{warnings}"
     );
 }
+
+/// A log of junk lines: a screen of warnings, not one per line.
+#[test]
+fn repeated_warnings_are_capped_with_a_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("junk.log");
+    let mut text = String::from("16:41:09.210  tool_call issue_refund(ticket=1, amount=4200)\n");
+    for i in 0..20_000 {
+        let ms = 10_000 + i;
+        text.push_str(&format!(
+            "16:{:02}:{:02}.{:03}  GET /healthz 200 ok {i}\n",
+            41 + ms / 60_000,
+            (ms / 1000) % 60,
+            ms % 1000
+        ));
+    }
+    for i in 0..3_000 {
+        text.push_str(&format!("just some noise {i}\n"));
+    }
+    std::fs::write(&log, text).unwrap();
+    let out = refundsim()
+        .arg("import")
+        .arg(&log)
+        .args(["--base", INCIDENT, "--out"])
+        .arg(dir.path().join("s.json"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("warning:")).collect();
+    assert!(lines.len() <= 14, "{} warning lines:\n{err}", lines.len());
+    assert!(
+        err.contains("… and 19,995 more like this: not a tool_call"),
+        "{err}"
+    );
+    assert!(
+        err.contains("… and 2,995 more like this: no HH:MM:SS.mmm time"),
+        "{err}"
+    );
+}

@@ -208,6 +208,7 @@ impl Traces {
             refunds: Vec::new(),
             executor_timeout_ns: None,
             warnings: self.warnings,
+            suppressed: Default::default(),
         })
     }
 
