@@ -325,9 +325,16 @@ pub fn replaced_facts(sc: &crate::scenario::Scenario) -> Vec<String> {
         {
             out.push(format!(
                 "the pool: the recorded waits for a connection (mean {:.3} s at the recorded pool \
-                 of {}, an offered load of {:.2} Erlangs) are scaled by {factor:.4} for a pool of \
+                 of {}, an offered load of {:.2} Erlangs) are scaled by {} for a pool of \
                  {pool} (Erlang C's ratio of mean waits, the recorded traffic kept)",
-                cal.mean_wait_s, r.pool_size, cal.offered_load
+                cal.mean_wait_s,
+                r.pool_size,
+                cal.offered_load,
+                if factor != 0.0 && factor < 1e-3 {
+                    format!("{factor:.1e}")
+                } else {
+                    format!("{factor:.4}")
+                }
             ));
         }
     }
