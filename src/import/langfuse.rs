@@ -174,16 +174,17 @@ mod tests {
 {"id": "t2", "trace_id": "tr1", "type": "TOOL", "name": "issue_refund", "start_time": "2025-03-07 10:00:08.034000", "end_time": "2025-03-07 10:00:09.300000", "parent_observation_id": "a", "input": "{\"args\": [], \"kwargs\": {\"ticket_id\": \"T-1\", \"amount_cents\": 4200}}", "output": "{\"refund_id\": \"re_A2\", \"status\": \"succeeded\"}", "level": "DEFAULT", "status_message": ""}
 "#;
 
-    fn story(
-        rec: &Recording,
-    ) -> Vec<(
-        &str,
+    /// (ticket, amount, call, result, decision, line) of a tool call.
+    type Story<'a> = (
+        &'a str,
         Option<u64>,
         Instant,
         Option<ToolResultRec>,
         Option<Instant>,
         u64,
-    )> {
+    );
+
+    fn story(rec: &Recording) -> Vec<Story<'_>> {
         rec.tool_calls
             .iter()
             .map(|c| {

@@ -40,11 +40,11 @@ fn expected_refunds() -> Vec<(String, u64)> {
         .collect()
 }
 
-/// (ticket label, recorded refunds, replayed refunds, replayed tool calls) per ticket.
-fn replay(
-    files: &[String],
-    extra: &[&str],
-) -> (i32, serde_json::Value, Vec<(String, u64, u64, u64)>) {
+/// (ticket label, recorded refunds, replayed refunds, replayed tool calls) of one ticket.
+type Row = (String, u64, u64, u64);
+
+/// The exit code, the report and a [`Row`] per ticket.
+fn replay(files: &[String], extra: &[&str]) -> (i32, serde_json::Value, Vec<Row>) {
     let mut args: Vec<&str> = files.iter().map(String::as_str).collect();
     args.extend(["--base", INCIDENT]);
     args.extend(extra);
@@ -100,7 +100,7 @@ fn every_format_gives_the_same_counterfactual_for_every_ticket() {
         "policies/pool-resize-only.json",
         "policies/fixed.json",
     ] {
-        let answers: Vec<Vec<(String, u64, u64, u64)>> = OTLP
+        let answers: Vec<Vec<Row>> = OTLP
             .iter()
             .map(|f| {
                 replay(
@@ -410,14 +410,14 @@ fn the_sdks_timeout_text_can_be_named_otherwise() {
     // Another text: the SDK's default is then an ordinary tool result, and the replay, whose
     // 8 s timeout still fires, no longer matches the recording.
     let (code, v, _) = replay(
-        &[file.clone()],
+        std::slice::from_ref(&file),
         &["--timeout-output", "Tool call timed out"],
     );
     assert_eq!(code, 1);
     assert_eq!(v["comparison"]["matches"], false);
     // A glob without {seconds} recognises it and states no timeout.
     let (code, v, _) = replay(
-        &[file.clone()],
+        std::slice::from_ref(&file),
         &["--timeout-output", "Tool '*' timed out after * seconds."],
     );
     assert_eq!(code, 0);
