@@ -423,44 +423,7 @@ impl AgentTrace {
                 .map(|(rel, args)| (join(field, &rel), args))
         });
         let Some((args_at, args)) = found else {
-            let what = match run.arguments {
-                None => "it records no arguments".to_string(),
-                Some((field, v)) if object_of(v).is_none() => format!(
-                    "its arguments `{}` are not an object of arguments, got {}",
-                    item.at(field),
-                    shown(v)
-                ),
-                Some(_) if seen.is_empty() => "its arguments are empty".to_string(),
-                Some((_, v)) => {
-                    let positional = positional_count(v);
-                    format!(
-                        "its arguments are {}{}",
-                        listed_all(&seen),
-                        if positional > 0 {
-                            format!(" ({positional} positional, which a trace does not name)")
-                        } else {
-                            String::new()
-                        }
-                    )
-                }
-            };
-            return Err(ImportError::at(
-                item.file,
-                item.line,
-                format!(
-                    "{}: tool call of `{}` has no ticket: {what}; expected a ticket argument {} \
-                     (from the tool definition and the common names): name it with \
-                     --ticket-field NAME, or give the tool's definition with --tool-definition \
-                     FILE",
-                    if item.path.is_empty() {
-                        "(record)"
-                    } else {
-                        item.path
-                    },
-                    opts.tool,
-                    names.ticket_list()
-                ),
-            ));
+            return Err(no_ticket(item, run.arguments, &seen, opts));
         };
         let bad = |key: &str, expected: &str, v: &Value| {
             item.error(
@@ -475,30 +438,7 @@ impl AgentTrace {
             Some((k, v)) => Some(non_negative(v).ok_or_else(|| bad(k, "integer cents", v))?),
             None => None,
         };
-        let result = match run.end {
-            None => None,
-            Some(end) => {
-                let said = run
-                    .output
-                    .and_then(|(_, v)| output_text(v, 0))
-                    .and_then(|t| self.timeout_output.matches(t));
-                if let Some(Some(seconds)) = said {
-                    self.stated_timeout(item, run.output.map_or("", |(f, _)| f), seconds)?;
-                }
-                let failed = run.failed || said.is_some();
-                let timed_out = (run.failed && run.timed_out) || said.is_some();
-                Some(ToolResultRec {
-                    at: Instant::exact(end),
-                    ok: !failed,
-                    timed_out,
-                    refund_id: if failed {
-                        None
-                    } else {
-                        run.output.and_then(|(_, v)| refund_id_in(v, 0))
-                    },
-                })
-            }
-        };
+        let result = self.result(item, &run)?;
         let list = if run.fallback {
             &mut self.fallback
         } else {
@@ -520,6 +460,37 @@ impl AgentTrace {
         ));
         let n = self.calls.len() + self.fallback.len();
         super::check_record_count(item.file, item.line, "tool call", n)
+    }
+
+    /// The result of `run` (none while it was still running): failed as the format marks it
+    /// or when its output is the text of a timeout (whose seconds the recording then states);
+    /// the refund id from the output of a successful call.
+    fn result(
+        &mut self,
+        item: &Item<'_>,
+        run: &ToolRun<'_>,
+    ) -> Result<Option<ToolResultRec>, ImportError> {
+        let Some(end) = run.end else {
+            return Ok(None);
+        };
+        let said = run
+            .output
+            .and_then(|(_, v)| output_text(v, 0))
+            .and_then(|t| self.timeout_output.matches(t));
+        if let Some(Some(seconds)) = said {
+            self.stated_timeout(item, run.output.map_or("", |(f, _)| f), seconds)?;
+        }
+        let failed = run.failed || said.is_some();
+        Ok(Some(ToolResultRec {
+            at: Instant::exact(end),
+            ok: !failed,
+            timed_out: (run.failed && run.timed_out) || said.is_some(),
+            refund_id: if failed {
+                None
+            } else {
+                run.output.and_then(|(_, v)| refund_id_in(v, 0))
+            },
+        }))
     }
 
     /// The executor timeout a timed-out result states: the first one, and every other the same.
@@ -611,6 +582,48 @@ impl AgentTrace {
             warnings: self.warnings,
         }
     }
+}
+
+/// The error for a call of the refund tool at `item` whose `arguments` (with their field)
+/// hold no ticket argument; `seen` are the keys looked at.
+fn no_ticket(
+    item: &Item<'_>,
+    arguments: Option<(&str, &Value)>,
+    seen: &[String],
+    opts: &ImportOptions,
+) -> ImportError {
+    let what = match arguments {
+        None => "it records no arguments".to_string(),
+        Some((field, v)) if object_of(v).is_none() => format!(
+            "its arguments `{}` are not an object of arguments, got {}",
+            item.at(field),
+            shown(v)
+        ),
+        Some(_) if seen.is_empty() => "its arguments are empty".to_string(),
+        Some((_, v)) => match positional_count(v) {
+            0 => format!("its arguments are {}", listed_all(seen)),
+            n => format!(
+                "its arguments are {} ({n} positional, which a trace does not name)",
+                listed_all(seen)
+            ),
+        },
+    };
+    ImportError::at(
+        item.file,
+        item.line,
+        format!(
+            "{}: tool call of `{}` has no ticket: {what}; expected a ticket argument {} (from \
+             the tool definition and the common names): name it with --ticket-field NAME, or \
+             give the tool's definition with --tool-definition FILE",
+            if item.path.is_empty() {
+                "(record)"
+            } else {
+                item.path
+            },
+            opts.tool,
+            opts.arguments.ticket_list()
+        ),
+    )
 }
 
 /// A record's trace and times, for linking decisions.
