@@ -94,7 +94,8 @@ enum Command {
 
 #[derive(clap::Args)]
 struct RecordingArgs {
-    /// Recorded inputs: OTLP/JSON traces, tool-call logs, JSON lines, refund exports (CSV);
+    /// Recorded inputs: OTLP/JSON traces, tool-call logs, JSON lines, LangSmith runs, Langfuse
+    /// observations, OpenAI Agents SDK trace exports, refund exports (CSV, or Stripe's list);
     /// several combine (e.g. a trace and the provider's refund export).
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
@@ -129,6 +130,12 @@ struct RecordingArgs {
     /// `ticket=` followed by the column's name in the CSV header; repeatable.
     #[arg(long = "csv-column", value_name = "FIELD=COLUMN")]
     csv_columns: Vec<String>,
+    /// The text of a tool result that says the call timed out, where a timeout is not an
+    /// error (the OpenAI Agents SDK's default): `*` for any text, `{seconds}` for the timeout
+    /// in seconds, which the recording then states [default: "Tool '*' timed out after
+    /// {seconds} seconds."].
+    #[arg(long, value_name = "PATTERN")]
+    timeout_output: Option<String>,
 }
 
 impl RecordingArgs {
@@ -138,6 +145,9 @@ impl RecordingArgs {
             date: self.date.clone(),
             ..Default::default()
         };
+        if let Some(p) = &self.timeout_output {
+            options.timeout_output = p.clone();
+        }
         for c in &self.csv_columns {
             let bad = || {
                 CliError::Input(format!(
@@ -678,6 +688,7 @@ fn cmd_replay(a: ReplayArgs) -> anyhow::Result<ExitCode> {
             "mode": if exact { "exact" } else { "counterfactual" },
             "seed": seed,
             "warnings": warnings,
+            "drawn_from_base": imported.report.drawn_from_base,
             "comparison": c,
         }))?;
     } else {

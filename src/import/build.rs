@@ -54,6 +54,18 @@ pub struct Fit {
     pub note: Option<String>,
 }
 
+/// A fact the replay needs that the recording does not hold, and what the base scenario
+/// supplies instead: what an agent-side trace (LangSmith, Langfuse, the OpenAI Agents SDK)
+/// cannot say about the provider, or a log about the model's decisions.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Drawn {
+    /// The fact: `provider requests`, `the service's answers`, `Idempotency-Key`,
+    /// `executor timeout`, `model decisions`.
+    pub fact: String,
+    /// What the replay uses instead, from the base scenario.
+    pub from_base: String,
+}
+
 /// What `import` tells the user besides the scenario.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ImportReport {
@@ -67,6 +79,10 @@ pub struct ImportReport {
     pub exported_refunds: usize,
     /// Fits of the distributions used for requests that were never recorded.
     pub fits: Vec<Fit>,
+    /// The facts drawn from the base scenario instead of recorded, in a fixed order (executor
+    /// timeout, model decisions, provider requests, the service's answers, Idempotency-Key);
+    /// empty when the recording holds them all.
+    pub drawn_from_base: Vec<Drawn>,
     /// Warnings from the readers and the builder.
     pub warnings: Vec<Warning>,
 }
@@ -497,6 +513,10 @@ pub fn build(
     let mut reaches = Vec::new();
     let mut last = earliest;
     let mut last_source = first_record.map(|(_, src)| src);
+    // What the recording lacked, for `drawn_from_base`.
+    let mut undecided_retries = 0usize;
+    let mut split_answers = 0usize;
+    let (mut unanswered, mut unanswered_refunds) = (0usize, 0usize);
     for (&id, calls) in &by_ticket {
         let label = &calls[0].ticket;
         let export: &[&super::ExportedRefund] = exported.get(&id).map_or(&[], Vec::as_slice);
@@ -625,6 +645,7 @@ pub fn build(
                 .and_then(|p| calls[p].decision_at)
                 .filter(|d| previous_end.is_some_and(|end| d.at >= end) && d.at <= call_at);
             let call_after = decided.map(|d| since(d.at, call_at));
+            undecided_retries += usize::from(previous_end.is_some() && decided.is_none());
             let think = match (previous_end, decided) {
                 (None, _) => Duration::ZERO,
                 (Some(end), Some(d)) => since(end, d.at),
@@ -758,6 +779,8 @@ pub fn build(
                         .map(|k| unclaimed.remove(k));
                     let latency = provider_p50;
                     let reach = timeout + Duration::from_millis(1);
+                    unanswered += 1;
+                    unanswered_refunds += usize::from(refund.is_some());
                     warnings.push(Warning {
                         source: c.source.clone(),
                         message: format!(
@@ -787,6 +810,7 @@ pub fn build(
                         let total = since(call_at, at.at);
                         let latency = total.min(provider_p50);
                         let reach = total - latency;
+                        split_answers += 1;
                         reaches.push(reach);
                         requests.insert(
                             RequestKey::service(id, attempt, 0),
@@ -854,12 +878,30 @@ pub fn build(
     );
     out.comment = None;
     out.expect = BTreeMap::new();
+    let drawn_from_base = drawn(&Lacked {
+        timeout_stated: rec.executor_timeout_ns.is_some(),
+        undecided_retries,
+        split_answers,
+        recorded_requests: requests_of.values().map(Vec::len).sum(),
+        calls: tickets.values().map(|t| t.calls.len()).sum(),
+        unanswered,
+        unanswered_refunds,
+        have_export,
+        keys_said: requests_of
+            .values()
+            .flatten()
+            .filter(|r| r.idempotency_key.is_some())
+            .count(),
+        base: &out,
+        base_p50: provider_p50,
+    });
     let report = ImportReport {
         tickets: tickets.len(),
         tool_calls: tickets.values().map(|t| t.calls.len()).sum(),
         provider_requests: requests.len(),
         exported_refunds: rec.refunds.len(),
         fits: vec![latency_fit, reach_fit.clone()],
+        drawn_from_base,
         warnings: super::recording::compact_warnings(warnings, &rec.suppressed),
     };
     out.replay = Some(Replay {
@@ -872,4 +914,139 @@ pub fn build(
         tickets,
     });
     Ok((out, report))
+}
+
+/// What a recording lacked, counted while building its replay.
+struct Lacked<'a> {
+    /// Whether the recording states the executor's timeout.
+    timeout_stated: bool,
+    /// Retries whose model decision is not recorded.
+    undecided_retries: usize,
+    /// Answered calls without a recorded provider request, split into a time to reach the
+    /// provider and a time at it.
+    split_answers: usize,
+    /// Provider requests recorded.
+    recorded_requests: usize,
+    /// Tool calls.
+    calls: usize,
+    /// Timed-out calls without a recorded answer from the service, and how many of them the
+    /// provider's list gave a refund.
+    unanswered: usize,
+    unanswered_refunds: usize,
+    /// Whether the provider's list (or export) of refunds was imported.
+    have_export: bool,
+    /// Recorded provider requests that say whether they carried an `Idempotency-Key`.
+    keys_said: usize,
+    /// The replay scenario (the base's sections, the executor timeout as imported).
+    base: &'a Scenario,
+    /// The median of the base's `stripe.latency` (before any fit).
+    base_p50: Duration,
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The facts of the replay drawn from the base scenario instead of recorded (see
+/// [`ImportReport::drawn_from_base`]).
+fn drawn(l: &Lacked<'_>) -> Vec<Drawn> {
+    let d = |fact: &str, from_base: String| Drawn {
+        fact: fact.to_string(),
+        from_base,
+    };
+    let dur = |t: Duration| humantime::format_duration(t).to_string();
+    let base = l.base;
+    let p50 = dur(l.base_p50);
+    let dist = format!(
+        "{}stripe.latency {}",
+        if l.recorded_requests == 0 {
+            "the base's "
+        } else {
+            "the fitted "
+        },
+        serde_json::to_string(&base.stripe.latency).unwrap_or_default()
+    );
+    let mut out = Vec::new();
+    if !l.timeout_stated {
+        out.push(d(
+            "executor timeout",
+            format!(
+                "the recording does not state it: the base's executor.timeout ({}) ends each \
+                 timed-out call",
+                dur(base.executor.timeout)
+            ),
+        ));
+    }
+    if l.undecided_retries > 0 {
+        out.push(d(
+            "model decisions",
+            format!(
+                "not recorded before {}: the base's agent.call_overhead ({}) is the time from \
+                 the model's decision to its call",
+                plural(l.undecided_retries, "retry", "retries"),
+                dur(base.agent.call_overhead)
+            ),
+        ));
+    }
+    if l.split_answers > 0 {
+        let which = if l.recorded_requests == 0 {
+            "none recorded".to_string()
+        } else {
+            format!(
+                "{} of {} without a recorded request",
+                plural(l.split_answers, "call", "calls"),
+                l.calls
+            )
+        };
+        out.push(d(
+            "provider requests",
+            format!(
+                "{which}: each answered call's time at the provider is the smaller of its \
+                 answer time and the median of the base's stripe.latency ({p50}), the rest its \
+                 time to reach the provider; a request the recording does not hold (a \
+                 counterfactual's retry) draws from {dist}"
+            ),
+        ));
+    } else if l.recorded_requests == 0 && l.unanswered > 0 {
+        out.push(d(
+            "provider requests",
+            format!("none recorded: every request draws from {dist}"),
+        ));
+    }
+    if l.unanswered > 0 {
+        let refunds = if l.have_export {
+            format!(
+                "{} of them a refund (the provider's list shows one that no other answer returned), \
+                 the others none",
+                l.unanswered_refunds
+            )
+        } else {
+            "none a refund: without the provider's list of refunds (stripe-list, refunds-csv) \
+             the recording cannot show that one was made"
+                .to_string()
+        };
+        out.push(d(
+            "the service's answers",
+            format!(
+                "{} without a recorded answer from the service: each replayed as an answer \
+                 1 ms and the median of the base's stripe.latency ({p50}) after the executor \
+                 gave up, {refunds}",
+                plural(l.unanswered, "timed-out call", "timed-out calls")
+            ),
+        ));
+    }
+    if l.keys_said == 0 && (l.recorded_requests > 0 || l.split_answers > 0 || l.unanswered > 0) {
+        let mode = serde_json::to_value(base.refunds_service.idempotency_key)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        out.push(d(
+            "Idempotency-Key",
+            format!(
+                "not recorded for any request: the base's refunds_service.idempotency_key \
+                 ({mode}) decides what each carries"
+            ),
+        ));
+    }
+    out
 }

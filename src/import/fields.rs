@@ -106,6 +106,16 @@ pub(crate) fn bare_message(e: &serde_json::Error) -> String {
     crate::scenario::shorten_quoted(bare).into_owned()
 }
 
+/// The first `re_…` word of `text` (a refund id in a tool's result text): letters, digits, `_`
+/// and `.`, so a truncated `re_1P9x...` stays as recorded; `re_` inside a word (`pre_…`) is not
+/// one.
+pub(crate) fn refund_id_word(text: &str) -> Option<String> {
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '.';
+    text.match_indices("re_")
+        .find(|(i, _)| !text[..*i].chars().next_back().is_some_and(word))
+        .map(|(i, _)| text[i..].chars().take_while(|&c| word(c)).collect())
+}
+
 /// 1-based line numbers of byte offsets in one text.
 pub(crate) struct Lines {
     starts: Vec<usize>,

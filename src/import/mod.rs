@@ -9,28 +9,42 @@
 //! | `jsonl` | [`jsonl`] | one tool call or provider request per line (fields in `docs/import.md`) |
 //! | `refunds-csv` | [`refunds_csv`] | the provider's refund export: the ground truth of what was refunded |
 //! | `stripe-list` | [`stripe_list`] | the same ground truth as Stripe's API lists it (`GET /v1/refunds`) |
+//! | `langsmith` | [`langsmith`] | LangSmith runs (`Client.list_runs()`): tool runs and llm runs |
+//! | `langfuse` | [`langfuse`] | Langfuse observations (blob-storage export, or the public API): `TOOL` and `GENERATION` observations |
+//! | `openai-agents` | [`openai_agents`] | the OpenAI Agents SDK's trace export: function spans and model spans |
+//!
+//! The three agent-side formats carry the agent's tool calls and model decisions only: the
+//! replay draws the provider's facts (its requests, latencies, the service's late answers)
+//! from the base scenario, and [`ImportReport::drawn_from_base`] says which.
 //!
 //! [`build`] then turns the recording and a base scenario into the replay scenario (its
 //! `replay` section, see [`crate::scenario::Replay`]).
 
+mod agent_trace;
 pub mod build;
 mod fields;
 pub mod jsonl;
+pub mod langfuse;
+pub mod langsmith;
 pub mod log;
+pub mod openai_agents;
 pub mod otlp;
+mod py_literal;
 pub mod recording;
 pub mod refunds_csv;
 pub mod stripe_list;
+pub mod timeout_output;
 pub mod tool_args;
 
 use std::fmt;
 use std::path::Path;
 
-pub use build::{build, origin_date, Fit, ImportReport};
+pub use build::{build, origin_date, Drawn, Fit, ImportReport};
 pub use recording::{
     ExportedRefund, Instant, ProviderRequestRec, Recording, ServiceResponseRec, Source, TicketRef,
     ToolCallRec, ToolResultRec, UnixNs, Warning,
 };
+pub use timeout_output::{TimeoutOutput, DEFAULT_TIMEOUT_OUTPUT};
 pub use tool_args::{ArgumentNames, AMOUNT_ARGUMENTS, TICKET_ARGUMENTS};
 
 /// Largest input file read whole, bytes (256 MiB): an OTLP/JSON document. A larger one is
@@ -81,6 +95,12 @@ pub enum Format {
     RefundsCsv,
     /// The provider's own list of refunds: the body of Stripe's `GET /v1/refunds`.
     StripeList,
+    /// LangSmith runs, as `Client.list_runs()` gives them.
+    Langsmith,
+    /// Langfuse observations (the blob-storage export, or the public API's).
+    Langfuse,
+    /// The OpenAI Agents SDK's trace export (`BackendSpanExporter`'s body).
+    OpenaiAgents,
 }
 
 impl Format {
@@ -92,21 +112,40 @@ impl Format {
             Format::Jsonl => "jsonl",
             Format::RefundsCsv => "refunds-csv",
             Format::StripeList => "stripe-list",
+            Format::Langsmith => "langsmith",
+            Format::Langfuse => "langfuse",
+            Format::OpenaiAgents => "openai-agents",
         }
     }
 
     /// Detects the format from the content: a JSON document or line holding `resourceSpans` is
-    /// OTLP; JSON with `"object": "list"` or `"object": "refund"` is a Stripe list; other JSON
-    /// lines are `jsonl`; a first line of comma-separated names including `id`
-    /// and `amount` is a refund export; a line starting `HH:MM:SS` is a log. `None` when
-    /// nothing fits. A UTF-8 byte order mark (as spreadsheets write) is skipped.
+    /// OTLP; JSON with `"object": "trace.span"` is the OpenAI Agents SDK's export; JSON with
+    /// `run_type` (and `trace_id`, `dotted_order` or `start_time`) is LangSmith runs; JSON with
+    /// `parent_observation_id` (or `parentObservationId`, or a trace id beside a status
+    /// message) is Langfuse observations; JSON with `"object": "list"` or `"object": "refund"`
+    /// is a Stripe list; other JSON lines are `jsonl`; a first line of comma-separated names
+    /// including `id` and `amount` is a refund export; a line starting `HH:MM:SS` is a log.
+    /// The agent-side formats are tried before the Stripe list, whose `"object": "refund"` a
+    /// tool's output may hold. `None` when nothing fits. A UTF-8 byte order mark (as
+    /// spreadsheets write) is skipped.
     pub fn detect(text: &str) -> Option<Format> {
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let first = text.lines().map(str::trim).find(|l| !l.is_empty())?;
         if first.starts_with('{') || first.starts_with('[') {
             let head: String = text.chars().take(4096).collect();
+            let compact: String = text
+                .chars()
+                .take(DETECT_CHARS)
+                .filter(|c| !c.is_whitespace())
+                .collect();
             return Some(if head.contains("\"resourceSpans\"") {
                 Format::Otlp
+            } else if openai_agents::detect(&compact) {
+                Format::OpenaiAgents
+            } else if langsmith::detect(&compact) {
+                Format::Langsmith
+            } else if langfuse::detect(&compact) {
+                Format::Langfuse
             } else if stripe_list::detect(&head) {
                 Format::StripeList
             } else {
@@ -133,6 +172,10 @@ impl Format {
     }
 }
 
+/// How much of a JSON file's start the agent-side formats are detected from, characters: a
+/// LangSmith run or a Langfuse generation with its messages runs to several thousand.
+const DETECT_CHARS: usize = 32 << 10;
+
 impl fmt::Display for Format {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -158,6 +201,11 @@ pub struct ImportOptions {
     /// (`payment_intent` for the charge, `created (utc)`, `ticket_id (metadata)` as Stripe's
     /// dashboard writes metadata columns, …).
     pub csv_columns: CsvColumns,
+    /// The text of a tool result that says the call timed out, for formats where a timeout is
+    /// not an error (the OpenAI Agents SDK's default): `*` for any text, `{seconds}` for the
+    /// timeout, which the recording then states (see [`timeout_output`]). Default:
+    /// [`DEFAULT_TIMEOUT_OUTPUT`], `Tool '*' timed out after {seconds} seconds.`.
+    pub timeout_output: String,
 }
 
 /// Column names of a refund export.
@@ -199,6 +247,7 @@ impl Default for ImportOptions {
             tool: "issue_refund".into(),
             arguments: ArgumentNames::default(),
             csv_columns: CsvColumns::default(),
+            timeout_output: DEFAULT_TIMEOUT_OUTPUT.to_string(),
         }
     }
 }
@@ -228,8 +277,9 @@ impl ImportError {
 }
 
 /// What a recording should be, for a file that is not text.
-const EXPECTED_TEXT: &str =
-    "expected UTF-8 text: a tool-call log, JSON lines, OTLP/JSON or a CSV refund export";
+const EXPECTED_TEXT: &str = "expected UTF-8 text: a tool-call log, JSON lines, OTLP/JSON, \
+                             LangSmith runs, Langfuse observations, an OpenAI Agents SDK trace \
+                             export or a CSV refund export";
 
 /// Reads one file, in `format` or the detected one. `name` is the file as the user spelled it.
 ///
@@ -289,6 +339,19 @@ pub fn read_files(
                 opts,
             )?),
             Format::RefundsCsv => rec.extend(refunds_csv::read_from(&name, open()?, opts)?),
+            Format::Langsmith | Format::Langfuse | Format::OpenaiAgents => {
+                if json_lines(p, &name)? {
+                    let lines = LineReader::new(&name, open()?);
+                    rec.extend(match format {
+                        Format::Langsmith => langsmith::read_lines(&name, lines, opts)?,
+                        Format::Langfuse => langfuse::read_lines(&name, lines, opts)?,
+                        _ => openai_agents::read_lines(&name, lines, opts)?,
+                    });
+                } else {
+                    let (name, text, _) = load(p, Some(format))?;
+                    rec.extend(read_text(&name, &text, format, opts)?);
+                }
+            }
         }
     }
     if !otlp_texts.is_empty() {
@@ -384,6 +447,30 @@ impl<R: std::io::BufRead> Iterator for LineReader<R> {
     }
 }
 
+/// Whether the file at `path` is JSON lines, to be streamed: its first line that is not blank
+/// is a whole JSON value, ending within the first 64 KiB. Otherwise (a JSON array or a document
+/// over several lines, or one longer line) it is read whole, at most [`MAX_INPUT_BYTES`].
+fn json_lines(path: &Path, name: &str) -> Result<bool, ImportError> {
+    use std::io::Read;
+    let mut head = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(64 << 10).read_to_end(&mut head))
+        .map_err(|e| ImportError::at(name, 0, format!("cannot read: {e}")))?;
+    let head = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(&head);
+    let Some(line) = head
+        .split_inclusive(|&b| b == b'\n')
+        .find(|l| !l.trim_ascii().is_empty())
+    else {
+        return Ok(false);
+    };
+    if line.last() != Some(&b'\n') {
+        return Ok(false);
+    }
+    Ok(std::str::from_utf8(line)
+        .ok()
+        .is_some_and(|l| serde_json::from_str::<&serde_json::value::RawValue>(l.trim()).is_ok()))
+}
+
 /// Skips a UTF-8 byte order mark at the start of `r`.
 fn skip_bom(r: &mut impl std::io::BufRead) -> std::io::Result<()> {
     if r.fill_buf()?.starts_with(b"\xef\xbb\xbf") {
@@ -433,10 +520,12 @@ fn undetected(name: &str) -> ImportError {
     ImportError::at(
         name,
         1,
-        "cannot tell the format: expected OTLP/JSON (`resourceSpans`), a Stripe list of refunds \
-         (`\"object\": \"list\"`), JSON lines, a refund export CSV (a header with `id` and \
-         `amount`) or a log (`HH:MM:SS.mmm` lines); name it with --format \
-         otlp|log|jsonl|refunds-csv|stripe-list",
+        "cannot tell the format: expected OTLP/JSON (`resourceSpans`), LangSmith runs \
+         (`run_type`), Langfuse observations (`parent_observation_id`), an OpenAI Agents SDK \
+         trace export (`\"object\": \"trace.span\"`), a Stripe list of refunds (`\"object\": \
+         \"list\"`), JSON lines, a refund export CSV (a header with `id` and `amount`) or a log \
+         (`HH:MM:SS.mmm` lines); name it with --format \
+         otlp|log|jsonl|refunds-csv|stripe-list|langsmith|langfuse|openai-agents",
     )
 }
 
@@ -507,6 +596,9 @@ pub fn read_text(
         Format::Otlp => otlp::read(name, text, opts),
         Format::RefundsCsv => refunds_csv::read(name, text, opts),
         Format::StripeList => stripe_list::read(name, text, opts),
+        Format::Langsmith => langsmith::read(name, text, opts),
+        Format::Langfuse => langfuse::read(name, text, opts),
+        Format::OpenaiAgents => openai_agents::read(name, text, opts),
     }
 }
 
@@ -561,6 +653,8 @@ pub fn import(inputs: &ImportInputs) -> Result<Imported, crate::error::CliError>
         None => crate::scenario::load_str(DEFAULT_BASE, "built-in base")?,
     };
     let mut opts = inputs.options.clone();
+    TimeoutOutput::new(&opts.timeout_output)
+        .map_err(|e| CliError::Input(format!("--timeout-output {e}")))?;
     if opts.date.is_none() {
         opts.date = origin_date(&base);
     }
@@ -681,6 +775,12 @@ pub fn render_report(r: &ImportReport) -> String {
             let _ = writeln!(out, "  {n}");
         }
     }
+    if !r.drawn_from_base.is_empty() {
+        let _ = writeln!(out, "drawn from the base scenario, not recorded:");
+        for d in &r.drawn_from_base {
+            let _ = writeln!(out, "  - {}: {}", d.fact, d.from_base);
+        }
+    }
     out
 }
 
@@ -760,5 +860,31 @@ mod tests {
             Some(Format::Log)
         );
         assert_eq!(Format::detect("hello"), None);
+        assert_eq!(
+            Format::detect("[{\"id\": \"r\", \"run_type\": \"tool\", \"trace_id\": \"t\"}]"),
+            Some(Format::Langsmith)
+        );
+        assert_eq!(
+            Format::detect(
+                "{\"id\": \"o\", \"trace_id\": \"t\", \"parent_observation_id\": \"\"}\n"
+            ),
+            Some(Format::Langfuse)
+        );
+        assert_eq!(
+            Format::detect("{\"data\": [{\"object\": \"trace.span\", \"id\": \"span_1\"}]}"),
+            Some(Format::OpenaiAgents)
+        );
+        // A tool's output holding a Stripe refund does not make runs a Stripe list.
+        assert_eq!(
+            Format::detect("{\"run_type\": \"tool\", \"start_time\": \"x\", \"outputs\": {\"object\": \"refund\"}}"),
+            Some(Format::Langsmith)
+        );
+        for f in [Format::Langsmith, Format::Langfuse, Format::OpenaiAgents] {
+            use clap::ValueEnum;
+            assert_eq!(
+                f.to_possible_value().map(|v| v.get_name().to_string()),
+                Some(f.name().to_string())
+            );
+        }
     }
 }

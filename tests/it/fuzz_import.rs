@@ -1,5 +1,6 @@
 //! Fuzzing the importers like the scenario loader (issue 13): proptest mutates the recorded
-//! fixtures (the incident's log, OTLP documents, JSON lines, a refund export, a Stripe list) at the text
+//! fixtures (the incident's log, OTLP documents, JSON lines, a refund export, a Stripe list,
+//! LangSmith runs, Langfuse observations, an OpenAI Agents SDK trace export) at the text
 //! level — a line deleted, duplicated or swapped, a token replaced by an extreme or ill-typed
 //! value, the text cut short — and imports the result over the incident.
 //!
@@ -18,7 +19,7 @@ use refundsim::import::{self, Format, ImportOptions};
 use refundsim::run::{run, Invocation};
 use refundsim::scenario::{load, load_str};
 
-const FIXTURES: [(&str, Format); 6] = [
+const FIXTURES: [(&str, Format); 10] = [
     (
         "tests/fixtures/incident/incident-trace-ticket-48213.log",
         Format::Log,
@@ -36,6 +37,22 @@ const FIXTURES: [(&str, Format); 6] = [
     (
         "tests/fixtures/import/standard/ticket-T-7.stripe-list.json",
         Format::StripeList,
+    ),
+    (
+        "tests/fixtures/import/spec/langsmith-runs.json",
+        Format::Langsmith,
+    ),
+    (
+        "tests/fixtures/import/spec/langsmith-runs.jsonl",
+        Format::Langsmith,
+    ),
+    (
+        "tests/fixtures/import/spec/langfuse-observations.jsonl",
+        Format::Langfuse,
+    ),
+    (
+        "tests/fixtures/import/spec/openai-agents-trace.json",
+        Format::OpenaiAgents,
     ),
 ];
 

@@ -311,3 +311,31 @@ fn small_import_messages_say_what_is_wrong() {
         "{err}"
     );
 }
+
+#[test]
+fn the_agent_formats_are_detected_and_read_alike_whole_or_streamed() {
+    use refundsim::import::{read_files, read_text};
+    let spec = |n: &str| fixture(&format!("spec/{n}"));
+    let opts = ImportOptions::default();
+    for (name, format) in [
+        ("langsmith-runs.json", Format::Langsmith),
+        ("langsmith-runs.jsonl", Format::Langsmith),
+        ("langfuse-observations.jsonl", Format::Langfuse),
+        ("openai-agents-trace.json", Format::OpenaiAgents),
+    ] {
+        let path = spec(name);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(Format::detect(&text), Some(format), "{name}");
+        // read_files streams JSON lines and reads a document whole: the same records.
+        let whole = read_text(&path.display().to_string(), &text, format, &opts).unwrap();
+        let files = read_files(std::slice::from_ref(&path), None, &opts).unwrap();
+        assert_eq!(files, whole, "{name}");
+        assert_eq!(whole.warnings, vec![], "{name}");
+        assert_eq!(whole.tool_calls.len(), 8, "{name}");
+        assert!(whole.provider_requests.is_empty(), "{name}");
+    }
+    // The same runs as an array and one per line.
+    let json = read_file(&spec("langsmith-runs.json"), None, &opts).unwrap();
+    let jsonl = read_file(&spec("langsmith-runs.jsonl"), None, &opts).unwrap();
+    assert_eq!(without_sources(json), without_sources(jsonl));
+}

@@ -50,6 +50,7 @@ use serde_json::Value;
 
 use wire::{AnyValue, Span, KIND_CLIENT, KIND_SERVER};
 
+use super::agent_trace::{decisions, Timed};
 use super::fields::{quoted, shown, ticket_value, TICKET_TEXT};
 use super::tool_args::listed_all;
 use super::{
@@ -240,37 +241,18 @@ impl Traces {
                 Some((_, AnyValue::Str(k))) if k.eq_ignore_ascii_case("LLM")
             )
         };
-        // per trace: its model spans by (start, file, line), and its tool calls' starts
-        let mut models: BTreeMap<&str, Vec<&Span>> = BTreeMap::new();
-        for sp in self.spans.iter().filter(|sp| is_model(sp)) {
-            models.entry(&sp.trace_id).or_default().push(sp);
-        }
-        for list in models.values_mut() {
-            list.sort_by(|a, b| (a.start, &a.source).cmp(&(b.start, &b.source)));
-        }
-        let mut tool_starts: BTreeMap<&str, Vec<i64>> = BTreeMap::new();
-        for (i, _) in calls.iter() {
-            let sp = &self.spans[*i];
-            tool_starts.entry(&sp.trace_id).or_default().push(sp.start);
-        }
-        for starts in tool_starts.values_mut() {
-            starts.sort_unstable();
-        }
-        for (i, call) in calls.iter_mut() {
-            if call.result.as_ref().is_none_or(|r| r.ok) {
-                continue;
+        let models: Vec<Timed<'_>> = self
+            .spans
+            .iter()
+            .filter(|sp| is_model(sp))
+            .map(timed)
+            .collect();
+        let tools: Vec<Timed<'_>> = calls.iter().map(|(i, _)| timed(&self.spans[*i])).collect();
+        let decided = decisions(&tools, &models);
+        for ((_, call), d) in calls.iter_mut().zip(decided) {
+            if call.result.as_ref().is_some_and(|r| !r.ok) {
+                call.decision_at = d.map(Instant::exact);
             }
-            let tool = &self.spans[*i];
-            let starts = &tool_starts[tool.trace_id.as_str()];
-            let next_tool = starts
-                .get(starts.partition_point(|&t| t <= tool.start))
-                .copied()
-                .unwrap_or(i64::MAX);
-            let decision = models.get(tool.trace_id.as_str()).and_then(|list| {
-                list.get(list.partition_point(|m| m.start < tool.end))
-                    .filter(|m| m.start <= next_tool)
-            });
-            call.decision_at = decision.map(|m| Instant::exact(m.end));
         }
     }
 
@@ -429,6 +411,16 @@ impl Traces {
                 ),
             });
         }
+    }
+}
+
+/// A span's trace and times, for [`decisions`].
+fn timed(sp: &Span) -> Timed<'_> {
+    Timed {
+        trace: &sp.trace_id,
+        start: sp.start,
+        end: sp.end,
+        source: &sp.source,
     }
 }
 
@@ -672,10 +664,7 @@ fn refund_id_in(v: &AnyValue) -> Option<String> {
     let AnyValue::Str(text) = v else {
         return None;
     };
-    let word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '.';
-    text.match_indices("re_")
-        .find(|(i, _)| !text[..*i].chars().next_back().is_some_and(word))
-        .map(|(i, _)| text[i..].chars().take_while(|&c| word(c)).collect())
+    super::fields::refund_id_word(text)
 }
 
 /// Whether `s` is `POST …/v1/refunds` (a refund create; `POST /v1/refunds/ID` updates one).
