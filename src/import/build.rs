@@ -1050,3 +1050,70 @@ fn drawn(l: &Lacked<'_>) -> Vec<Drawn> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::import::{Instant, Source};
+
+    fn req(
+        sent: i64,
+        status: Option<u16>,
+        id: Option<&str>,
+        key: Option<Option<&str>>,
+    ) -> ProviderRequestRec {
+        ProviderRequestRec {
+            ticket: TicketRef::from(1),
+            attempt: None,
+            try_no: None,
+            service_received: None,
+            sent: Instant::exact(sent),
+            latency_ns: Some(1),
+            status,
+            idempotency_key: key.map(|k| k.map(str::to_string)),
+            refund_id: id.map(str::to_string),
+            source: Source::default(),
+        }
+    }
+
+    /// Each 2xx is a refund, except one that repeats an earlier 2xx's refund id or, without
+    /// ids, its key (Stripe's replay of a saved answer); errors are none.
+    #[test]
+    fn the_providers_side_counts_creates_not_replays() {
+        let n = |rs: &[ProviderRequestRec]| provider_refunds(rs.iter());
+        assert_eq!(n(&[]), None);
+        assert_eq!(n(&[req(1, Some(500), None, None)]), Some(0));
+        assert_eq!(
+            n(&[req(1, Some(200), None, None), req(2, Some(200), None, None)]),
+            Some(2)
+        );
+        assert_eq!(
+            n(&[
+                req(1, Some(200), Some("re_1"), None),
+                req(2, Some(200), Some("re_1"), None)
+            ]),
+            Some(1)
+        );
+        assert_eq!(
+            n(&[
+                req(1, Some(200), Some("re_1"), None),
+                req(2, Some(200), Some("re_2"), None)
+            ]),
+            Some(2)
+        );
+        assert_eq!(
+            n(&[
+                req(1, Some(200), None, Some(Some("k"))),
+                req(2, Some(201), None, Some(Some("k")))
+            ]),
+            Some(1)
+        );
+        assert_eq!(
+            n(&[
+                req(1, Some(200), None, Some(Some("a"))),
+                req(2, Some(200), None, Some(Some("b")))
+            ]),
+            Some(2)
+        );
+    }
+}

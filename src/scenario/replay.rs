@@ -323,3 +323,58 @@ pub struct PoolCalibration {
     /// The offered load, Erlangs, that gives the recorded pool size the recorded mean wait.
     pub offered_load: f64,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two recorded requests: one waited 9.3 s for a connection, one 0.84 s; each held it
+    /// 0.4 s at the provider.
+    fn recorded(pool_size: u32) -> Replay {
+        let r = |reach_ms: u64| RecordedRequest {
+            reach_provider: Duration::from_millis(reach_ms),
+            latency: Duration::from_millis(380),
+            status: Some(200),
+            commits: true,
+            idempotency_key: None,
+        };
+        Replay {
+            sources: Vec::new(),
+            ticket_labels: BTreeMap::new(),
+            pool_size,
+            key_mode: None,
+            reach_provider: LatencyDist::constant(Duration::from_millis(1)),
+            requests: [
+                (RequestKey::service(7, 0, 0), r(9_320)),
+                (RequestKey::service(7, 1, 0), r(860)),
+            ]
+            .into_iter()
+            .collect(),
+            tickets: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn the_offered_load_gives_the_recorded_mean_wait_and_the_scale_is_erlang_cs_ratio() {
+        let overhead = Duration::from_millis(20);
+        let r = recorded(3);
+        let cal = r.pool_calibration(overhead).unwrap();
+        assert_eq!(cal.baseline, overhead);
+        assert!((cal.mean_wait_s - 5.07).abs() < 1e-9, "{cal:?}");
+        assert!((cal.hold_s - 0.4).abs() < 1e-9, "{cal:?}");
+        assert!((mean_wait(3, cal.offered_load, cal.hold_s) - cal.mean_wait_s).abs() < 1e-6);
+        assert_eq!(r.wait_scale(3, overhead), Ok(1.0));
+        for q in [4, 6, 12] {
+            let want = mean_wait(q, cal.offered_load, cal.hold_s) / cal.mean_wait_s;
+            let got = r.wait_scale(q, overhead).unwrap();
+            assert!(
+                (got - want).abs() < 1e-12 && got < 1.0,
+                "{q}: {got} vs {want}"
+            );
+        }
+        // Bigger pools wait less.
+        assert!(r.wait_scale(4, overhead).unwrap() > r.wait_scale(5, overhead).unwrap());
+        let err = r.wait_scale(2, overhead).unwrap_err();
+        assert!(err.contains("which 2 connections cannot carry"), "{err}");
+    }
+}
