@@ -5,6 +5,18 @@ use std::time::UNIX_EPOCH;
 
 use super::{TicketRef, UnixNs};
 
+/// An instant recorded to the second (`secs` since the Unix epoch, Stripe's `created`): the
+/// middle of that second, ± 0.5 s. `None` when it overflows.
+pub(crate) fn within_second(secs: i64) -> Option<super::Instant> {
+    const HALF_S: u64 = 500_000_000;
+    Some(super::Instant {
+        at: secs
+            .checked_mul(1_000_000_000)?
+            .checked_add(HALF_S as i64)?,
+        tolerance_ns: HALF_S,
+    })
+}
+
 /// What a ticket id may be, for error messages.
 pub(crate) const TICKET_TEXT: &str =
     "a ticket id (a non-negative integer, or a string like \"T-100000\" of at most 200 characters)";

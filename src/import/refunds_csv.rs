@@ -322,24 +322,16 @@ fn cents(s: &str) -> Option<u64> {
 
 /// A creation time: Unix seconds or a text time; to the second → the middle of that second.
 fn created(s: &str) -> Option<Instant> {
-    const HALF_S: u64 = 500_000_000;
     if let Some(secs) = digits(s) {
-        let ns = i64::try_from(secs).ok()?.checked_mul(1_000_000_000)?;
-        return Some(Instant {
-            at: ns + HALF_S as i64,
-            tolerance_ns: HALF_S,
-        });
+        return super::fields::within_second(i64::try_from(secs).ok()?);
     }
     let at = parse_utc(s)?;
     let whole_second = !s.trim_end_matches(['Z', 'z']).contains('.');
-    Some(if whole_second {
-        Instant {
-            at: at + HALF_S as i64,
-            tolerance_ns: HALF_S,
-        }
+    if whole_second {
+        super::fields::within_second(at.div_euclid(1_000_000_000))
     } else {
-        Instant::exact(at)
-    })
+        Some(Instant::exact(at))
+    }
 }
 
 fn csv_error(name: &str, e: &csv::Error) -> ImportError {

@@ -19,7 +19,7 @@
 use serde_json::Value;
 
 use super::fields::{quoted, shown, ticket_value, TICKET_TEXT};
-use super::{ExportedRefund, ImportError, ImportOptions, Instant, Recording, Source, Warning};
+use super::{ExportedRefund, ImportError, ImportOptions, Recording, Source, Warning};
 
 /// The refund statuses Stripe documents.
 const STATUSES: [&str; 5] = [
@@ -217,11 +217,8 @@ fn refund(
         .and_then(Value::as_i64)
         .filter(|s| (0..=253_402_300_799).contains(s))
         .ok_or_else(|| bad("created", "Unix seconds (an integer)", r.get("created")))?;
-    const HALF_S: u64 = 500_000_000;
-    let created = Instant {
-        at: created * 1_000_000_000 + HALF_S as i64,
-        tolerance_ns: HALF_S,
-    };
+    let created = super::fields::within_second(created)
+        .ok_or_else(|| bad("created", "Unix seconds (an integer)", r.get("created")))?;
     let status = r
         .get("status")
         .and_then(Value::as_str)

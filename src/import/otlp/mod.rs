@@ -523,15 +523,9 @@ fn tool_call(s: &Span, opts: &ImportOptions) -> Result<ToolCallRec, ImportError>
         call_id: match string_attr(s, "gen_ai.tool.call.id")? {
             Some(id) => Some(id.to_string()),
             // OpenInference's and MCP's ids (`jsonrpc.request.id` may be an integer).
-            None => first_attr(s, &["tool_call.id", "tool.id", "jsonrpc.request.id"]).and_then(
-                |(_, _, v)| match v {
-                    AnyValue::Str(t) => Some(t.clone()),
-                    other => match other.to_json() {
-                        Value::Number(n) => Some(n.to_string()),
-                        _ => None,
-                    },
-                },
-            ),
+            None => ["tool_call.id", "tool.id", "jsonrpc.request.id"]
+                .iter()
+                .find_map(|k| attr_text(s, k)),
         },
         at: Instant::exact(s.start),
         amount_cents,
