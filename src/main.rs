@@ -383,9 +383,14 @@ struct CheckArgs {
     /// repeatable. A change to the scenario makes the safety invariants its gate.
     #[arg(long = "set", value_name = "PATH=VALUE")]
     sets: Vec<String>,
-    /// Seeds `A..B` (inclusive) [default: each scenario's own `seed`].
+    /// Seeds `A..B` (inclusive) [default: 1..N, N the scenario's `gate.seeds`, 30 unless set].
     #[arg(long, value_name = "A..B", allow_hyphen_values = true)]
     seeds: Option<String>,
+    /// Cases of the bounded `explore` of each case that claims safety (or asserts a hole with
+    /// `exploration.finds`); 0 turns it off [default: the scenario's `gate.explore_cases`, 256
+    /// unless set].
+    #[arg(long, value_name = "N")]
+    explore_cases: Option<u32>,
     /// Write a JUnit XML report to FILE (whole or not at all).
     #[arg(long, value_name = "FILE")]
     junit: Option<PathBuf>,
@@ -423,9 +428,18 @@ struct DiffArgs {
     /// Override one field on both sides, after their policy; repeatable.
     #[arg(long = "set", value_name = "PATH=VALUE")]
     sets: Vec<String>,
-    /// Also exit 1 when the candidate breaks a safety invariant on any seed (always reported).
+    /// Report an unsafe candidate (a safety invariant broken on a seed or by the exploration)
+    /// without failing: the comparison alone decides. By default an unsafe candidate exits 1.
     #[arg(long)]
+    allow_unsafe: bool,
+    /// Fail on an unsafe candidate even when its own `expect` states what it leaves open (by
+    /// default only a candidate that claims safety fails for being unsafe).
+    #[arg(long, conflicts_with = "allow_unsafe")]
     require_safe: bool,
+    /// Cases of the bounded `explore` of the candidate; 0 turns it off [default: the
+    /// scenario's `gate.explore_cases`, 256 unless set].
+    #[arg(long, value_name = "N")]
+    explore_cases: Option<u32>,
     /// Print the report as JSON instead of text.
     #[arg(long)]
     json: bool,
@@ -772,6 +786,7 @@ fn cmd_check(a: CheckArgs) -> anyhow::Result<ExitCode> {
             .seeds
             .map(|s| gate::SeedRange::parse("--seeds", &s))
             .transpose()?,
+        explore_cases: a.explore_cases,
     };
     let bar = RunsBar::new("check");
     let report = gate::check_with_progress(&opts, &bar);
@@ -801,7 +816,9 @@ fn cmd_diff(a: DiffArgs) -> anyhow::Result<ExitCode> {
             .transpose()?,
         tolerances: a.tolerances,
         sets: a.sets,
+        allow_unsafe: a.allow_unsafe,
         require_safe: a.require_safe,
+        explore_cases: a.explore_cases,
     };
     let bar = RunsBar::new("diff");
     let report = gate::diff_with_progress(&opts, &bar);

@@ -35,12 +35,7 @@ pub const CLAIM: &[&str] = &[
 
 /// The invariants the safety property covers: DESIGN §3 minus truthfulness (which the fix
 /// improves but a fault can still break without harm to money).
-pub const SAFETY: &[&str] = &[
-    "at_most_one_refund_per_ticket",
-    "no_over_refund",
-    "no_lost_refund",
-    "conservation",
-];
+pub const SAFETY: &[&str] = crate::scenario::SAFETY_INVARIANTS;
 
 /// A broken safety invariant in one run.
 #[derive(Clone, Debug, PartialEq, Eq)]

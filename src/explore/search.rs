@@ -59,12 +59,14 @@ pub enum Outcome {
     },
 }
 
-/// The bounds `explore` perturbs a scenario within: 1–30 recorded tickets arriving in the first
-/// 60 s (often at the same instant) with amounts of $1–$500 and charges 1–4× the amount; Stripe latencies from 1–4
+/// The bounds `explore` perturbs a scenario within, as its `exploration` section states them
+/// (the defaults in brackets): 1 to `max_tickets` [30] recorded tickets arriving within
+/// `arrival_window` [the first 60 s] (often at the same instant) with amounts of $1–$500 and charges 1–4× the amount; Stripe latencies from 1–4
 /// choices among its p50, its p99, the executor timeout, ±1 ms around it, or 10 ms–40 s; a pool
 /// of 1 up to the scenario's size; background load from 0 up to the scenario's rate; each fault
-/// at the scenario's probability, off, or up to 0.5; a tie-break seed; and, each with probability
-/// 0.35 (shrinking toward none), an added framework `retry` layer under `model_retry` and a
+/// at the scenario's probability, off, or up to `fault_probability_max` [0.5]; a tie-break
+/// seed; and, with `add_layers` [true], each with probability 0.35 (shrinking toward none), an
+/// added framework `retry` layer under `model_retry` and a
 /// `proxy` layer above `refunds_service` (knobs as in [`super::strategy::world`], except that
 /// an added layer cancels as the scenario's executor does: cancellation is the deployment's
 /// choice, part of the policy under test). A layer whose name the scenario already uses, or
@@ -83,12 +85,33 @@ pub fn perturbed(base: &Scenario, epsilon: Duration) -> impl Strategy<Value = Ca
         Just(timeout + 1),
         10u64..=40_000
     ];
-    let at = prop_oneof![Just(0u64), (0u64..4).prop_map(|k| k * 1000), 0u64..=60_000];
+    let bounds = base.exploration.clone();
+    let window = (bounds.arrival_window.as_millis() as u64).max(1);
+    let at = prop_oneof![
+        Just(0u64),
+        (0u64..4).prop_map(move |k| (k * 1000).min(window)),
+        0u64..=window
+    ];
     let ticket = (at, 100u64..=50_000, prop_oneof![Just(10u64), 10u64..=40]);
-    let fault = |p: f64| prop_oneof![Just(p), Just(0.0), 0.0f64..0.5];
+    let fmax = bounds.fault_probability_max;
+    let fault = move |p: f64| {
+        if fmax > 0.0 {
+            prop_oneof![Just(p), Just(0.0), 0.0f64..fmax].boxed()
+        } else {
+            prop_oneof![Just(p), Just(0.0)].boxed()
+        }
+    };
+    let add_layers = bounds.add_layers;
+    let layer = move || {
+        if add_layers {
+            prop::option::weighted(0.35, layer_draw()).boxed()
+        } else {
+            Just(None).boxed()
+        }
+    };
     let f = &base.stripe.faults;
     (
-        prop::collection::vec(ticket, 1..=30),
+        prop::collection::vec(ticket, 1..=base.exploration.max_tickets as usize),
         prop::collection::vec(lat, 1..=4),
         1u32..=base.refunds_service.pool_size.max(1),
         0.0f64..=1.0,
@@ -98,10 +121,7 @@ pub fn perturbed(base: &Scenario, epsilon: Duration) -> impl Strategy<Value = Ca
             fault(f.lock_timeout),
         ),
         any::<u64>(),
-        (
-            prop::option::weighted(0.35, layer_draw()),
-            prop::option::weighted(0.35, layer_draw()),
-        ),
+        (layer(), layer()),
     )
         .prop_map(move |(tickets, lat, pool, bg, faults, tie, added)| {
             let mut s = base.clone();

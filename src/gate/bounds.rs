@@ -44,7 +44,8 @@ pub struct BoundCheck {
     pub value: f64,
     /// Per-seed rules: the seeds that break it, ascending; empty for aggregates.
     pub failing_seeds: Vec<u64>,
-    /// The seed to replay: the first failing seed, else the worst one (first on ties).
+    /// The seed to replay: the worst seed (the first on ties), or the first failing one when
+    /// the worst does not fail (a NaN elsewhere).
     pub seed: u64,
     /// Whether the rule holds.
     pub ok: bool,
@@ -154,7 +155,12 @@ fn per_seed(
         limit,
         allowed_fraction: allowed,
         value: worst,
-        seed: failing_seeds.first().copied().unwrap_or(worst_seed),
+        // The worst seed when it breaks the rule (it does whenever any seed does, NaN aside).
+        seed: if failing_seeds.contains(&worst_seed) || failing_seeds.is_empty() {
+            worst_seed
+        } else {
+            failing_seeds[0]
+        },
         ok: fraction <= allowed,
         failing_seeds,
     }
@@ -226,7 +232,7 @@ mod tests {
                 strict.seed,
                 strict.value
             ),
-            (false, vec![2, 4], 2, 5.0)
+            (false, vec![2, 4], 4, 5.0)
         );
         assert!(per_seed("m", Rule::Max, 0.0, 0.5, &v).ok);
         assert!(!per_seed("m", Rule::Max, 0.0, 0.49, &v).ok);

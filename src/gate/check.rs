@@ -1,7 +1,8 @@
 //! `refundsim check`: every scenario × policy × seed, in parallel, against each case's
-//! `expect` bounds and the conservation invariant. Which `expect` a case has is
-//! [`scenario::load`]'s rule: the scenario's own as written, the safety invariants (with the
-//! policy's bounds) once a policy or `--set` changes the scenario.
+//! `expect` bounds and the conservation invariant, plus a bounded `explore` of each case that
+//! claims safety (or asserts a hole). Which `expect` a case has is [`scenario::load`]'s rule:
+//! the scenario's own as written, the safety invariants (with the policy's bounds) once a policy
+//! or `--set` changes the scenario.
 
 use std::path::PathBuf;
 
@@ -10,6 +11,7 @@ use serde::Serialize;
 
 use super::bounds::{check_bounds, invariant_of, BoundCheck, Rule};
 use super::error::GateError;
+use super::explore_check::{explore_check, explores, ExploreCheck};
 use super::inputs::scenario_files;
 use super::progress::Progress;
 use super::seeds::SeedRange;
@@ -26,8 +28,11 @@ pub struct CheckOptions {
     pub policies: Vec<PathBuf>,
     /// `PATH=VALUE` overrides applied to every case after its policy (as `run --set`).
     pub sets: Vec<String>,
-    /// Seeds; `None` runs each scenario on its own `seed` only.
+    /// Seeds; `None` runs each case on seeds `1..=gate.seeds` of its scenario (default 30).
     pub seeds: Option<SeedRange>,
+    /// Cases of the bounded exploration of each case that claims safety or asserts a hole;
+    /// `None` takes the scenario's `gate.explore_cases` (default 256), 0 turns it off.
+    pub explore_cases: Option<u32>,
 }
 
 /// The verdict over every scenario × policy.
@@ -63,7 +68,10 @@ pub struct CaseReport {
     pub invariants: Vec<InvariantCount>,
     /// One per failing check: how to see and replay it.
     pub violations: Vec<Violation>,
-    /// Every check holds.
+    /// The bounded exploration, when the case claims safety or asserts a hole and it is on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explore: Option<ExploreCheck>,
+    /// Every check holds (and the exploration's verdict, when there is one).
     pub passed: bool,
 }
 
@@ -96,8 +104,13 @@ pub struct Violation {
     pub metric: String,
     /// The rule, as text (`≤ 0 per seed`, `mean ≤ 2`).
     pub rule: String,
-    /// The seed shown: the first failing seed, or the worst one for an aggregate.
+    /// The seed shown: the worst failing seed (the first on ties), or the worst one for an
+    /// aggregate.
     pub seed: u64,
+    /// Per-seed rules: how many seeds break it; aggregates: 0.
+    pub failing_seeds: usize,
+    /// Seeds run.
+    pub seeds: usize,
     /// The metric on that seed.
     pub value: f64,
     /// The offending ticket, when the metric counts tickets that break an invariant.
@@ -108,6 +121,27 @@ pub struct Violation {
     pub replay: String,
 }
 
+impl Violation {
+    /// One line for a CI page: `duplicate_refund_tickets ≤ 0 per seed: 4 of 30 seeds; worst
+    /// seed 28: 3`, or `… mean ≥ 20: mean over 30 seeds; worst seed 4: 0` for an aggregate.
+    pub fn headline(&self) -> String {
+        let v = super::bounds::fmt_num(self.value);
+        if self.seeds <= 1 {
+            format!("{} {}: seed {} has {v}", self.metric, self.rule, self.seed)
+        } else if self.failing_seeds > 0 {
+            format!(
+                "{} {}: {} of {} seeds; worst seed {}: {v}",
+                self.metric, self.rule, self.failing_seeds, self.seeds, self.seed
+            )
+        } else {
+            format!(
+                "{} {}: over {} seeds; worst seed {}: {v}",
+                self.metric, self.rule, self.seeds, self.seed
+            )
+        }
+    }
+}
+
 struct Case {
     path: PathBuf,
     policy: Option<PathBuf>,
@@ -115,6 +149,7 @@ struct Case {
     scenario: Scenario,
     expect_source: ExpectSource,
     seeds: Vec<u64>,
+    explore_cases: u32,
 }
 
 impl Case {
@@ -154,13 +189,21 @@ pub fn check_with_progress(
         })
         .collect();
     scenario::budget::exit_if_stopped();
+    let explored: Vec<Option<ExploreCheck>> = cases
+        .par_iter()
+        .map(|c| {
+            (c.explore_cases > 0 && explores(&c.scenario))
+                .then(|| explore_check(&c.scenario, &c.invocation(), c.explore_cases))
+        })
+        .collect();
     let mut next = 0;
     let cases: Vec<CaseReport> = cases
         .iter()
-        .map(|c| {
+        .zip(explored)
+        .map(|(c, explore)| {
             let runs: Vec<&RunReport> = reports[next..next + c.seeds.len()].iter().collect();
             next += c.seeds.len();
-            case_report(c, &runs)
+            case_report(c, &runs, explore)
         })
         .collect();
     Ok(CheckReport {
@@ -178,8 +221,9 @@ fn load_cases(opts: &CheckOptions) -> Result<Vec<Case>, GateError> {
                 scenario::load_with_expect_source(&path, policy.as_slice(), &opts.sets)?;
             let seeds = match opts.seeds {
                 Some(r) => r.seeds(),
-                None => vec![scenario.seed],
+                None => (1..=scenario.gate.seeds).collect(),
             };
+            let explore_cases = opts.explore_cases.unwrap_or(scenario.gate.explore_cases);
             cases.push(Case {
                 path: path.clone(),
                 policy,
@@ -187,13 +231,14 @@ fn load_cases(opts: &CheckOptions) -> Result<Vec<Case>, GateError> {
                 scenario,
                 expect_source,
                 seeds,
+                explore_cases,
             });
         }
     }
     Ok(cases)
 }
 
-fn case_report(c: &Case, runs: &[&RunReport]) -> CaseReport {
+fn case_report(c: &Case, runs: &[&RunReport], explore: Option<ExploreCheck>) -> CaseReport {
     let checks = check_bounds(&c.scenario.expect, runs);
     let violations = checks
         .iter()
@@ -222,10 +267,11 @@ fn case_report(c: &Case, runs: &[&RunReport]) -> CaseReport {
         sets: c.sets.clone(),
         expect_source: c.expect_source,
         seeds: c.seeds.clone(),
-        passed: checks.iter().all(|k| k.ok),
+        passed: checks.iter().all(|k| k.ok) && explore.as_ref().is_none_or(|e| e.ok),
         checks,
         invariants,
         violations,
+        explore,
     }
 }
 
@@ -259,5 +305,7 @@ fn violation(c: &Case, k: &BoundCheck) -> Violation {
             .unwrap_or_default(),
         ticket,
         replay: how.command(k.seed),
+        failing_seeds: k.failing_seeds.len(),
+        seeds: c.seeds.len(),
     }
 }

@@ -1,7 +1,8 @@
 //! `refundsim diff`: a baseline policy against a candidate on the same seeds (common random
 //! numbers), per metric: both means, the mean paired difference with its 95 % t interval, and a
-//! tolerance on the mean difference; and, apart from the comparison, whether the candidate is
-//! safe in itself (the safety invariants on each of its seeds).
+//! tolerance on the mean difference; and whether the candidate is safe in itself (the safety
+//! invariants on each of its seeds, and a bounded `explore` of its world), which fails the diff
+//! unless `--allow-unsafe`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -11,6 +12,7 @@ use serde::Serialize;
 
 use super::bounds::invariant_of;
 use super::error::GateError;
+use super::explore_check::{explore_check, ExploreCheck};
 use super::inputs::scenario_files;
 use super::progress::Progress;
 use super::seeds::SeedRange;
@@ -46,9 +48,18 @@ pub struct DiffOptions {
     pub tolerances: Vec<String>,
     /// `PATH=VALUE` overrides applied to both sides after their policy (as `run --set`).
     pub sets: Vec<String>,
-    /// Also fail when the candidate breaks a safety invariant on any seed (by default that is
-    /// reported, not gated: the comparison alone decides).
+    /// Do not fail when the candidate is unsafe in itself (a safety invariant broken on a seed
+    /// or by the exploration): report it only, and let the comparison alone decide. Default:
+    /// a candidate that claims safety (see [`ScenarioDiff::candidate_claims_safety`]) and is
+    /// unsafe fails the diff.
+    pub allow_unsafe: bool,
+    /// Fail when the candidate is unsafe in itself even if its `expect` states what it leaves
+    /// open (the behaviour of `--require-safe` before it became the default for candidates
+    /// that claim safety).
     pub require_safe: bool,
+    /// Cases of the bounded exploration of the candidate; `None` takes the scenario's
+    /// `gate.explore_cases` (default 256), 0 turns it off.
+    pub explore_cases: Option<u32>,
 }
 
 /// The comparison over every scenario.
@@ -69,8 +80,11 @@ pub struct DiffReport {
     pub paired: bool,
     /// One per scenario, in argument order.
     pub scenarios: Vec<ScenarioDiff>,
-    /// No tolerance exceeded.
+    /// No tolerance exceeded, and (without `allow_unsafe`) every candidate safe.
     pub passed: bool,
+    /// Why the diff failed, one line (`candidate unsafe: …`, `duplicate_refund_tickets: mean
+    /// difference 2.1 > tolerance 0; worst seed 28`); `None` when it passed.
+    pub reason: Option<String>,
 }
 
 /// One scenario's comparison.
@@ -82,9 +96,18 @@ pub struct ScenarioDiff {
     pub metrics: Vec<MetricDiff>,
     /// The candidate on its own: each safety invariant and the seeds that break it.
     pub candidate_safety: Vec<SafetyCount>,
-    /// The candidate breaks no safety invariant on any seed.
+    /// The gate's bounded exploration of the candidate, when on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub candidate_explore: Option<ExploreCheck>,
+    /// The candidate breaks no safety invariant on any seed, nor in the exploration.
     pub candidate_safe: bool,
-    /// No tolerance exceeded (and, with `require_safe`, the candidate safe).
+    /// The candidate's own `expect` (as `check` would apply it) bounds every safety metric at
+    /// 0 and asserts no hole (`exploration.finds`): its unsafety then fails the diff. A
+    /// candidate that states what it leaves open (`policies/key-only.json`) is judged by the
+    /// comparison alone, its unsafety reported.
+    pub candidate_claims_safety: bool,
+    /// No tolerance exceeded, and the candidate safe when it claims to be (unless
+    /// `allow_unsafe`).
     pub passed: bool,
 }
 
@@ -101,6 +124,8 @@ pub struct SafetyCount {
     pub seeds: u64,
     /// The first breaking seed and its replay command.
     pub first: Option<(u64, String)>,
+    /// The seed with the largest value of the metric, and that value (when any seed breaks).
+    pub worst: Option<(u64, f64)>,
 }
 
 /// One metric: means, difference, verdict.
@@ -225,6 +250,18 @@ pub fn diff_with_progress(
         })
         .collect();
     crate::scenario::budget::exit_if_stopped();
+    // The candidate explored, one search per scenario (in parallel, collected in order).
+    let explored: Vec<Option<ExploreCheck>> = (0..files.len())
+        .into_par_iter()
+        .map(|k| {
+            let side = &sides[2 * k + 1];
+            let cases = opts
+                .explore_cases
+                .unwrap_or(side.scenario.gate.explore_cases);
+            (cases > 0 && claims(&side.scenario))
+                .then(|| explore_check(&side.scenario, &side.how, cases))
+        })
+        .collect();
     let mut scenarios = Vec::new();
     for (k, path) in files.iter().enumerate() {
         let rest = reports.split_off(sides[2 * k].seeds.len() + sides[2 * k + 1].seeds.len());
@@ -243,16 +280,26 @@ pub fn diff_with_progress(
             })
             .collect::<Vec<_>>();
         let candidate_safety = safety(c, &sides[2 * k + 1].how);
-        let candidate_safe = candidate_safety.iter().all(|s| s.violating_seeds == 0);
+        let candidate_explore = explored[k].clone();
+        let candidate_safe = candidate_safety.iter().all(|s| s.violating_seeds == 0)
+            && candidate_explore.as_ref().is_none_or(|e| e.ok);
+        let candidate_claims_safety = claims(&sides[2 * k + 1].scenario);
+        let gated = (candidate_claims_safety || opts.require_safe) && !opts.allow_unsafe;
         scenarios.push(ScenarioDiff {
             scenario_path: path.display().to_string(),
-            passed: metrics.iter().all(|m| m.ok) && (candidate_safe || !opts.require_safe),
+            passed: metrics.iter().all(|m| m.ok) && (candidate_safe || !gated),
             metrics,
             candidate_safety,
+            candidate_explore,
             candidate_safe,
+            candidate_claims_safety,
         });
         reports = rest;
     }
+    let reason = scenarios
+        .iter()
+        .find(|s| !s.passed)
+        .map(|s| failure_reason(s, opts.allow_unsafe, opts.require_safe));
     Ok(DiffReport {
         baseline: opts.baseline.display().to_string(),
         candidate: opts.candidate.display().to_string(),
@@ -261,8 +308,62 @@ pub fn diff_with_progress(
         candidate_seeds: cseeds.to_string(),
         paired: paired_seeds,
         passed: scenarios.iter().all(|s| s.passed),
+        reason,
         scenarios,
     })
+}
+
+/// Whether the candidate claims safety: its `expect` bounds every safety metric at 0 and it
+/// asserts no hole.
+fn claims(sc: &Scenario) -> bool {
+    sc.exploration.finds.is_none() && super::explore_check::claims_safety(&sc.expect)
+}
+
+/// Why `s` failed, one line: the candidate's safety first (when gated), then the first
+/// tolerance exceeded.
+fn failure_reason(s: &ScenarioDiff, allow_unsafe: bool, require_safe: bool) -> String {
+    if !s.candidate_safe && !allow_unsafe && (s.candidate_claims_safety || require_safe) {
+        let seeds = s
+            .candidate_safety
+            .iter()
+            .filter(|c| c.violating_seeds > 0)
+            .map(|c| {
+                let worst = c
+                    .worst
+                    .map(|(seed, v)| format!("; worst seed {seed}: {}", super::fmt_num(v)))
+                    .unwrap_or_default();
+                format!(
+                    "{} on {} of {} seeds{worst}",
+                    c.metric, c.violating_seeds, c.seeds
+                )
+            })
+            .next();
+        let explored = s
+            .candidate_explore
+            .as_ref()
+            .filter(|e| !e.ok)
+            .map(|e| e.headline());
+        let what: Vec<String> = seeds.into_iter().chain(explored).collect();
+        return format!(
+            "{}: candidate unsafe: {} (--allow-unsafe to compare anyway)",
+            s.scenario_path,
+            what.join("; ")
+        );
+    }
+    match s.metrics.iter().find(|m| !m.ok) {
+        Some(m) => format!(
+            "{}: {} mean difference {} > tolerance {}{}",
+            s.scenario_path,
+            m.metric,
+            super::fmt_num(m.difference.mean),
+            super::fmt_num(m.tolerance.unwrap_or(0.0)),
+            m.worst
+                .as_ref()
+                .map(|(seed, _)| format!("; worst seed {seed}"))
+                .unwrap_or_default()
+        ),
+        None => format!("{}: failed", s.scenario_path),
+    }
 }
 
 /// The safety invariants ([`SAFETY_METRICS`], the default `expect`) over the candidate's runs.
@@ -270,17 +371,22 @@ fn safety(c: &[RunReport], candidate: &Invocation) -> Vec<SafetyCount> {
     SAFETY_METRICS
         .iter()
         .map(|&metric| {
-            let broken: Vec<u64> = c
-                .iter()
-                .filter(|r| r.metrics.get(metric).unwrap_or(0.0) > 0.0)
-                .map(|r| r.seed)
-                .collect();
+            let val = |r: &RunReport| r.metrics.get(metric).unwrap_or(0.0);
+            let broken: Vec<u64> = c.iter().filter(|r| val(r) > 0.0).map(|r| r.seed).collect();
+            let worst =
+                c.iter()
+                    .filter(|r| val(r) > 0.0)
+                    .fold(None, |best: Option<(u64, f64)>, r| match best {
+                        Some((_, b)) if b >= val(r) => best,
+                        _ => Some((r.seed, val(r))),
+                    });
             SafetyCount {
                 invariant: invariant_of(metric).unwrap_or(metric).to_string(),
                 metric: metric.to_string(),
                 violating_seeds: broken.len() as u64,
                 seeds: c.len() as u64,
                 first: broken.first().map(|&s| (s, candidate.command(s))),
+                worst,
             }
         })
         .collect()

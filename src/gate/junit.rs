@@ -9,7 +9,6 @@ use std::fmt::Write;
 
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
-use super::bounds::fmt_num;
 use super::check::{CaseReport, CheckReport};
 
 /// The report as JUnit XML (UTF-8, with a trailing newline).
@@ -53,13 +52,14 @@ fn testcase(c: &CaseReport) -> TestCase {
     case
 }
 
-/// The first failed rule and its replay command.
+/// The first failed rule (how many seeds, the worst one) and its replay command; else the
+/// exploration's verdict and its replay.
 fn message(c: &CaseReport) -> String {
-    match c.violations.first() {
-        Some(v) => format!(
-            "{} {} failed on seed {}: {}",
-            v.metric, v.rule, v.seed, v.replay
-        ),
+    if let Some(v) = c.violations.first() {
+        return format!("{}; replay: {}", v.headline(), v.replay);
+    }
+    match c.explore.as_ref().filter(|e| !e.ok) {
+        Some(e) => format!("{}; replay: {}", e.headline(), e.replay),
         None => "failed".to_string(),
     }
 }
@@ -68,20 +68,18 @@ fn message(c: &CaseReport) -> String {
 fn body(c: &CaseReport) -> String {
     let mut body = String::new();
     for v in &c.violations {
-        let _ = writeln!(
-            body,
-            "{} {}: seed {} has {}\nreplay: {}",
-            v.metric,
-            v.rule,
-            v.seed,
-            fmt_num(v.value),
-            v.replay
-        );
+        let _ = writeln!(body, "{}\nreplay: {}", v.headline(), v.replay);
         if let Some(t) = v.ticket {
             let _ = writeln!(body, "first offending ticket {t}:");
             for line in &v.story {
                 let _ = writeln!(body, "  {line}");
             }
+        }
+    }
+    if let Some(e) = c.explore.as_ref().filter(|e| !e.ok) {
+        let _ = writeln!(body, "{}\nreplay: {}", e.headline(), e.replay);
+        for line in e.found.iter().flat_map(|f| &f.story) {
+            let _ = writeln!(body, "  {line}");
         }
     }
     body
@@ -114,8 +112,11 @@ mod tests {
                     ticket: Some(7),
                     story: vec!["a <story> line\u{1}".into()],
                     replay: "refundsim run x --seed 1".into(),
+                    failing_seeds: 1,
+                    seeds: 1,
                 }]
             },
+            explore: None,
             passed,
         }
     }

@@ -15,6 +15,7 @@ mod bounds;
 mod check;
 mod diff;
 mod error;
+mod explore_check;
 mod inputs;
 mod junit;
 mod progress;
@@ -33,6 +34,7 @@ pub use diff::{
     DEFAULT_TOLERANCES,
 };
 pub use error::GateError;
+pub use explore_check::{claims_safety, explores, ExploreCheck, Found, EXPLORE_SEED};
 pub use inputs::scenario_files;
 pub use junit::junit_xml;
 pub use progress::Progress;

@@ -6,6 +6,7 @@ use std::fmt::Write;
 use super::bounds::{fmt_num, BoundCheck, Rule};
 use super::check::{CaseReport, CheckReport, Violation};
 use super::diff::{DiffReport, MetricDiff, ScenarioDiff};
+use super::explore_check::ExploreCheck;
 
 /// `check`'s report as text.
 pub fn check_text(r: &CheckReport) -> String {
@@ -65,6 +66,34 @@ fn case_text(s: &mut String, c: &CaseReport) {
     for v in &c.violations {
         violation_text(s, v);
     }
+    if let Some(e) = &c.explore {
+        explore_text(s, e);
+    }
+}
+
+/// The gate's exploration: its verdict, and a found violation's story and replay.
+fn explore_text(s: &mut String, e: &ExploreCheck) {
+    let _ = writeln!(
+        s,
+        "  {} {}",
+        if e.ok { "ok" } else { "FAILED" },
+        e.headline()
+    );
+    if let Some(f) = e.found.as_ref().filter(|_| !e.ok) {
+        let _ = writeln!(
+            s,
+            "    replay: {} (writes the minimal scenario; then refundsim run it)",
+            e.replay
+        );
+        if let Some(t) = f.ticket {
+            let _ = writeln!(s, "    offending ticket {t}:");
+        }
+        for line in &f.story {
+            let _ = writeln!(s, "      {line}");
+        }
+    } else if !e.ok {
+        let _ = writeln!(s, "    replay: {}", e.replay);
+    }
 }
 
 fn check_row(s: &mut String, k: &BoundCheck, n: usize) {
@@ -90,14 +119,7 @@ fn check_row(s: &mut String, k: &BoundCheck, n: usize) {
 }
 
 fn violation_text(s: &mut String, v: &Violation) {
-    let _ = writeln!(
-        s,
-        "  FAILED {} {}: seed {} has {}",
-        v.metric,
-        v.rule,
-        v.seed,
-        fmt_num(v.value)
-    );
+    let _ = writeln!(s, "  FAILED {}", v.headline());
     let _ = writeln!(s, "    replay: {}", v.replay);
     if let Some(t) = v.ticket {
         let _ = writeln!(
@@ -168,7 +190,14 @@ pub fn diff_text(r: &DiffReport) -> String {
             }
         }
     }
-    let _ = writeln!(s, "\ndiff {}", if r.passed { "ok" } else { "FAILED" });
+    match &r.reason {
+        Some(reason) => {
+            let _ = writeln!(s, "\ndiff FAILED: {reason}");
+        }
+        None => {
+            let _ = writeln!(s, "\ndiff ok");
+        }
+    }
     s
 }
 
@@ -181,12 +210,28 @@ fn safety_text(s: &mut String, sc: &ScenarioDiff) {
         .collect();
     let _ = writeln!(
         s,
-        "  candidate in itself: {} (safety invariants violated: {})",
+        "  candidate in itself: {} (safety invariants violated: {}){}",
         if sc.candidate_safe { "safe" } else { "UNSAFE" },
-        counts.join(", ")
+        counts.join(", "),
+        if sc.candidate_claims_safety {
+            ""
+        } else {
+            "; its expect states what it leaves open, so the comparison alone decides"
+        }
     );
     if let Some((seed, cmd)) = sc.candidate_safety.iter().find_map(|c| c.first.as_ref()) {
         let _ = writeln!(s, "    first unsafe seed {seed}: {cmd}");
+    }
+    if let Some(e) = &sc.candidate_explore {
+        let verdict = if e.found.is_none() && e.aborted.is_none() {
+            "ok"
+        } else {
+            "UNSAFE"
+        };
+        let _ = writeln!(s, "    {verdict} {}", e.headline());
+        if e.found.is_some() {
+            let _ = writeln!(s, "      replay: {}", e.replay);
+        }
     }
 }
 

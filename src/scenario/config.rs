@@ -108,6 +108,14 @@ pub struct Scenario {
     #[serde(default = "default_expect")]
     #[schemars(schema_with = "expect_schema")]
     pub expect: BTreeMap<String, Bound>,
+    /// What the CI gate runs without flags: its seed set and its bounded exploration (see
+    /// [`super::GateConfig`]). Not part of the simulated world. Default: 30 seeds, 256 cases.
+    #[serde(default, skip_serializing_if = "super::GateConfig::is_default")]
+    pub gate: super::GateConfig,
+    /// The perturbations `explore` may make (see [`super::Exploration`]). Not part of the
+    /// simulated world. Default: up to 30 tickets in 60 s, faults up to 0.5, added layers.
+    #[serde(default, skip_serializing_if = "super::Exploration::is_default")]
+    pub exploration: super::Exploration,
     /// Exploration mode: same-instant (and near-tie) events run in an order chosen by a seeded
     /// tie-break instead of schedule order. Written by `refundsim explore` into the minimal
     /// scenarios it finds, so `refundsim run` replays the same interleaving. Default: off.

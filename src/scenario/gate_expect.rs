@@ -5,10 +5,12 @@
 //!
 //! The rule, per metric of the effective `expect`:
 //!
-//! 1. The policies and `--set`s leave the simulated world as written (every field but `name`,
-//!    `description`, `$comment`, `seed` and `expect` is equal after they apply): the scenario's
-//!    `expect`, with the policies' `expect` merged into it (RFC 7396) and `--set expect.…`
-//!    applied — the behaviour before issue 11.
+//! 1. The policies and `--set`s leave the simulated world as written (every field but the
+//!    display-only ones — `name`, `description`, `$comment`, `clock_origin` —, the gate's
+//!    own `gate` and `exploration`, and `seed` and `expect` is equal after they apply): the scenario's `expect`; each policy's `expect`
+//!    replaces the bound of every metric it names, as in rule 2 (issue 27: merging a policy's
+//!    `mean_max` 5 field by field into the scenario's `mean_min` 20 made an invalid bound and
+//!    an exit 2 on a valid comparison), and `--set expect.…` applies last, field by field.
 //! 2. They change the world: start from the safety invariants ([`default_expect`]); each
 //!    policy's `expect`, in order, *replaces* the bound of every metric it names (a later
 //!    policy naming the same metric merges into the earlier one's bound, RFC 7396), and `null`
@@ -57,7 +59,9 @@ impl ExpectSource {
 }
 
 /// Whether `merged` simulates anything other than `base`: every field but `name`,
-/// `description`, `$comment`, `seed` and `expect` is compared.
+/// `description`, `$comment`, `clock_origin` (it only sets the clock that stories print),
+/// `gate` and `exploration` (what the gate runs, not what one run simulates), `seed` and
+/// `expect` is compared.
 pub(super) fn changes_world(base: &Scenario, merged: &Scenario) -> bool {
     world(base) != world(merged)
 }
@@ -67,35 +71,58 @@ fn world(s: &Scenario) -> Scenario {
     w.name.clear();
     w.description.clear();
     w.comment = None;
+    w.clock_origin = None;
+    w.gate = Default::default();
+    w.exploration = Default::default();
     w.seed = 0;
     w.expect.clear();
     w
 }
 
-/// The `expect` of a changed world (rule 2 above) as JSON, from the policies' patches in order
-/// and every `--set` (only those under `expect` act here), with its source. `None` means no
-/// `expect` member: the field's default applies (the safety invariants).
-pub(super) fn changed_world_expect(
+/// The effective `expect` as JSON, from the policies' patches in order and every `--set` (only
+/// those under `expect` act here), with its source. `own` is the scenario's own `expect` when
+/// the policies and `--set`s leave the world as written (rule 1), `None` when they change it
+/// (rule 2: start from the safety invariants). In both, a policy's bound for a metric
+/// *replaces* the bound it starts from (so a policy's `{"mean_max": 5}` never meets the
+/// scenario's `mean_min` 20 field by field and makes an invalid bound); a later policy naming
+/// the same metric merges into the earlier policy's bound (RFC 7396). `None` in the result
+/// means no `expect` member: the field's default applies (the safety invariants).
+pub(super) fn policies_expect(
+    own: Option<Value>,
     patches: &[Value],
     sets: &[String],
 ) -> Result<(Option<Value>, ExpectSource), ScenarioError> {
     let safety = || serde_json::to_value(default_expect()).expect("bounds serialize");
-    let mut expect = safety();
+    let as_written = own.is_some();
+    let start = || own.clone().unwrap_or_else(safety);
+    let mut expect = start();
     let mut named: BTreeSet<String> = BTreeSet::new();
-    let mut source = ExpectSource::SafetyInvariants;
+    let mut source = if as_written {
+        ExpectSource::Scenario
+    } else {
+        ExpectSource::SafetyInvariants
+    };
     for patch in patches {
         let Some(pe) = patch.get("expect") else {
             continue;
         };
-        source = ExpectSource::Policies;
+        if !as_written {
+            source = ExpectSource::Policies;
+        }
         match pe {
             Value::Null => {
+                // `expect: null` removes the member: the safety invariants, as ever.
                 expect = safety();
                 named.clear();
-                source = ExpectSource::SafetyInvariants;
+                if !as_written {
+                    source = ExpectSource::SafetyInvariants;
+                }
             }
             Value::Object(bounds) => {
-                let map = expect.as_object_mut().expect("expect is an object here");
+                let Some(map) = expect.as_object_mut() else {
+                    // The scenario's own `expect` is not an object: deserialization says so.
+                    return Ok((Some(expect), source));
+                };
                 for (metric, b) in bounds {
                     if b.is_null() {
                         map.remove(metric);
@@ -118,7 +145,7 @@ pub(super) fn changed_world_expect(
     let mut wrapper = Value::Object(Map::from_iter([("expect".to_string(), expect)]));
     for set in sets.iter().filter(|s| is_expect_set(s)) {
         apply_set(&mut wrapper, set)?;
-        if source == ExpectSource::SafetyInvariants {
+        if source == ExpectSource::SafetyInvariants && !as_written {
             source = ExpectSource::Policies;
         }
     }
@@ -181,6 +208,51 @@ mod tests {
         assert_eq!(src, ExpectSource::Scenario);
         assert_eq!(e["duplicate_refund_tickets"].mean_min, Some(30.0));
         assert_eq!(e["duplicate_refund_tickets"].min, Some(1.0));
+    }
+
+    #[test]
+    fn display_only_fields_never_switch_the_expect() {
+        for set in [
+            r#"clock_origin="2024-05-14T10:00:00Z""#,
+            r#"description="another story""#,
+            r#"name="renamed""#,
+        ] {
+            let (e, src) = load(&demo(), &[], &[set]);
+            assert_eq!(src, ExpectSource::Scenario, "{set}");
+            assert_eq!(e["duplicate_refund_tickets"].mean_min, Some(20.0), "{set}");
+        }
+    }
+
+    #[test]
+    fn a_policy_bound_replaces_the_scenarios_own_bound_for_its_metric() {
+        // key-only's bound on a policy that leaves the world as written (its key set back to
+        // the scenario's `none`): the policy's `mean_max` 5 replaces the scenario's bound whole,
+        // instead of meeting its `mean_min` 20 and making an invalid bound (exit 2).
+        let (e, src) = load(
+            &demo(),
+            &[r#"{"expect":{"duplicate_refund_tickets":{"mean_max":5},"over_refund_cents":null}}"#],
+            &[],
+        );
+        assert_eq!(src, ExpectSource::Scenario);
+        assert_eq!(
+            e["duplicate_refund_tickets"],
+            Bound {
+                mean_max: Some(5.0),
+                ..Bound::default()
+            }
+        );
+        // A later policy naming the same metric still merges into the earlier policy's bound.
+        let (e, _) = load(
+            &demo(),
+            &[
+                r#"{"expect":{"duplicate_refund_tickets":{"mean_max":5}}}"#,
+                r#"{"expect":{"duplicate_refund_tickets":{"min":1}}}"#,
+            ],
+            &[],
+        );
+        assert_eq!(e["duplicate_refund_tickets"].min, Some(1.0));
+        assert_eq!(e["duplicate_refund_tickets"].mean_max, Some(5.0));
+        assert_eq!(e["duplicate_refund_tickets"].mean_min, None);
     }
 
     #[test]

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::config::Scenario;
 use super::error::{Location, ScenarioError, POLICY_EXPECTED, SCENARIO_EXPECTED};
-use super::gate_expect::{changed_world_expect, changes_world, ExpectSource};
+use super::gate_expect::{changes_world, policies_expect, ExpectSource};
 use super::locate::{json_pointer, locate, offset_to_line_col};
 use super::serde_error::{data_error, kind, parse_value, segments, syntax};
 use super::set::apply_set;
@@ -98,21 +98,21 @@ fn load_text_with_expect_source(
         applied.push(format!("--set {set}"));
     }
     let merged = deserialize_patched(&doc, &origin, &applied)?;
-    let mut source = ExpectSource::Scenario;
-    let merged = if changes_world(&scenario, &merged) {
-        let (expect, from) = changed_world_expect(&patches, sets)?;
-        source = from;
-        let map = doc
-            .as_object_mut()
-            .expect("a deserialized scenario is an object");
-        match expect {
-            Some(e) => map.insert("expect".to_string(), e),
-            None => map.remove("expect"),
-        };
-        deserialize_patched(&doc, &origin, &applied)?
-    } else {
-        merged
+    let changed = changes_world(&scenario, &merged);
+    let own = (!changed).then(|| {
+        base.get("expect")
+            .cloned()
+            .unwrap_or_else(|| serde_json::to_value(super::default_expect()).expect("bounds"))
+    });
+    let (expect, source) = policies_expect(own, &patches, sets)?;
+    let map = doc
+        .as_object_mut()
+        .expect("a deserialized scenario is an object");
+    match expect {
+        Some(e) => map.insert("expect".to_string(), e),
+        None => map.remove("expect"),
     };
+    let merged = deserialize_patched(&doc, &origin, &applied)?;
     checked(merged, text, &origin, Some((&base, &doc, applied))).map(|s| (s, source))
 }
 

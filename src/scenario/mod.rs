@@ -6,6 +6,7 @@ mod config;
 mod deliveries;
 mod dupkeys;
 mod error;
+mod gate_config;
 mod gate_expect;
 mod latency;
 pub mod layers;
@@ -33,6 +34,9 @@ pub use config::*;
 pub use deliveries::{ConsumerDedup, Deliveries};
 pub(crate) use error::{shorten_backquoted, shorten_quoted};
 pub use error::{Location, ScenarioError, ValidationError};
+pub use gate_config::{
+    Exploration, GateConfig, DEFAULT_EXPLORE_CASES, DEFAULT_GATE_SEEDS, SAFETY_INVARIANTS,
+};
 pub use gate_expect::ExpectSource;
 pub use layers::{
     compiled, layers_at, stack_of, Backoff, BackoffKind, Jitter, LayerKind, Position,

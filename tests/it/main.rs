@@ -11,6 +11,7 @@ mod explore_cli;
 mod fuzz_import;
 mod fuzz_inputs;
 mod gate_check;
+mod gate_defaults;
 mod gate_diff;
 mod gate_lint;
 mod html_report;

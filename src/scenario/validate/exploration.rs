@@ -1,4 +1,5 @@
-//! The knobs `explore` sets: `tie_break` and `stripe.latency_choices`.
+//! The knobs `explore` sets (`tie_break` and `stripe.latency_choices`), the bounds it perturbs
+//! within (`exploration`) and the gate's defaults (`gate`).
 
 use std::time::Duration;
 
@@ -21,6 +22,56 @@ pub(super) fn validate(s: &Scenario) -> Check {
     }
     for (i, d) in s.stripe.latency_choices.iter().enumerate() {
         at_most(&format!("stripe.latency_choices.{i}"), *d, MAX_DURATION)?;
+    }
+    bounds(s)
+}
+
+/// `exploration` within its ranges, `finds` a safety invariant, `gate.seeds` 1 to 10,000.
+fn bounds(s: &Scenario) -> Check {
+    let e = &s.exploration;
+    if !(1..=30).contains(&e.max_tickets) {
+        return fail(
+            "exploration.max_tickets",
+            format!("invalid value: expected 1 to 30, got {}", e.max_tickets),
+        );
+    }
+    if e.arrival_window > Duration::from_secs(3600) {
+        return fail(
+            "exploration.arrival_window",
+            format!(
+                "invalid value: expected at most 1h, got {}",
+                fmt_d(e.arrival_window)
+            ),
+        );
+    }
+    if !(0.0..=1.0).contains(&e.fault_probability_max) {
+        return fail(
+            "exploration.fault_probability_max",
+            format!(
+                "invalid value: expected a probability in [0, 1], got {}",
+                e.fault_probability_max
+            ),
+        );
+    }
+    if let Some(inv) = &e.finds {
+        if !crate::scenario::SAFETY_INVARIANTS.contains(&inv.as_str()) {
+            return fail(
+                "exploration.finds",
+                format!(
+                    "unknown invariant {inv:?}: expected one of {}",
+                    crate::scenario::SAFETY_INVARIANTS.join(", ")
+                ),
+            );
+        }
+    }
+    if !(1..=10_000).contains(&s.gate.seeds) {
+        return fail(
+            "gate.seeds",
+            format!(
+                "invalid value: expected 1 to 10000 seeds, got {}",
+                s.gate.seeds
+            ),
+        );
     }
     Ok(())
 }

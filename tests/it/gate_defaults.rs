@@ -1,0 +1,222 @@
+//! Issue 27: the gate a user can trust by default. `check` without flags runs 30 seeds and a
+//! bounded explore of every case that claims safety; `diff` fails an unsafe candidate that
+//! claims safety and says why on its last line; expectations compose without exit 2; the
+//! display-only `clock_origin` never switches the verdict. The candidates are the issue's own:
+//! a 12 s and a 15 s timeout, no key.
+
+use crate::common;
+use common::*;
+
+fn policy(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
+    let p = dir.path().join(name);
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+fn stdout(args: &[&str]) -> (i32, String) {
+    let out = refundsim().args(args).output().unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8(out.stdout).unwrap(),
+    )
+}
+
+#[test]
+fn a_12s_timeout_without_a_key_fails_on_the_default_seeds_with_counts_in_text_and_junit() {
+    let dir = tempfile::tempdir().unwrap();
+    let cand = policy(&dir, "cand.json", r#"{"executor":{"timeout":"12s"}}"#);
+    let junit = dir.path().join("j.xml");
+    let (code, text) = stdout(&[
+        "check",
+        INCIDENT,
+        "--policy",
+        &cand,
+        "--explore-cases",
+        "0",
+        "--junit",
+        junit.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains(" — seeds 1..30 (30) — FAILED\n"), "{text}");
+    let line = "FAILED duplicate_refund_tickets ≤ 0 per seed: 4 of 30 seeds; worst seed 10: 28";
+    assert!(text.contains(line), "{text}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains(&format!(
+            "message=\"duplicate_refund_tickets ≤ 0 per seed: 4 of 30 seeds; worst seed 10: 28; replay: refundsim run scenarios/carrier-outage.json --seed 10 --policy {cand}\""
+        )),
+        "{xml}"
+    );
+}
+
+#[test]
+fn a_15s_timeout_without_a_key_passes_the_seeds_and_fails_the_exploration() {
+    let dir = tempfile::tempdir().unwrap();
+    let cand = policy(&dir, "cand.json", r#"{"executor":{"timeout":"15s"}}"#);
+    let (code, v) = command_json("check", &[INCIDENT, "--policy", &cand]);
+    assert_eq!(code, 1);
+    let case = &v["cases"][1];
+    assert!(case["violations"].as_array().unwrap().is_empty(), "{case}");
+    let e = &case["explore"];
+    assert_eq!(
+        (&e["ok"], &e["cases"], &e["found"]["invariant"]),
+        (
+            &serde_json::json!(false),
+            &serde_json::json!(256),
+            &serde_json::json!("at_most_one_refund_per_ticket")
+        )
+    );
+    assert_eq!(
+        e["replay"],
+        format!(
+            "refundsim explore scenarios/carrier-outage.json --policy {cand} --cases 256 --seed 1"
+        )
+    );
+    // The minimal scenario is in the report and replays the violation.
+    let minimal = dir.path().join("minimal.json");
+    std::fs::write(&minimal, e["found"]["minimal"].to_string()).unwrap();
+    let (code, _) = stdout(&["run", minimal.to_str().unwrap()]);
+    assert_eq!(
+        code, 1,
+        "the minimal scenario breaks its safety bounds when run"
+    );
+    // `--explore-cases 0` is the seeds alone: the candidate passes them, as the issue found.
+    let (code, _) = command_json(
+        "check",
+        &[INCIDENT, "--policy", &cand, "--explore-cases", "0"],
+    );
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn the_policy_that_closes_every_hole_passes_the_default_gate() {
+    let (code, v) = command_json(
+        "check",
+        &[INCIDENT, "--policy", "policies/keys-and-probe.json"],
+    );
+    assert_eq!(code, 0, "{v}");
+    let e = &v["cases"][1]["explore"];
+    assert_eq!(
+        (&e["ok"], &e["found"]),
+        (&serde_json::json!(true), &serde_json::Value::Null)
+    );
+}
+
+#[test]
+fn an_asserted_hole_must_still_be_found() {
+    // fixed.json asserts the hole the exploration finds (a committed 500, escalated, refunded
+    // again by a human): check passes. Asserting it on keys-and-probe, which has no such hole,
+    // fails and says the hole is closed.
+    let (code, v) = command_json("check", &[INCIDENT, "--policy", "policies/fixed.json"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        v["cases"][1]["explore"]["expects"],
+        "at_most_one_refund_per_ticket"
+    );
+    let (code, text) = stdout(&[
+        "check",
+        INCIDENT,
+        "--policy",
+        "policies/keys-and-probe.json",
+        "--set",
+        r#"exploration.finds="at_most_one_refund_per_ticket""#,
+    ]);
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.contains(
+            "found nothing: the hole the policy asserts is closed; drop exploration.finds"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_recipe_fix_is_judged_within_the_recipes_exploration_bounds() {
+    // Within its bounds (no invented faults, no added layers) the framework-retry fix is safe;
+    // with the default bounds the exploration invents a fault that loses a refund.
+    let recipe = "scenarios/recipes/framework-retry-middleware.json";
+    let fix = "policies/recipes/framework-retry-middleware.fix.json";
+    let (code, _) = command_json("check", &[recipe, "--policy", fix]);
+    assert_eq!(code, 0);
+    let (code, v) = command_json(
+        "check",
+        &[
+            recipe,
+            "--policy",
+            fix,
+            "--set",
+            "exploration.fault_probability_max=0.5",
+            "--set",
+            "exploration.add_layers=true",
+        ],
+    );
+    assert_eq!(code, 1);
+    // Widening the exploration does not change which `expect` applies.
+    assert_eq!(v["cases"][1]["expect_source"], "safety_invariants");
+    assert_eq!(v["cases"][1]["explore"]["ok"], false);
+}
+
+#[test]
+fn diff_fails_an_unsafe_candidate_and_says_why_on_its_last_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let none = policy(&dir, "none.json", "{}");
+    let cand = policy(&dir, "cand.json", r#"{"executor":{"timeout":"12s"}}"#);
+    let args = [INCIDENT, "--baseline", &none, "--candidate", &cand];
+    let (code, text) = stdout(&[&["diff"][..], &args[..]].concat());
+    assert_eq!(code, 1, "{text}");
+    let last = text.lines().last().unwrap();
+    assert!(
+        last.starts_with("diff FAILED: scenarios/carrier-outage.json: candidate unsafe: duplicate_refund_tickets on 4 of 30 seeds; worst seed 10: 28; explore (256 cases, seed 1): at_most_one_refund_per_ticket violated"),
+        "{last}"
+    );
+    // --allow-unsafe: the comparison alone (fewer duplicates than the incident) decides.
+    let (code, text) = stdout(&[&["diff"][..], &args[..], &["--allow-unsafe"][..]].concat());
+    assert_eq!(code, 0, "{text}");
+    assert!(text.ends_with("\ndiff ok\n"), "{text}");
+}
+
+#[test]
+fn removing_the_key_from_key_only_is_a_regression_not_bad_input() {
+    // key-only with its key set back to the incident's `none`: the candidate is the incident as
+    // written with key-only's bound. Its `mean_max` 5 replaces the incident's bound for that
+    // metric instead of meeting `mean_min` 20 (exit 2 before); the diff reports the regression.
+    let dir = tempfile::tempdir().unwrap();
+    let x = policy(
+        &dir,
+        "x.json",
+        r#"{"refunds_service":{"idempotency_key":"none"},"expect":{"duplicate_refund_tickets":{"mean_max":5},"over_refund_cents":null,"false_failures":{"min":1,"violating_seeds_max":0.25}}}"#,
+    );
+    let (code, text) = stdout(&[
+        "diff",
+        INCIDENT,
+        "--baseline",
+        "policies/key-only.json",
+        "--candidate",
+        &x,
+    ]);
+    assert_eq!(code, 1, "{text}");
+    let last = text.lines().last().unwrap();
+    assert!(
+        last.starts_with(
+            "diff FAILED: scenarios/carrier-outage.json: duplicate_refund_tickets mean difference"
+        ),
+        "{last}"
+    );
+}
+
+#[test]
+fn clock_origin_is_display_only_and_keeps_the_incidents_own_expect() {
+    let (code, v) = command_json(
+        "check",
+        &[
+            INCIDENT,
+            "--set",
+            r#"clock_origin="2024-05-14T10:00:00Z""#,
+            "--seeds",
+            "157",
+        ],
+    );
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["cases"][0]["expect_source"], "scenario");
+    assert!(v["cases"][0].get("explore").is_none());
+}
