@@ -227,6 +227,7 @@ pub fn explore(base: &Scenario, opts: &ExploreOptions, on_case: impl Fn()) -> Ou
     match result {
         Ok(()) => Outcome::NotFound { cases: opts.cases },
         Err(TestError::Fail(_, case)) => {
+            let case = drop_unneeded_tickets(case, &on_case);
             let violation = match check_case(&case) {
                 Err(v) => v,
                 Ok(()) => unreachable!("a shrunk failing case fails again: runs are deterministic"),
@@ -247,5 +248,33 @@ pub fn explore(base: &Scenario, opts: &ExploreOptions, on_case: impl Fn()) -> Ou
             cases: opts.cases,
             reason: reason.to_string(),
         },
+    }
+}
+
+/// Removes, one at a time and until none can go, every ticket whose removal keeps a safety
+/// violation: proptest's shrinking of the ticket list stops at a local minimum (removing one
+/// element may need another element's value to shrink first), and a ticket that plays no part
+/// must not be left in the counterexample (issue 27). Ticket ids are kept as they are (every
+/// draw is keyed by ticket id, so the others' draws do not move). Afterwards every remaining
+/// ticket is necessary: removing any one makes the violation disappear.
+fn drop_unneeded_tickets(mut case: Case, on_case: &impl Fn()) -> Case {
+    loop {
+        let mut removed = false;
+        // Backwards, so removing ticket `i` leaves the indices still to try where they were.
+        for i in (0..case.scenario.arrivals.tickets.len()).rev() {
+            if case.scenario.arrivals.tickets.len() <= 1 {
+                break;
+            }
+            let mut fewer = case.clone();
+            fewer.scenario.arrivals.tickets.remove(i);
+            on_case();
+            if check_case(&fewer).is_err() {
+                case = fewer;
+                removed = true;
+            }
+        }
+        if !removed {
+            return case;
+        }
     }
 }

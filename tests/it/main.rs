@@ -8,6 +8,7 @@ mod cli;
 mod determinism;
 mod docs_match;
 mod explore_cli;
+mod explore_minimal;
 mod fuzz_import;
 mod fuzz_inputs;
 mod gate_check;
