@@ -194,8 +194,9 @@ fn skipped_lines(out: &mut String, s: &Sweep, at: &dyn Fn(usize) -> String) {
         let by_lint = rest.iter().filter(|k| k.by == "lint").count();
         let _ = writeln!(
             out,
-            "  skipped {} more ({by_lint} by lint, {} by explore)",
-            counted(rest.len(), "safe point"),
+            "  skipped {} more safe point{} ({by_lint} by lint, {} by explore)",
+            rest.len(),
+            if rest.len() == 1 { "" } else { "s" },
             rest.len() - by_lint
         );
     }

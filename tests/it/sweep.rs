@@ -145,6 +145,44 @@ fn the_table_the_safe_region_and_no_recommendation_that_lint_rejects() {
     assert!(read(dir.path(), "p_duplicate.svg").starts_with("<svg"));
 }
 
+/// Past the first three, the points passed over are counted, not listed.
+#[test]
+fn more_than_three_points_passed_over_are_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = sweep(
+        &[
+            INCIDENT,
+            "--set",
+            "horizon=22m",
+            "--vary",
+            "executor.timeout=15s,20s",
+            "--vary",
+            "refunds_service.pool_size=4..6",
+            "--seeds",
+            "1..2",
+            "--minimize",
+            "executor.timeout",
+        ],
+        dir.path(),
+    )
+    .assert()
+    .code(1);
+    let stdout = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(
+        stdout.contains("): 6 safe points passed over\n"),
+        "{stdout}"
+    );
+    assert_eq!(
+        stdout.matches("  skipped executor.timeout=").count(),
+        3,
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  skipped 3 more safe points (3 by lint, 0 by explore)\n"),
+        "{stdout}"
+    );
+}
+
 /// The same grid under the fixed policy lints clean, and the seeds call every point safe; but
 /// humans still refund an escalated ticket without looking 20 % of the time, and a short
 /// explore breaks safety at each of the first three candidates, so nothing is recommended,
