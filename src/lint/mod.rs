@@ -1,6 +1,12 @@
 //! `refundsim lint`: static rules over scenarios, policies and tool definitions, without
-//! simulating. Each finding has a rule id, a severity, the JSON path at fault and a fix hint;
-//! any `error` finding makes the command exit 1.
+//! simulating. Each finding has a rule id, a severity, the JSON path at fault, a fix hint and
+//! that fix as `--set` overrides that clear the finding ([`Finding::fix`]); any `error` finding
+//! makes the command exit 1. Every rule is listed in [`RULES`].
+//!
+//! Before a rule calls a retry unsafe or suggests a key, it asks what the provider recognises a
+//! repeated request by (`src/lint/guard.rs`): Stripe's idempotency key, a `business_id`
+//! provider's business id, nothing but the service's own dedup on `keys_ignored`, a retry
+//! within the window on `dedup_window`.
 //!
 //! Rules (ids): `retry-non-idempotent`, `tool-idempotent-claim-unbacked`,
 //! `idempotency-key-missing`, `idempotency-key-per-attempt`, `timeout-reports-error`,
