@@ -898,14 +898,14 @@ fn cmd_sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Writes a sweep's files, prints its summary and the files written; exit 1 when `--minimize`
-/// found no safe point.
+/// has nothing to recommend (no safe point, or none that lint and a short explore accept).
 fn finish_sweep(s: &sweep::Sweep, out: &Path) -> anyhow::Result<ExitCode> {
     let written = sweep::write_dir(out, s)?;
     let mut text = sweep::sweep_text(s);
     let names: Vec<String> = written.iter().map(|p| display(p)).collect();
     text.push_str(&format!("wrote {}\n", names.join(", ")));
     emit(&text)?;
-    Ok(exit(!s.no_safe_point()))
+    Ok(exit(!s.no_recommendation()))
 }
 
 /// The progress bars made so far ([`tracked`]), for [`clear_progress_bars`].

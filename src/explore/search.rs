@@ -196,6 +196,25 @@ fn add_layer(s: &mut Scenario, name: &str, kind: &str, d: &LayerDraw, lat_ms: &[
 /// after every case run, shrinking steps included (for a progress bar). Deterministic in
 /// `opts.seed`.
 pub fn explore(base: &Scenario, opts: &ExploreOptions, on_case: impl Fn()) -> Outcome {
+    search(base, opts, MAX_SHRINK_ITERS, on_case)
+}
+
+/// [`explore`] without shrinking: the first failing case as generated, in at most
+/// `opts.cases` runs and no more (what `sweep` asks of a recommended point). `explore` with
+/// the same options finds the same case first and shrinks it.
+pub fn explore_unshrunk(base: &Scenario, opts: &ExploreOptions) -> Outcome {
+    search(base, opts, 0, || ())
+}
+
+/// proptest 1.x's default bound on shrinking steps.
+const MAX_SHRINK_ITERS: u32 = 2048;
+
+fn search(
+    base: &Scenario,
+    opts: &ExploreOptions,
+    shrink_iters: u32,
+    on_case: impl Fn(),
+) -> Outcome {
     // Every field proptest would read from a `PROPTEST_*` environment variable is set here, so
     // the search is what the flags say and nothing else (`PROPTEST_CASES=5` in a CI job's
     // environment must not shrink an `explore` search); the values are proptest 1.x's defaults.
@@ -208,7 +227,7 @@ pub fn explore(base: &Scenario, opts: &ExploreOptions, on_case: impl Fn()) -> Ou
         fork: false,
         timeout: 0,
         max_shrink_time: 0,
-        max_shrink_iters: 2048,
+        max_shrink_iters: shrink_iters,
         max_default_size_range: 100,
         verbose: 0,
         rng_algorithm: RngAlgorithm::ChaCha,

@@ -3,6 +3,7 @@
 //! `key-conflict-retried-under-new-key`.
 
 use super::finding::{Finding, Severity};
+use super::guard::ticket_id_recognised;
 use super::tools::ToolFacts;
 use crate::scenario::{ConsumerDedup, KeyMode, OnKeyConflict, ProviderKind, Scenario};
 
@@ -24,11 +25,7 @@ pub fn consumer_without_event_dedup(s: &Scenario, tool: &ToolFacts) -> Option<Fi
     // Whether the provider recognises the second run's refund as the first one's: a per-ticket
     // key on Stripe, a per-ticket business id on a business-id provider. A key sent to a
     // provider that ignores keys (or dedups only within a window) covers nothing.
-    let keyed = match s.provider.kind {
-        ProviderKind::Stripe => s.refunds_service.idempotency_key == KeyMode::PerTicket,
-        ProviderKind::BusinessId => s.refunds_service.business_id == KeyMode::PerTicket,
-        ProviderKind::KeysIgnored | ProviderKind::DedupWindow => false,
-    };
+    let keyed = ticket_id_recognised(s);
     let unkeyed = match s.provider.kind {
         ProviderKind::KeysIgnored => {
             "the provider ignores idempotency keys, so the second agent run's refund is a second \
@@ -59,28 +56,37 @@ pub fn consumer_without_event_dedup(s: &Scenario, tool: &ToolFacts) -> Option<Fi
             d.duplicate_probability, tool.name
         ),
         "set deliveries.consumer_dedup to \"event_id\" (record event ids, drop a delivery seen before)",
-    ))
+    )
+    .with_fix(["deliveries.consumer_dedup=event_id"]))
 }
 
 /// `key-conflict-retried-under-new-key`: the service answers a key conflict (409 in progress,
 /// 400 `idempotency_error`) by sending the refund again under a new key. Two handlers racing
-/// with one key then make two refunds.
+/// with one key then make two refunds. Stripe only: a `business_id` provider ignores the new
+/// key and recognises the resend by its unchanged business id, and the keyless providers never
+/// answer a key conflict.
 pub fn key_conflict_retried_under_new_key(s: &Scenario, tool: &ToolFacts) -> Option<Finding> {
     let r = &s.refunds_service;
-    if r.on_key_conflict != OnKeyConflict::RetryNewKey || r.idempotency_key == KeyMode::None {
+    if s.provider.kind != ProviderKind::Stripe
+        || r.on_key_conflict != OnKeyConflict::RetryNewKey
+        || r.idempotency_key == KeyMode::None
+    {
         return None;
     }
-    Some(Finding::new(
-        "key-conflict-retried-under-new-key",
-        Severity::Error,
-        "refunds_service.on_key_conflict",
-        format!(
+    Some(
+        Finding::new(
+            "key-conflict-retried-under-new-key",
+            Severity::Error,
+            "refunds_service.on_key_conflict",
+            format!(
             "a 409 idempotency_key_in_use means a request with the key is still executing, but \
              the service sends `{}`'s refund again under a new key: Stripe makes a second refund",
             tool.name
         ),
-        "set refunds_service.on_key_conflict to \"lookup\" (409 means in progress: look it up)",
-    ))
+            "set refunds_service.on_key_conflict to \"lookup\" (409 means in progress: look it up)",
+        )
+        .with_fix(["refunds_service.on_key_conflict=lookup"]),
+    )
 }
 
 #[cfg(test)]

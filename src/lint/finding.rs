@@ -31,6 +31,12 @@ pub struct Finding {
     pub message: String,
     /// How to fix it.
     pub hint: String,
+    /// The hint's first remedy as `PATH=VALUE` overrides, in the form `--set` takes them:
+    /// applied to the linted scenario (`refundsim lint FILE --set …`), they clear this finding
+    /// (a test applies every rule's fix to a scenario that triggers it). Empty when the remedy
+    /// is not a change of fields.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fix: Vec<String>,
 }
 
 impl Finding {
@@ -49,7 +55,14 @@ impl Finding {
             path: path.into(),
             message: crate::scenario::shorten_backquoted(&message.into()),
             hint: hint.into(),
+            fix: Vec::new(),
         }
+    }
+
+    /// The same finding with its fix as `PATH=VALUE` overrides (see [`Finding::fix`]).
+    pub fn with_fix<S: Into<String>>(mut self, sets: impl IntoIterator<Item = S>) -> Self {
+        self.fix = sets.into_iter().map(Into::into).collect();
+        self
     }
 
     /// The same finding, naming `file`.
@@ -111,6 +124,14 @@ pub fn lint_text(r: &LintReport) -> String {
         };
         let _ = writeln!(s, "{}: {sev}[{}] {}: {}", f.file, f.id, f.path, f.message);
         let _ = writeln!(s, "  fix: {}", f.hint);
+        if !f.fix.is_empty() {
+            let sets: Vec<String> = f
+                .fix
+                .iter()
+                .map(|a| format!("--set {}", crate::run::quote(a)))
+                .collect();
+            let _ = writeln!(s, "  apply: {}", sets.join(" "));
+        }
     }
     for q in &r.queueing {
         let _ = writeln!(s, "{}: pool queueing (no run; estimates only):", q.file);

@@ -10,10 +10,11 @@ use std::time::Duration;
 
 use super::burst::estimate;
 use super::finding::{Finding, Severity};
+use super::guard::{executor_answer, guard, layer_span, sdk_span, Origin};
 use super::tools::ToolFacts;
 use crate::scenario::{
-    layers_at, AppliesTo, DroppedConnectionRetry, KeyMode, KeyRotation, LayerKind, OnTimeout,
-    Position, RetryLayer, RetryOn, Scenario, SdkKey,
+    layers_at, AppliesTo, DroppedConnectionRetry, KeyMode, KeyRotation, LayerKind, Position,
+    ProviderKind, RetryLayer, RetryOn, Scenario, SdkKey,
 };
 
 fn s_(d: Duration) -> String {
@@ -31,17 +32,6 @@ pub(super) fn stable_service_key(s: &Scenario) -> bool {
 fn rotates_on_any_error(s: &Scenario) -> bool {
     let svc = &s.refunds_service;
     svc.new_nonce_after_error || svc.rotate_key == KeyRotation::AfterError
-}
-
-/// Why the service's key does not protect a retry from above.
-fn service_key_problem(s: &Scenario) -> &'static str {
-    match s.refunds_service.idempotency_key {
-        KeyMode::None => "the service sends no idempotency key",
-        KeyMode::PerAttempt => "the service makes a new idempotency key per request",
-        KeyMode::PerTicket => {
-            "the service rotates its per-ticket key after any error (new_nonce_after_error or rotate_key: after_error)"
-        }
-    }
 }
 
 /// Whether `l` retries an outcome after which the request may have reached Stripe and
@@ -82,12 +72,12 @@ fn retries_word(n: u32) -> &'static str {
     }
 }
 
-fn where_(position: Position) -> &'static str {
+fn where_(s: &Scenario, position: Position) -> String {
     match position {
-        Position::AboveModel => "above model_retry",
-        Position::AroundTool => "between model_retry and executor",
-        Position::BeforeService => "between executor and refunds_service",
-        Position::BeforeProvider => "between sdk and Stripe",
+        Position::AboveModel => "above model_retry".into(),
+        Position::AroundTool => "between model_retry and executor".into(),
+        Position::BeforeService => "between executor and refunds_service".into(),
+        Position::BeforeProvider => format!("between sdk and {}", provider_name(s)),
     }
 }
 
@@ -99,65 +89,93 @@ fn kind_name(k: LayerKind) -> &'static str {
     }
 }
 
+/// Who answers the refund POST, for messages: `Stripe`, or `the provider` for the others.
+pub(super) fn provider_name(s: &Scenario) -> &'static str {
+    match s.provider.kind {
+        ProviderKind::Stripe => "Stripe",
+        _ => "the provider",
+    }
+}
+
 /// `layer-retry-without-stable-key`: one finding per added layer, and one for the SDK, that
-/// retries the non-idempotent `tool` after an unknown outcome without a key that survives the
-/// retry. For the added layers the key must be the service's per-ticket key, never rotated; the
-/// SDK reuses any key the service sends, and otherwise its own key if `key: reuse`.
+/// retries the non-idempotent `tool` after an unknown outcome without something the provider
+/// recognises the retry by ([`guard`]): on Stripe the service's per-ticket key, never rotated;
+/// on a `business_id` provider a per-ticket business id (any business id for a proxy after the
+/// SDK, which resends the same body); on `keys_ignored` the service's own dedup for a layer
+/// above the service and nothing below it; on `dedup_window` a retry that reaches the provider
+/// within the window ([`layer_span`]) or the service's own dedup. The fix is the provider's:
+/// the key, the business id, or the dedup, or else the layer narrowed.
 pub fn layer_retry_without_stable_key(s: &Scenario, tool: &ToolFacts) -> Vec<Finding> {
     let mut out = Vec::new();
     if tool.idempotent {
         return out;
     }
-    if !stable_service_key(s) {
-        for position in [
-            Position::AboveModel,
-            Position::AroundTool,
-            Position::BeforeService,
-            Position::BeforeProvider,
-        ] {
-            for (name, l) in layers_at(s, position) {
-                // The tool filter applies around tool execution only (a proxy knows no tools).
-                if position == Position::AroundTool && l.applies_to == AppliesTo::IdempotentTools {
-                    continue;
-                }
-                // Above the model, a retry on `llm-error` replays a tool call that succeeded.
-                let replays_done = position == Position::AboveModel
-                    && l.retries() > 0
-                    && l.retries_on(RetryOn::LlmError);
-                if !retries_unknown_outcomes(l) && !replays_done {
-                    continue;
-                }
-                let n = l.retries();
-                let mut hint = String::from(
-                    "set refunds_service.idempotency_key to \"per_ticket\" (and keep refunds_service.new_nonce_after_error false) so every try carries one key",
-                );
-                match position {
-                    Position::AboveModel => hint.push_str(&format!(
-                        ", or narrow layers.{name}.retry_on to failures that never reach Stripe ([\"pool-exhausted\"])"
-                    )),
-                    Position::AroundTool => hint.push_str(&format!(
-                        ", or set layers.{name}.applies_to to \"idempotent_tools\""
-                    )),
-                    Position::BeforeService | Position::BeforeProvider => hint.push_str(&format!(
-                        ", or narrow layers.{name}.retry_on to [\"connect-failure\"]"
-                    )),
-                }
-                out.push(Finding::new(
+    for position in [
+        Position::AboveModel,
+        Position::AroundTool,
+        Position::BeforeService,
+        Position::BeforeProvider,
+    ] {
+        for (name, l) in layers_at(s, position) {
+            // The tool filter applies around tool execution only (a proxy knows no tools).
+            if position == Position::AroundTool && l.applies_to == AppliesTo::IdempotentTools {
+                continue;
+            }
+            // Above the model, a retry on `llm-error` replays a tool call that succeeded.
+            let replays_done = position == Position::AboveModel
+                && l.retries() > 0
+                && l.retries_on(RetryOn::LlmError);
+            if !retries_unknown_outcomes(l) && !replays_done {
+                continue;
+            }
+            let origin = if position == Position::BeforeProvider {
+                Origin::Below
+            } else {
+                Origin::Above
+            };
+            let g = guard(s, origin, layer_span(s, position, l));
+            if g.holds {
+                continue;
+            }
+            let (narrow, narrowed) = match position {
+                Position::AboveModel => (
+                    format!("narrow layers.{name}.retry_on to failures that never reach {} ([\"pool-exhausted\"])", provider_name(s)),
+                    format!("layers.{name}.retry_on=[\"pool-exhausted\"]"),
+                ),
+                Position::AroundTool => (
+                    format!("set layers.{name}.applies_to to \"idempotent_tools\""),
+                    format!("layers.{name}.applies_to=idempotent_tools"),
+                ),
+                Position::BeforeService | Position::BeforeProvider => (
+                    format!("narrow layers.{name}.retry_on to [\"connect-failure\"]"),
+                    format!("layers.{name}.retry_on=[\"connect-failure\"]"),
+                ),
+            };
+            let (hint, fix) = if g.fix.is_empty() {
+                (format!("{narrow}: {}", g.problem), vec![narrowed])
+            } else {
+                (format!("{}, or {narrow}", g.fix_text), g.fix)
+            };
+            let n = l.retries();
+            out.push(
+                Finding::new(
                     "layer-retry-without-stable-key",
                     Severity::Error,
                     format!("layers.{name}.max_retries"),
                     format!(
-                        "layer `{name}` ({} layer {}) retries `{}` ({n} {} on {}), which is neither readOnlyHint nor idempotentHint, but {}: a try that reached Stripe before failing is refunded again",
+                        "layer `{name}` ({} layer {}) retries `{}` ({n} {} on {}), which is neither readOnlyHint nor idempotentHint, but {}: a try that reached {} before failing is refunded again",
                         kind_name(l.kind),
-                        where_(position),
+                        where_(s, position),
                         tool.name,
                         retries_word(n),
                         unknown_classes(l),
-                        service_key_problem(s)
+                        g.problem,
+                        provider_name(s)
                     ),
                     hint,
-                ));
-            }
+                )
+                .with_fix(fix),
+            );
         }
     }
     out.extend(sdk_retry_without_key(s, tool));
@@ -165,9 +183,15 @@ pub fn layer_retry_without_stable_key(s: &Scenario, tool: &ToolFacts) -> Vec<Fin
 }
 
 /// The SDK's part of `layer-retry-without-stable-key`: its network retries and stripe-node's
-/// retry of a dropped connection, when the service sends no key and the SDK's own key does not
-/// carry over. One finding for the layer, at the first offending field.
+/// retry of a dropped connection. On Stripe, when the service sends no key and the SDK's own key
+/// does not carry over; on another provider, when what it recognises a repeat by does not
+/// carry over to the SDK's tries ([`guard`] from below: a business id, a try within the
+/// duplicate window; nothing on `keys_ignored`). One finding for the layer, at the first
+/// offending field.
 fn sdk_retry_without_key(s: &Scenario, tool: &ToolFacts) -> Option<Finding> {
+    if s.provider.kind != ProviderKind::Stripe {
+        return sdk_resends_unrecognised(s, tool);
+    }
     let svc = &s.refunds_service;
     if svc.idempotency_key != KeyMode::None {
         // A key the service sends is reused on every SDK try.
@@ -210,29 +234,107 @@ fn sdk_retry_without_key(s: &Scenario, tool: &ToolFacts) -> Option<Finding> {
     } else {
         return None;
     };
-    let hint = if network || c.key != SdkKey::Reuse {
-        "set refunds_service.stripe_client.key to \"reuse\" (one key per logical call, as stripe-node and stripe-python do), or refunds_service.idempotency_key to \"per_ticket\""
+    let (hint, fix) = if network || c.key != SdkKey::Reuse {
+        (
+            "set refunds_service.stripe_client.key to \"reuse\" (one key per logical call, as stripe-node and stripe-python do), or refunds_service.idempotency_key to \"per_ticket\"",
+            "refunds_service.stripe_client.key=reuse",
+        )
     } else {
-        "set refunds_service.stripe_client.retry_dropped_connection to \"with_key\" (the fixed stripe-node), or refunds_service.idempotency_key to \"per_ticket\""
+        (
+            "set refunds_service.stripe_client.retry_dropped_connection to \"with_key\" (the fixed stripe-node), or refunds_service.idempotency_key to \"per_ticket\"",
+            "refunds_service.stripe_client.retry_dropped_connection=with_key",
+        )
     };
-    Some(Finding::new(
-        "layer-retry-without-stable-key",
-        Severity::Error,
-        path,
-        format!(
-            "the Stripe SDK retries `{}` (neither readOnlyHint nor idempotentHint), the service sends no idempotency key, and {}: a request lost after Stripe committed is refunded again",
-            tool.name,
-            what.join("; ")
-        ),
-        hint,
-    ))
+    Some(
+        Finding::new(
+            "layer-retry-without-stable-key",
+            Severity::Error,
+            path,
+            format!(
+                "the Stripe SDK retries `{}` (neither readOnlyHint nor idempotentHint), the service sends no idempotency key, and {}: a request lost after Stripe committed is refunded again",
+                tool.name,
+                what.join("; ")
+            ),
+            hint,
+        )
+        .with_fix([fix]),
+    )
+}
+
+/// [`sdk_retry_without_key`] on a provider other than Stripe, where the SDK's key means nothing:
+/// every network retry and every retry of a dropped connection resends the request, and only
+/// what the provider recognises protects it.
+fn sdk_resends_unrecognised(s: &Scenario, tool: &ToolFacts) -> Option<Finding> {
+    let c = &s.refunds_service.stripe_client;
+    let network = c.max_network_retries > 0;
+    let dropped = c.retry_dropped_connection != DroppedConnectionRetry::Off;
+    if !network && !dropped {
+        return None;
+    }
+    let span = if dropped {
+        sdk_span(s).max(s.stripe.latency.p99())
+    } else {
+        sdk_span(s)
+    };
+    let g = guard(s, Origin::Below, span);
+    if g.holds {
+        return None;
+    }
+    let mut what = Vec::new();
+    let mut off = Vec::new();
+    let mut off_text = Vec::new();
+    if network {
+        what.push(format!(
+            "{} network {}",
+            c.max_network_retries,
+            retries_word(c.max_network_retries)
+        ));
+        off.push("refunds_service.stripe_client.max_network_retries=0".to_string());
+        off_text.push("refunds_service.stripe_client.max_network_retries to 0");
+    }
+    if dropped {
+        what.push("its retry of a dropped connection".to_string());
+        off.push("refunds_service.stripe_client.retry_dropped_connection=off".to_string());
+        off_text.push("refunds_service.stripe_client.retry_dropped_connection to \"off\"");
+    }
+    let turn_off = format!("set {}", off_text.join(" and "));
+    let (hint, fix) = if g.fix.is_empty() {
+        (turn_off, off)
+    } else {
+        (format!("{}, or {turn_off}", g.fix_text), g.fix)
+    };
+    let path = if network {
+        "refunds_service.stripe_client.max_network_retries"
+    } else {
+        "refunds_service.stripe_client.retry_dropped_connection"
+    };
+    Some(
+        Finding::new(
+            "layer-retry-without-stable-key",
+            Severity::Error,
+            path,
+            format!(
+                "the SDK resends `{}` (neither readOnlyHint nor idempotentHint; {}), but {}: a request lost after the provider committed is refunded again",
+                tool.name,
+                what.join(" and "),
+                g.problem
+            ),
+            hint,
+        )
+        .with_fix(fix),
+    )
 }
 
 /// `key-rotated-on-unknown-outcome`: a key that changes after an error whose outcome is
 /// unknown (a timeout, a 5xx, a dropped connection): the service's `new_nonce_after_error` with a
-/// per-ticket key, or the SDK's `key: new_per_retry` when the SDK's key is the one sent.
+/// per-ticket key, or the SDK's `key: new_per_retry` when the SDK's key is the one sent. Stripe
+/// only: the other providers read no key (a `business_id` provider's business id does not
+/// rotate), so a rotated key changes nothing there.
 pub fn key_rotated_on_unknown_outcome(s: &Scenario, tool: &ToolFacts) -> Vec<Finding> {
     let mut out = Vec::new();
+    if s.provider.kind != ProviderKind::Stripe {
+        return out;
+    }
     let svc = &s.refunds_service;
     if rotates_on_any_error(s) && svc.idempotency_key == KeyMode::PerTicket {
         let path = if svc.new_nonce_after_error {
@@ -249,7 +351,10 @@ pub fn key_rotated_on_unknown_outcome(s: &Scenario, tool: &ToolFacts) -> Vec<Fin
                 tool.name
             ),
             "set refunds_service.rotate_key to \"after_definite_failure\" (and new_nonce_after_error to false): rotate a key only after a definite failure, e.g. a 4xx that Stripe did not execute",
-        ));
+        ).with_fix([
+            "refunds_service.rotate_key=after_definite_failure",
+            "refunds_service.new_nonce_after_error=false",
+        ]));
     }
     let c = &svc.stripe_client;
     let sdk_key_sent = svc.idempotency_key == KeyMode::None
@@ -265,7 +370,7 @@ pub fn key_rotated_on_unknown_outcome(s: &Scenario, tool: &ToolFacts) -> Vec<Fin
                 tool.name
             ),
             "set refunds_service.stripe_client.key to \"reuse\" (one key per logical call), or send refunds_service.idempotency_key \"per_ticket\"",
-        ));
+        ).with_fix(["refunds_service.stripe_client.key=reuse"]));
     }
     out
 }
@@ -274,6 +379,12 @@ pub fn key_rotated_on_unknown_outcome(s: &Scenario, tool: &ToolFacts) -> Vec<Fin
 /// (`retry_on` includes `reset`, `5xx`, `gateway-error` or `timeout`; its default does) with no
 /// retry `budget`, so in a storm every request may be sent `max_retries + 1` times.
 pub fn proxy_retry_without_budget(s: &Scenario) -> Vec<Finding> {
+    let provider = provider_name(s);
+    let unrecognised = match s.provider.kind {
+        ProviderKind::Stripe => "a stable key",
+        ProviderKind::BusinessId => "the ticket's business id",
+        ProviderKind::KeysIgnored | ProviderKind::DedupWindow => "the service's own dedup",
+    };
     s.layers
         .iter()
         .filter(|(_, l)| l.kind == LayerKind::Proxy && l.budget.is_none())
@@ -285,7 +396,7 @@ pub fn proxy_retry_without_budget(s: &Scenario) -> Vec<Finding> {
                 Severity::Warning,
                 format!("layers.{name}.budget"),
                 format!(
-                    "proxy `{name}` retries the refund POST ({n} {} on {}) with no retry budget: when the service or Stripe slows down, every request is sent up to {} times, and each retry that reaches Stripe without a stable key is another refund",
+                    "proxy `{name}` retries the refund POST ({n} {} on {}) with no retry budget: when the service or {provider} slows down, every request is sent up to {} times, and each retry that reaches {provider} without {unrecognised} is another refund",
                     retries_word(n),
                     unknown_classes(l),
                     n + 1
@@ -294,6 +405,9 @@ pub fn proxy_retry_without_budget(s: &Scenario) -> Vec<Finding> {
                     "set layers.{name}.budget (e.g. {{\"budget_percent\": 20, \"min_retry_concurrency\": 3}}, Envoy's defaults), or narrow layers.{name}.retry_on to [\"connect-failure\"]"
                 ),
             )
+            .with_fix([format!(
+                "layers.{name}.budget={{\"budget_percent\":20,\"min_retry_concurrency\":3}}"
+            )])
         })
         .collect()
 }
@@ -305,12 +419,7 @@ pub fn proxy_retry_without_budget(s: &Scenario) -> Vec<Finding> {
 /// own timeout is `timeout-below-burst-p99`.
 pub fn layer_timeout_below_p99(s: &Scenario) -> Vec<Finding> {
     let e = estimate(s);
-    let ex = &s.executor;
-    let executor_answer = ex.timeout
-        + match ex.on_timeout {
-            OnTimeout::ProbeStatus => ex.probe_max_wait,
-            OnTimeout::ReportError => Duration::ZERO,
-        };
+    let executor_answer = executor_answer(s);
     let mut out = Vec::new();
     for position in [Position::AroundTool, Position::BeforeService] {
         for (name, l) in layers_at(s, position) {
@@ -334,6 +443,7 @@ pub fn layer_timeout_below_p99(s: &Scenario) -> Vec<Finding> {
             if t.as_secs_f64() >= below {
                 continue;
             }
+            let to = below.ceil().max(1.0);
             out.push(Finding::new(
                 "layer-timeout-below-p99",
                 Severity::Warning,
@@ -348,10 +458,9 @@ pub fn layer_timeout_below_p99(s: &Scenario) -> Vec<Finding> {
                     }
                 ),
                 format!(
-                    "raise layers.{name}.per_try_timeout above {:.0} s, or remove it",
-                    below.ceil()
+                    "raise layers.{name}.per_try_timeout to {to:.0} s or more, or remove it"
                 ),
-            ));
+            ).with_fix([format!("layers.{name}.per_try_timeout={to:.0}s")]));
         }
     }
     out

@@ -1,6 +1,12 @@
 //! `refundsim lint`: static rules over scenarios, policies and tool definitions, without
-//! simulating. Each finding has a rule id, a severity, the JSON path at fault and a fix hint;
-//! any `error` finding makes the command exit 1.
+//! simulating. Each finding has a rule id, a severity, the JSON path at fault, a fix hint and
+//! that fix as `--set` overrides that clear the finding ([`Finding::fix`]); any `error` finding
+//! makes the command exit 1. Every rule is listed in [`RULES`].
+//!
+//! Before a rule calls a retry unsafe or suggests a key, it asks what the provider recognises a
+//! repeated request by (`src/lint/guard.rs`): Stripe's idempotency key, a `business_id`
+//! provider's business id, nothing but the service's own dedup on `keys_ignored`, a retry
+//! within the window on `dedup_window`.
 //!
 //! Rules (ids): `retry-non-idempotent`, `tool-idempotent-claim-unbacked`,
 //! `idempotency-key-missing`, `idempotency-key-per-attempt`, `timeout-reports-error`,
@@ -24,6 +30,7 @@ pub mod burst;
 mod deliveries;
 mod error;
 mod finding;
+mod guard;
 mod input;
 pub mod layers;
 mod outcomes;
@@ -40,6 +47,36 @@ pub use finding::{lint_text, Finding, LintReport, LintedFile, LintedQueue, Sever
 pub use input::{read_input, LintInput, DEFAULTS_BASE};
 pub use rules::scenario_rules;
 pub use tools::{tool_facts, tool_rules, ToolFacts};
+
+/// Every rule id, in the order `docs/ci.md` lists them: every finding's `id` is one of these.
+/// A test lints the shipped scenarios and fixtures, requires each rule here to fire on one of
+/// them, and applies each finding's [`Finding::fix`] to the file that triggered it, requiring
+/// that finding gone.
+pub const RULES: &[&str] = &[
+    "retry-non-idempotent",
+    "tool-idempotent-claim-unbacked",
+    "idempotency-key-missing",
+    "idempotency-key-per-attempt",
+    "timeout-reports-error",
+    "timeout-below-burst-p99",
+    "sdk-retries-without-stable-key",
+    "key-retention-too-short",
+    "layer-retry-without-stable-key",
+    "layer-timeout-below-p99",
+    "key-rotated-on-unknown-outcome",
+    "proxy-retry-without-budget",
+    "abort-in-flight",
+    "acquire-retries-past-timeout",
+    "unknown-outcome-as-failure",
+    "sdk-timeout-probe-race",
+    "consumer-without-event-dedup",
+    "key-conflict-retried-under-new-key",
+    "provider-ignores-keys",
+    "retry-outside-dedup-window",
+    "business-id-not-stable",
+    "pending-row-conflict",
+    "tool-annotations-missing",
+];
 
 /// The findings of one input.
 pub fn lint_input(input: &LintInput) -> Vec<Finding> {
@@ -124,4 +161,52 @@ fn merged(
     }
     let s = crate::scenario::load(file, policies, sets)?;
     Ok(LintInput::Scenario(Box::new(s)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RULES;
+
+    /// Every rule id a finding is made with in `src/lint/` (a string literal right after
+    /// `Finding::new(`) is in [`RULES`], and every entry of [`RULES`] is in the source (as a
+    /// string literal): the test that applies each rule's fix walks [`RULES`], so a rule
+    /// missing from it would go untested.
+    #[test]
+    fn rules_lists_every_rule_made_in_the_source() {
+        let dir = crate::repo_root().join("src/lint");
+        let mut files: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        files.sort();
+        let mut source = String::new();
+        for f in files {
+            let text = std::fs::read_to_string(&f).unwrap();
+            // The code, without its tests (which make findings of their own).
+            source.push_str(text.split("#[cfg(test)]").next().unwrap());
+        }
+        // Without the list itself.
+        let list = source.find("pub const RULES").unwrap();
+        let end = list + source[list..].find("];").unwrap();
+        source.replace_range(list..end, "");
+        let mut made = std::collections::BTreeSet::new();
+        for (at, call) in source.match_indices("Finding::new(") {
+            let args = source[at + call.len()..].trim_start();
+            if let Some(rest) = args.strip_prefix('"') {
+                made.insert(rest[..rest.find('"').unwrap()].to_string());
+            }
+        }
+        assert!(made.len() > 15, "{made:?}");
+        for id in &made {
+            assert!(RULES.contains(&id.as_str()), "{id} is not in RULES");
+        }
+        for id in RULES {
+            assert!(
+                source.contains(&format!("\"{id}\"")),
+                "{id} is made nowhere"
+            );
+        }
+        let distinct: std::collections::BTreeSet<&&str> = RULES.iter().collect();
+        assert_eq!(RULES.len(), distinct.len(), "a rule listed twice");
+    }
 }

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use super::finding::{Finding, Severity};
+use super::guard::ticket_id_recognised;
 use super::layers::stable_service_key;
 use super::tools::ToolFacts;
 use crate::scenario::{
@@ -30,19 +31,29 @@ pub fn abort_in_flight(s: &Scenario, tool: &ToolFacts) -> Vec<Finding> {
             paths.push(format!("layers.{name}.cancellation"));
         }
     }
+    let or_else = match s.provider.kind {
+        ProviderKind::Stripe => ", or send a per-ticket idempotency key so a retry is replayed",
+        ProviderKind::BusinessId => {
+            ", or send one business id per ticket (refunds_service.business_id: \"per_ticket\") so the provider recognises a retry"
+        }
+        ProviderKind::KeysIgnored | ProviderKind::DedupWindow => {
+            " (no key helps on this provider: nothing would recognise the next try)"
+        }
+    };
     paths
         .into_iter()
         .map(|path| {
             Finding::new(
                 "abort-in-flight",
                 Severity::Error,
-                path,
+                path.clone(),
                 format!(
                     "a timed-out `{}` call already sent to the provider has its connection closed: the provider may still commit the refund, while the service records a failure and its status reads `none`",
                     tool.name
                 ),
-                "cancel only work that has not reached the provider (\"queued_only\"), or send a per-ticket idempotency key so a retry is replayed",
+                format!("cancel only work that has not reached the provider (\"queued_only\"){or_else}"),
             )
+            .with_fix([format!("{path}=queued_only")])
         })
         .collect()
 }
@@ -79,7 +90,8 @@ pub fn acquire_retries_past_timeout(s: &Scenario, tool: &ToolFacts) -> Vec<Findi
             s_(s.executor.timeout)
         ),
         "set refunds_service.deadline_propagation to true, or make the acquire retries fit inside the caller's timeout",
-    )]
+    )
+    .with_fix(["refunds_service.deadline_propagation=true"])]
 }
 
 /// `unknown-outcome-as-failure`: with nothing the provider recognises a ticket's retry by, the
@@ -108,22 +120,17 @@ pub fn unknown_outcome_as_failure(
             tool.name
         ),
         unknown_outcome_hint(s),
-    )]
+    )
+    .with_fix(["refunds_service.on_unknown_outcome=lookup"])]
 }
 
 /// Whether the provider (`provider.kind`) recognises a retry of a ticket's refund by something
-/// the service sends once per ticket: Stripe by a per-ticket idempotency key
-/// (`refunds_service.idempotency_key: per_ticket`), a `business_id` provider by a per-ticket
-/// business id (`refunds_service.business_id: per_ticket`; it ignores keys). A `keys_ignored`
+/// the service sends once per ticket ([`ticket_id_recognised`]): Stripe a per-ticket
+/// idempotency key, a `business_id` provider a per-ticket business id. A `keys_ignored`
 /// provider and a `dedup_window` provider (identical parameters within the window, no keys)
 /// recognise nothing the service can send, so no key helps there.
 fn provider_recognises_retry(s: &Scenario) -> bool {
-    let svc = &s.refunds_service;
-    match s.provider.kind {
-        ProviderKind::Stripe => svc.idempotency_key == KeyMode::PerTicket,
-        ProviderKind::BusinessId => svc.business_id == KeyMode::PerTicket,
-        ProviderKind::KeysIgnored | ProviderKind::DedupWindow => false,
-    }
+    ticket_id_recognised(s)
 }
 
 /// The fix of `unknown-outcome-as-failure` for the scenario's provider: always a lookup on an
@@ -189,10 +196,29 @@ pub fn sdk_timeout_probe_race(s: &Scenario, tool: &ToolFacts) -> Vec<Finding> {
     if sdk >= p99 {
         return Vec::new();
     }
-    let (severity, outcome, key_fix) = if stable_service_key(s) {
+    let stable = match s.provider.kind {
+        ProviderKind::Stripe => stable_service_key(s),
+        _ => ticket_id_recognised(s),
+    };
+    let (severity, outcome, key_fix) = if stable {
         (
             Severity::Warning,
             "the service's per-ticket key replays a retry, but the model, and a human who trusts the status, are told that a refund which may exist was not made",
+            "",
+        )
+    } else if s.provider.kind == ProviderKind::BusinessId {
+        (
+            Severity::Error,
+            "a retry without the ticket's business id refunds twice",
+            "send one business id per ticket (refunds_service.business_id \"per_ticket\", so the provider recognises the retry), ",
+        )
+    } else if matches!(
+        s.provider.kind,
+        ProviderKind::KeysIgnored | ProviderKind::DedupWindow
+    ) {
+        (
+            Severity::Error,
+            "a retry refunds twice, and no key helps on this provider",
             "",
         )
     } else if s.refunds_service.idempotency_key == KeyMode::PerTicket {
@@ -222,7 +248,8 @@ pub fn sdk_timeout_probe_race(s: &Scenario, tool: &ToolFacts) -> Vec<Finding> {
             "{key_fix}raise refunds_service.stripe_client.timeout to the provider's p99 ({}) or above, or record an SDK timeout as an unknown outcome (refunds_service.sdk_timeout_recorded_as: \"unknown\") so the probe reads `unknown`",
             s_(p99)
         ),
-    )]
+    )
+    .with_fix(["refunds_service.sdk_timeout_recorded_as=unknown"])]
 }
 
 #[cfg(test)]

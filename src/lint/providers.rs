@@ -3,12 +3,20 @@
 //! request, and a unique constraint that answers a retry with a conflict.
 
 use super::finding::{Finding, Severity};
+use super::guard::{up_to_seconds, upper_retry_span};
 use super::tools::ToolFacts;
 use crate::scenario::{KeyMode, OnPendingRow, OnTimeout, ProviderKind, Scenario};
 
 /// Every provider rule, in a fixed order. `retried_above` says whether anything above the
-/// service retries the tool (the model, the executor, an added layer).
-pub fn provider_rules(s: &Scenario, tool: &ToolFacts, retried_above: bool) -> Vec<Finding> {
+/// service retries the tool (the model, the executor, an added layer); `retriers` whether the
+/// model's rule and the executor's `retry` do (the added layers have
+/// `layer-retry-without-stable-key`, which asks the provider too).
+pub fn provider_rules(
+    s: &Scenario,
+    tool: &ToolFacts,
+    retried_above: bool,
+    retriers: Retriers,
+) -> Vec<Finding> {
     let mut out = Vec::new();
     let svc = &s.refunds_service;
     let guarded = svc.local_dedup || s.executor.on_timeout == OnTimeout::ProbeStatus;
@@ -27,24 +35,10 @@ pub fn provider_rules(s: &Scenario, tool: &ToolFacts, retried_above: bool) -> Ve
                         if sdk { " (the SDK's network retries included)" } else { "" }
                     ),
                     "dedup in the service (refunds_service.local_dedup: true) or probe the status before a retry (executor.on_timeout: \"probe_status\"), and turn the SDK's network retries off",
-                ));
+                ).with_fix(ignored_keys_fix(retried_above && !guarded, sdk)));
             }
         }
-        ProviderKind::DedupWindow => {
-            if retried_above && !svc.local_dedup {
-                out.push(Finding::new(
-                    "retry-outside-dedup-window",
-                    Severity::Error,
-                    "provider.dedup_window",
-                    format!(
-                        "the provider recognises a duplicate only within {} of the first request, and `{}` is retried from above: pool waits, timeouts and backoff can carry a retry past the window, where it is a new refund",
-                        humantime::format_duration(s.provider.dedup_window),
-                        tool.name
-                    ),
-                    "dedup in the service (refunds_service.local_dedup: true): a retry waits for the first request's result",
-                ));
-            }
-        }
+        ProviderKind::DedupWindow => out.extend(retry_outside_dedup_window(s, tool, retriers)),
         ProviderKind::BusinessId => {
             if svc.business_id != KeyMode::PerTicket {
                 let what = match svc.business_id {
@@ -60,7 +54,10 @@ pub fn provider_rules(s: &Scenario, tool: &ToolFacts, retried_above: bool) -> Ve
                         tool.name
                     ),
                     "set refunds_service.business_id to \"per_ticket\" (one id per logical refund), and refunds_service.on_key_conflict to \"lookup\"",
-                ));
+                ).with_fix([
+                    "refunds_service.business_id=per_ticket",
+                    "refunds_service.on_key_conflict=lookup",
+                ]));
             }
         }
     }
@@ -74,7 +71,127 @@ pub fn provider_rules(s: &Scenario, tool: &ToolFacts, retried_above: bool) -> Ve
                 tool.name
             ),
             "set refunds_service.on_pending_row to \"wait\" (answer with the first request's result)",
-        ));
+        ).with_fix(["refunds_service.on_pending_row=wait"]));
     }
     out
+}
+
+/// Which of the older sections retry the tool: the model's rule (`agent.retry`, on this tool)
+/// and the executor's `retry`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retriers {
+    /// The model retries the tool.
+    pub model: bool,
+    /// The executor's `retry` is on.
+    pub executor: bool,
+}
+
+/// `provider-ignores-keys`'s fix: the service's dedup when retries from above are unguarded,
+/// and the SDK's network retries off when it resends.
+fn ignored_keys_fix(unguarded: bool, sdk: bool) -> Vec<&'static str> {
+    let mut fix = Vec::new();
+    if unguarded {
+        fix.push("refunds_service.local_dedup=true");
+    }
+    if sdk {
+        fix.push("refunds_service.stripe_client.max_network_retries=0");
+    }
+    fix
+}
+
+/// `retry-outside-dedup-window`: a `dedup_window` provider, the model's rule or the executor's
+/// `retry` retries the tool, the service does not dedup, and a retry can reach the provider
+/// after the window ([`upper_retry_span`]: timeouts, backoff, think time and the burst's p99
+/// pool wait), or the model changes the amount on a retry (`amount_drift_probability`), which
+/// no window recognises. A retry that always lands inside the window is recognised.
+fn retry_outside_dedup_window(s: &Scenario, tool: &ToolFacts, r: Retriers) -> Option<Finding> {
+    if s.refunds_service.local_dedup {
+        return None;
+    }
+    let (span, what) = upper_retry_span(s, r.model, r.executor)?;
+    let window = s.provider.dedup_window;
+    let drift = r.model && s.agent.retry.amount_drift_probability > 0.0;
+    if span <= window && !drift {
+        return None;
+    }
+    let why = if span > window {
+        format!(
+            "{what} can reach it up to {} after the first request (timeouts, backoff and a p99 pool wait), where a retry is a new refund",
+            humantime::format_duration(up_to_seconds(span))
+        )
+    } else {
+        format!(
+            "the model changes the amount on {} % of its retries (agent.retry.amount_drift_probability), and a changed request is never a duplicate",
+            s.agent.retry.amount_drift_probability * 100.0
+        )
+    };
+    Some(
+        Finding::new(
+            "retry-outside-dedup-window",
+            Severity::Error,
+            "provider.dedup_window",
+            format!(
+                "the provider recognises a duplicate only within {} of the first request, and `{}` is retried from above: {why}",
+                humantime::format_duration(window),
+                tool.name
+            ),
+            "dedup in the service (refunds_service.local_dedup: true): a retry waits for the first request's result",
+        )
+        .with_fix(["refunds_service.local_dedup=true"]),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::lint::scenario_rules;
+    use crate::scenario::load_str;
+
+    /// The `retry-outside-dedup-window` finding's message on a `dedup_window` provider (window
+    /// `window`) whose model retries any tool once, plus `extra`; `None` when silent.
+    fn outside(window: &str, extra: &str) -> Option<String> {
+        let text = format!(
+            r#"{{"name":"t","horizon":"1h","arrivals":{{"schedule":[{{"duration":"1m","rate_per_s":0.1}}]}},"provider":{{"kind":"dedup_window","dedup_window":"{window}"}}{extra}}}"#
+        );
+        let s = load_str(&text, "t.json").unwrap();
+        scenario_rules(&s)
+            .into_iter()
+            .find(|f| f.id == "retry-outside-dedup-window")
+            .map(|f| f.message)
+    }
+
+    #[test]
+    fn a_retry_that_always_lands_inside_the_window_is_recognised() {
+        // The model's retry: 8 s timeout + think p99 + call overhead, no pool wait at this load.
+        assert_eq!(outside("2m", ""), None);
+        let m = outside("5s", "").expect("past a 5 s window");
+        assert!(
+            m.contains("the model's retries can reach it up to 9s after the first request"),
+            "{m}"
+        );
+        assert_eq!(
+            outside("5s", r#","refunds_service":{"local_dedup":true}"#),
+            None
+        );
+        // A model that does not retry this tool leaves nothing to recognise.
+        assert_eq!(
+            outside(
+                "5s",
+                r#","agent":{"retry":{"applies_to":"idempotent_tools"}}"#
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn a_drifted_amount_is_never_a_duplicate_whatever_the_window() {
+        let m = outside(
+            "2m",
+            r#","agent":{"retry":{"amount_drift_probability":0.2}}"#,
+        )
+        .expect("a changed request is not identical");
+        assert!(
+            m.contains("the model changes the amount on 20 % of its retries"),
+            "{m}"
+        );
+    }
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 use super::burst::estimate;
 use super::deliveries::{consumer_without_event_dedup, key_conflict_retried_under_new_key};
 use super::finding::{Finding, Severity};
+use super::guard::{ticket_id_fix, ticket_id_recognised};
 use super::layers::{
     key_rotated_on_unknown_outcome, layer_retry_without_stable_key, layer_timeout_below_p99,
     proxy_retry_without_budget,
@@ -14,7 +15,7 @@ use super::outcomes::{
     abort_in_flight, acquire_retries_past_timeout, sdk_timeout_probe_race,
     unknown_outcome_as_failure,
 };
-use super::providers::provider_rules;
+use super::providers::{provider_rules, Retriers};
 use super::tools::{tool_rules, ToolFacts};
 use crate::scenario::{AppliesTo, KeyMode, OnTimeout, ProviderKind, Scenario};
 
@@ -27,7 +28,15 @@ pub fn scenario_rules(s: &Scenario) -> Vec<Finding> {
         .enumerate()
         .map(|(i, t)| ToolFacts::of_definition(t, format!("tools.{i}")))
         .collect();
-    let mut out: Vec<Finding> = tools.iter().flat_map(tool_rules).collect();
+    let mut out: Vec<Finding> = tools
+        .iter()
+        .enumerate()
+        .flat_map(|(i, t)| {
+            tool_rules(t)
+                .into_iter()
+                .map(move |f| stated_annotations_fix(s, i, f))
+        })
+        .collect();
     let Some(tool) = tools.iter().find(|t| t.name == s.agent.tool) else {
         return out;
     };
@@ -44,9 +53,13 @@ pub fn scenario_rules(s: &Scenario) -> Vec<Finding> {
         out.extend(abort_in_flight(s, tool));
         out.extend(sdk_timeout_probe_race(s, tool));
         out.extend(acquire_retries_past_timeout(s, tool));
-        let retried_above = model_retries(s, tool) || executor_retries(s) || !s.layers.is_empty();
+        let retriers = Retriers {
+            model: model_retries(s, tool),
+            executor: executor_retries(s),
+        };
+        let retried_above = retriers.model || retriers.executor || !s.layers.is_empty();
         out.extend(unknown_outcome_as_failure(s, tool, retried_above));
-        out.extend(provider_rules(s, tool, retried_above));
+        out.extend(provider_rules(s, tool, retried_above, retriers));
         out.extend(consumer_without_event_dedup(s, tool));
         out.extend(key_conflict_retried_under_new_key(s, tool));
     }
@@ -57,6 +70,29 @@ pub fn scenario_rules(s: &Scenario) -> Vec<Finding> {
 
 fn s_(d: Duration) -> String {
     humantime::format_duration(d).to_string()
+}
+
+/// MCP's defaults, stated: what a tool without annotations is taken to be.
+const DEFAULT_HINTS: &str =
+    r#"{"readOnlyHint":false,"destructiveHint":true,"idempotentHint":false,"openWorldHint":true}"#;
+
+/// `tool-annotations-missing` on the scenario's tool `i`, with its fix as one `--set` of the
+/// whole `tools` array (MCP's defaults stated on tool `i`): `--set tools.0.annotations=…`
+/// cannot reach the tools a scenario leaves to the defaults, and RFC 7396 replaces arrays whole.
+fn stated_annotations_fix(s: &Scenario, i: usize, f: Finding) -> Finding {
+    if f.id != "tool-annotations-missing" {
+        return f;
+    }
+    let mut tools = serde_json::to_value(&s.tools).unwrap_or_default();
+    let hints: serde_json::Value =
+        serde_json::from_str(DEFAULT_HINTS).expect("the default hints are JSON");
+    match tools.get_mut(i).and_then(|t| t.as_object_mut()) {
+        Some(t) => {
+            t.insert("annotations".into(), hints);
+            f.with_fix([format!("tools={tools}")])
+        }
+        None => f,
+    }
 }
 
 fn model_retries(s: &Scenario, tool: &ToolFacts) -> bool {
@@ -86,7 +122,7 @@ fn retry_non_idempotent(s: &Scenario, tool: &ToolFacts) -> Vec<Finding> {
                 if r.max_retries == 1 { "y" } else { "ies" }
             ),
             "set agent.retry.applies_to to \"idempotent_tools\" (or agent.retry.max_retries to 0)",
-        ));
+        ).with_fix(["agent.retry.applies_to=idempotent_tools"]));
     }
     if executor_retries(s) {
         out.push(Finding::new(
@@ -97,26 +133,40 @@ fn retry_non_idempotent(s: &Scenario, tool: &ToolFacts) -> Vec<Finding> {
                 "the executor retries `{}`, which is neither readOnlyHint nor idempotentHint",
                 tool.name
             ),
-            "remove executor.retry for this tool, or give the service a per-ticket idempotency key first",
-        ));
+            "remove executor.retry for this tool (executor.retry: null), or give the service a per-ticket idempotency key first",
+        ).with_fix(["executor.retry=null"]));
     }
     out
 }
 
 fn idempotent_claim_unbacked(s: &Scenario, tool: &ToolFacts) -> Option<Finding> {
     let svc = &s.refunds_service;
-    (tool.idempotent && svc.idempotency_key != KeyMode::PerTicket && !svc.local_dedup).then(|| {
+    if !tool.idempotent || svc.local_dedup || ticket_id_recognised(s) {
+        return None;
+    }
+    let missing = match s.provider.kind {
+        ProviderKind::Stripe => "the service has no per-ticket key and no local dedup",
+        ProviderKind::BusinessId => {
+            "the service sends no per-ticket business id (which provider.kind \"business_id\" recognises a repeat by) and has no local dedup"
+        }
+        ProviderKind::KeysIgnored | ProviderKind::DedupWindow => {
+            "the provider recognises no key the service could send and the service has no local dedup"
+        }
+    };
+    let (fix, fix_text) = ticket_id_fix(s);
+    Some(
         Finding::new(
             "tool-idempotent-claim-unbacked",
             Severity::Error,
             format!("{}.annotations.idempotentHint", tool.path),
             format!(
-                "`{}` claims idempotentHint but the service has no per-ticket key and no local dedup, so a repeated call refunds again",
+                "`{}` claims idempotentHint but {missing}, so a repeated call refunds again",
                 tool.name
             ),
-            "set refunds_service.idempotency_key to \"per_ticket\" (or remove the claim)",
+            format!("{fix_text} (or remove the claim)"),
         )
-    })
+        .with_fix(fix),
+    )
 }
 
 fn key_mode(s: &Scenario, tool: &ToolFacts) -> Option<Finding> {
@@ -131,13 +181,16 @@ fn key_mode(s: &Scenario, tool: &ToolFacts) -> Option<Finding> {
             "derives its idempotency key per attempt, so a retried call gets a fresh key",
         ),
     };
-    Some(Finding::new(
-        id,
-        Severity::Error,
-        "refunds_service.idempotency_key",
-        format!("`{}` moves money but its service {what}", tool.name),
-        "set refunds_service.idempotency_key to \"per_ticket\" (a key written once per ticket)",
-    ))
+    Some(
+        Finding::new(
+            id,
+            Severity::Error,
+            "refunds_service.idempotency_key",
+            format!("`{}` moves money but its service {what}", tool.name),
+            "set refunds_service.idempotency_key to \"per_ticket\" (a key written once per ticket)",
+        )
+        .with_fix(["refunds_service.idempotency_key=per_ticket"]),
+    )
 }
 
 fn timeout_reports_error(s: &Scenario, tool: &ToolFacts) -> Option<Finding> {
@@ -152,6 +205,7 @@ fn timeout_reports_error(s: &Scenario, tool: &ToolFacts) -> Option<Finding> {
             ),
             "set executor.on_timeout to \"probe_status\" (ask the service for the ticket's status first)",
         )
+        .with_fix(["executor.on_timeout=probe_status"])
     })
 }
 
@@ -165,6 +219,7 @@ fn timeout_below_burst(s: &Scenario) -> Option<Finding> {
         OnTimeout::ReportError => Severity::Error,
         OnTimeout::ProbeStatus => Severity::Warning,
     };
+    let to = e.p99_s.ceil().max(1.0);
     Some(Finding::new(
         "timeout-below-burst-p99",
         severity,
@@ -182,13 +237,19 @@ fn timeout_below_burst(s: &Scenario) -> Option<Finding> {
             e.pool
         ),
         format!(
-            "raise executor.timeout above {:.0} s, or enlarge refunds_service.pool_size",
-            e.p99_s.ceil()
+            "raise executor.timeout to {to:.0} s or more, or enlarge refunds_service.pool_size"
         ),
-    ))
+    )
+    .with_fix([format!("executor.timeout={to:.0}s")]))
 }
 
+/// `sdk-retries-without-stable-key`, on Stripe only: elsewhere the SDK's key is ignored, and
+/// what the provider does recognise is the provider rules' (`business-id-not-stable`,
+/// `provider-ignores-keys`, `retry-outside-dedup-window`).
 fn sdk_retries(s: &Scenario, tool: &ToolFacts) -> Option<Finding> {
+    if s.provider.kind != ProviderKind::Stripe {
+        return None;
+    }
     let n = s.refunds_service.stripe_client.max_network_retries;
     let stacked = model_retries(s, tool) || executor_retries(s);
     (n > 0 && stacked && s.refunds_service.idempotency_key != KeyMode::PerTicket).then(|| {
@@ -201,6 +262,7 @@ fn sdk_retries(s: &Scenario, tool: &ToolFacts) -> Option<Finding> {
             ),
             "set refunds_service.idempotency_key to \"per_ticket\" so every layer reuses one key",
         )
+        .with_fix(["refunds_service.idempotency_key=per_ticket"])
     })
 }
 
@@ -232,23 +294,44 @@ fn longest_retry_path(s: &Scenario) -> (Duration, &'static str) {
     best
 }
 
+/// `key-retention-too-short`: the provider forgets what it recognises a repeat by before the
+/// longest path to a retry is over. Stripe keeps a sent idempotency key, a `business_id`
+/// provider a sent business id, both for `stripe.idempotency_key_retention`; a `keys_ignored`
+/// provider keeps nothing, and a `dedup_window` provider's window is
+/// `retry-outside-dedup-window`'s.
 fn key_retention(s: &Scenario) -> Option<Finding> {
-    if s.refunds_service.idempotency_key == KeyMode::None {
+    let svc = &s.refunds_service;
+    let (what, one) = match s.provider.kind {
+        ProviderKind::Stripe if svc.idempotency_key != KeyMode::None => ("idempotency keys", "key"),
+        ProviderKind::BusinessId if svc.business_id != KeyMode::None => {
+            ("business ids", "business id")
+        }
+        _ => return None,
+    };
+    let retention = s.stripe.idempotency_key_retention;
+    let (path, why) = longest_retry_path(s);
+    if retention >= path {
         return None;
     }
-    let retention = s.stripe.idempotency_key_retention;
-    let (path, what) = longest_retry_path(s);
-    (retention < path).then(|| {
+    // Stripe's 24 h, or the path rounded up to the minute when it is longer.
+    let day = Duration::from_secs(24 * 3600);
+    let keep = if path < day {
+        day
+    } else {
+        Duration::from_secs(path.as_secs().div_ceil(60) * 60 + 60)
+    };
+    Some(
         Finding::new(
             "key-retention-too-short",
             Severity::Error,
             "stripe.idempotency_key_retention",
             format!(
-                "idempotency keys are kept {} but a retry can come {} after the first request ({what}); an expired key runs as a new refund",
+                "{what} are kept {} but a retry can come {} after the first request ({why}); an expired {one} runs as a new refund",
                 s_(retention),
                 s_(path)
             ),
             "keep keys longer than the longest path to a retry (Stripe keeps them 24 h), or shorten that path",
         )
-    })
+        .with_fix([format!("stripe.idempotency_key_retention={}", s_(keep))]),
+    )
 }

@@ -11,6 +11,7 @@ use super::error::SweepError;
 use super::require::{Require, DEFAULT_REQUIRE};
 use super::shard::Shard;
 use super::table::{figures, metric_names, points, PointRow, RunRow, TOOL_CALL_P99};
+use super::vet::{choose, lint_points, Skipped};
 use crate::gate::{Progress, SeedRange};
 use crate::run::{run, Invocation};
 use crate::scenario::{self, Scenario};
@@ -142,13 +143,18 @@ pub struct Sweep {
     pub runs: Vec<RunRow>,
     /// One per grid point, for a whole sweep; empty for a shard.
     pub points: Vec<PointRow>,
-    /// With `--minimize`: the chosen safe point's index, `None` when no point is safe.
+    /// With `--minimize`: the recommended point's index (safe on the seeds, lint clean, and a
+    /// short explore found nothing; see [`super::vet`]), `None` when there is none.
     pub best: Option<usize>,
+    /// With `--minimize`: the safe points passed over on the way to [`Sweep::best`], best
+    /// first, each with what rejected it (lint or explore).
+    pub skipped: Vec<Skipped>,
 }
 
 impl Sweep {
-    /// Whether `--minimize` was asked and found no safe point (exit 1).
-    pub fn no_safe_point(&self) -> bool {
+    /// Whether `--minimize` was asked and nothing could be recommended: no safe point, or none
+    /// that lint and a short explore accept (exit 1).
+    pub fn no_recommendation(&self) -> bool {
         self.shard.is_none() && !self.inputs.minimize.is_empty() && self.best.is_none()
     }
 }
@@ -210,7 +216,9 @@ pub fn sweep(opts: &SweepOptions) -> Result<Sweep, SweepError> {
 }
 
 /// Summarises `runs` (in run order): a shard keeps its runs only; a whole sweep gets its
-/// points, their safety and the `--minimize` choice.
+/// points, their safety, each point's lint errors and the `--minimize` choice (the best safe
+/// point that lint and a short explore accept, [`super::vet`]). It reads nothing but `inputs`
+/// and `runs`, so `merge` gives the same answer.
 pub(super) fn finish(inputs: Inputs, shard: Option<Shard>, runs: Vec<RunRow>) -> Sweep {
     if shard.is_some() {
         return Sweep {
@@ -219,16 +227,19 @@ pub(super) fn finish(inputs: Inputs, shard: Option<Shard>, runs: Vec<RunRow>) ->
             runs,
             points: Vec::new(),
             best: None,
+            skipped: Vec::new(),
         };
     }
     let mut pts = points(&runs, |p| inputs.values(p), &inputs.metrics);
     for p in &mut pts {
         p.safe = inputs.require.iter().all(|r| r.holds(p, &inputs.metrics));
     }
-    let best = if inputs.minimize.is_empty() {
-        None
+    lint_points(&inputs, &mut pts);
+    let (best, skipped) = if inputs.minimize.is_empty() {
+        (None, Vec::new())
     } else {
-        minimize(&inputs, &pts)
+        let candidates = minimize(&inputs, &pts);
+        choose(&inputs, &mut pts, &candidates)
     };
     Sweep {
         inputs,
@@ -236,12 +247,14 @@ pub(super) fn finish(inputs: Inputs, shard: Option<Shard>, runs: Vec<RunRow>) ->
         runs,
         points: pts,
         best,
+        skipped,
     }
 }
 
-/// The safe point with the smallest value of the first `--minimize` path, ties broken by the
-/// next ones, then by the mean over seeds of the service response p99, then by grid order.
-fn minimize(inputs: &Inputs, pts: &[PointRow]) -> Option<usize> {
+/// The safe points, best first: the smallest value of the first `--minimize` path, ties broken
+/// by the next ones, then by the mean over seeds of the service response p99, then by grid
+/// order.
+fn minimize(inputs: &Inputs, pts: &[PointRow]) -> Vec<usize> {
     let axes: Vec<usize> = inputs
         .minimize
         .iter()
@@ -257,17 +270,20 @@ fn minimize(inputs: &Inputs, pts: &[PointRow]) -> Option<usize> {
         k.push(p99.map_or(0.0, |i| p.stats[i].mean));
         k
     };
-    pts.iter()
+    let mut safe: Vec<(Vec<f64>, usize)> = pts
+        .iter()
         .filter(|p| p.safe)
-        .min_by(|a, b| {
-            key(a)
-                .iter()
-                .zip(key(b).iter())
-                .map(|(x, y)| x.total_cmp(y))
-                .find(|o| o.is_ne())
-                .unwrap_or(std::cmp::Ordering::Equal)
-        })
-        .map(|p| p.point)
+        .map(|p| (key(p), p.point))
+        .collect();
+    // Stable, so equal keys keep grid order.
+    safe.sort_by(|(a, _), (b, _)| {
+        a.iter()
+            .zip(b.iter())
+            .map(|(x, y)| x.total_cmp(y))
+            .find(|o| o.is_ne())
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    safe.into_iter().map(|(_, p)| p).collect()
 }
 
 /// A varied value as a number to compare: itself, a duration in seconds, `true`/`false` as

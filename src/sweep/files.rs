@@ -11,6 +11,7 @@ use super::exec::{Inputs, Sweep};
 use super::plot::plots;
 use super::shard::Shard;
 use super::table::{points_csv, runs_csv, Stat};
+use super::vet::{Explored, Skipped, EXPLORE_CASES, EXPLORE_SEED, MAX_EXPLORED};
 
 /// `sweep.json`'s `format`.
 pub const FORMAT: &str = "refundsim-sweep/1";
@@ -29,9 +30,22 @@ struct SweepFile<'a> {
 #[derive(Serialize)]
 struct Results<'a> {
     safe_points: usize,
-    /// With `--minimize`: the chosen point, `null` when none is safe.
+    /// With `--minimize`: the chosen point, `null` when none is safe or none passes lint and
+    /// a short explore.
     recommendation: Option<&'a PointJson>,
+    /// With `--minimize`: how candidates were explored, and the safe points passed over.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    vetting: Option<Vetting<'a>>,
     points: &'a [PointJson],
+}
+
+/// The explore budget of the recommendation and the candidates it skipped.
+#[derive(Serialize)]
+struct Vetting<'a> {
+    explore_cases: u32,
+    explore_seed: u64,
+    max_explored: usize,
+    skipped: &'a [Skipped],
 }
 
 #[derive(Serialize)]
@@ -41,6 +55,10 @@ struct PointJson {
     seeds: usize,
     p_duplicate: f64,
     safe: bool,
+    /// The rule ids of lint's error findings (empty: clean).
+    lint: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    explore: Option<Explored>,
     stats: std::collections::BTreeMap<String, Stat>,
 }
 
@@ -64,6 +82,8 @@ pub fn sweep_json(s: &Sweep) -> String {
             seeds: p.seeds,
             p_duplicate: p.p_duplicate,
             safe: p.safe,
+            lint: p.lint.clone(),
+            explore: p.explore.clone(),
             stats: s
                 .inputs
                 .metrics
@@ -76,6 +96,12 @@ pub fn sweep_json(s: &Sweep) -> String {
     let results = s.shard.is_none().then(|| Results {
         safe_points: s.points.iter().filter(|p| p.safe).count(),
         recommendation: s.best.and_then(|b| points.iter().find(|p| p.point == b)),
+        vetting: (!s.inputs.minimize.is_empty()).then_some(Vetting {
+            explore_cases: EXPLORE_CASES,
+            explore_seed: EXPLORE_SEED,
+            max_explored: MAX_EXPLORED,
+            skipped: &s.skipped,
+        }),
         points: &points,
     });
     let file = SweepFile {

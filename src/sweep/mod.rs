@@ -29,7 +29,10 @@
 //!   inputs, the points, the recommendation), and SVG plots ([`plots`]). Numbers are Rust's
 //!   shortest round-trip form; nothing depends on the thread count.
 //! - **Safe region** ([`Require`]): the points where every `--require` holds; `--minimize`
-//!   picks the safe point with the smallest value of its paths, then the smallest service response p99.
+//!   picks the safe point with the smallest value of its paths, then the smallest service
+//!   response p99, among those `lint` finds no error in and a short `explore` finds no
+//!   violation in (`vet`: every point is linted, at most [`MAX_EXPLORED`] candidates explored;
+//!   the ones passed over are [`Skipped`]).
 //! - **Shards** ([`Shard`], [`merge`]): `--shard K/N` runs every N-th run; `merge` checks the
 //!   shards and gives the unsharded sweep's files back, byte for byte.
 
@@ -44,6 +47,7 @@ mod require;
 mod shard;
 mod table;
 mod text;
+mod vet;
 
 pub use axis::{Axis, MAX_AXIS_VALUES};
 pub use error::SweepError;
@@ -57,7 +61,10 @@ pub use read::{read_dir, SweepPoint, SweepRead};
 pub use require::{Require, DEFAULT_REQUIRE};
 pub use shard::Shard;
 pub use table::{
-    figures, metric_names, points_csv, runs_csv, PointRow, RunRow, Stat, DUPLICATES, STATS,
-    TOOL_CALL_P50, TOOL_CALL_P99,
+    figures, lint_cell, metric_names, points_csv, runs_csv, PointRow, RunRow, Stat, DUPLICATES,
+    STATS, TOOL_CALL_P50, TOOL_CALL_P99,
 };
 pub use text::sweep_text;
+pub use vet::{
+    lint_errors, point_scenario, Explored, Skipped, EXPLORE_CASES, EXPLORE_SEED, MAX_EXPLORED,
+};

@@ -11,6 +11,7 @@ use super::exec::Inputs;
 use super::files::FORMAT;
 use super::plot::plot_names;
 use super::shard::Shard;
+use super::vet::{Explored, Skipped};
 
 /// The largest plot file read back, bytes (a sweep's plots are tens of kilobytes).
 pub const MAX_PLOT_BYTES: u64 = 16 << 20;
@@ -24,9 +25,12 @@ pub struct SweepRead {
     pub points: Vec<SweepPoint>,
     /// Points where every requirement holds.
     pub safe_points: usize,
-    /// With `--minimize`: the chosen point's index in `points`; `None` without `--minimize` or
-    /// when no point is safe.
+    /// With `--minimize`: the chosen point's index in `points`; `None` without `--minimize`,
+    /// when no point is safe, or when none passes lint and a short explore.
     pub recommendation: Option<usize>,
+    /// With `--minimize`: the safe points passed over, best first, and why (empty in a sweep
+    /// written before lint and explore vetted the recommendation).
+    pub skipped: Vec<Skipped>,
     /// The plots as (file name, SVG text), in [`super::plots`]' order.
     pub plots: Vec<(String, String)>,
 }
@@ -42,6 +46,10 @@ pub struct SweepPoint {
     pub p_duplicate: f64,
     /// Whether every requirement holds.
     pub safe: bool,
+    /// The rule ids of lint's error findings at the point (empty: clean, or not recorded).
+    pub lint: Vec<String>,
+    /// What a short explore found, for the candidates explored.
+    pub explore: Option<Explored>,
     /// Each metric's mean over seeds, by its `points.csv` name (NaN where `sweep.json` has
     /// `null`).
     pub means: BTreeMap<String, f64>,
@@ -59,7 +67,14 @@ struct FileIn {
 struct ResultsIn {
     safe_points: usize,
     recommendation: Option<PointIn>,
+    #[serde(default)]
+    vetting: Option<VettingIn>,
     points: Vec<PointIn>,
+}
+
+#[derive(Deserialize)]
+struct VettingIn {
+    skipped: Vec<Skipped>,
 }
 
 #[derive(Deserialize)]
@@ -69,6 +84,10 @@ struct PointIn {
     seeds: usize,
     p_duplicate: Option<f64>,
     safe: bool,
+    #[serde(default)]
+    lint: Vec<String>,
+    #[serde(default)]
+    explore: Option<Explored>,
     stats: BTreeMap<String, BTreeMap<String, Option<f64>>>,
 }
 
@@ -125,6 +144,7 @@ pub fn read_dir(dir: &Path) -> Result<SweepRead, SweepError> {
         .recommendation
         .map(|r| r.point)
         .filter(|&p| p < results.points.len());
+    let skipped = results.vetting.map(|v| v.skipped).unwrap_or_default();
     let points = results.points.into_iter().map(point).collect();
     let plots = plot_names(&inputs)
         .into_iter()
@@ -135,6 +155,7 @@ pub fn read_dir(dir: &Path) -> Result<SweepRead, SweepError> {
         points,
         safe_points: results.safe_points,
         recommendation,
+        skipped,
         plots,
     })
 }
@@ -174,6 +195,8 @@ fn point(p: PointIn) -> SweepPoint {
         seeds: p.seeds,
         p_duplicate: p.p_duplicate.unwrap_or(f64::NAN),
         safe: p.safe,
+        lint: p.lint,
+        explore: p.explore,
         means: p
             .stats
             .into_iter()
@@ -283,6 +306,14 @@ mod tests {
         }
         assert_eq!(r.safe_points, s.points.iter().filter(|p| p.safe).count());
         assert_eq!(r.recommendation, s.best);
+        // What lint and explore said is read back: every point of the recipe lints with
+        // errors, so both safe points were passed over.
+        assert_eq!(r.skipped, s.skipped);
+        assert_eq!(r.skipped.len(), 2);
+        for (p, q) in r.points.iter().zip(&s.points) {
+            assert_eq!((&p.lint, &p.explore), (&q.lint, &q.explore));
+            assert!(p.lint.contains(&"idempotency-key-missing".to_string()));
+        }
     }
 
     #[test]

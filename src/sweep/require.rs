@@ -118,6 +118,8 @@ mod tests {
             seeds: 2,
             p_duplicate: 0.5,
             safe: false,
+            lint: vec![],
+            explore: None,
             stats: vec![Stat::of(&[0.0, 1.0]), Stat::of(&[8000.0, 9500.0])],
         };
         assert!(!Require::parse("duplicate_refund_tickets<=0", &names())

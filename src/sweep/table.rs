@@ -4,6 +4,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use super::vet::Explored;
 use crate::gate::{mean, percentile};
 use crate::invariants::{Latencies, Metrics};
 use crate::scenario::METRICS;
@@ -120,6 +121,11 @@ pub struct PointRow {
     pub p_duplicate: f64,
     /// Every `--require` holds.
     pub safe: bool,
+    /// The rule ids of `lint`'s error findings on the point's scenario (empty: lint clean); see
+    /// [`super::vet`].
+    pub lint: Vec<String>,
+    /// What a short `explore` found, for the candidates of the recommendation it explored.
+    pub explore: Option<Explored>,
     /// One per metric.
     pub stats: Vec<Stat>,
 }
@@ -141,18 +147,22 @@ pub fn points(
                 seeds: group.len(),
                 p_duplicate: with_dup as f64 / group.len() as f64,
                 safe: false,
+                lint: Vec::new(),
+                explore: None,
                 stats: (0..names.len()).map(|i| Stat::of(&column(i))).collect(),
             }
         })
         .collect()
 }
 
-/// `points.csv`: `point`, the varied paths, `seeds`, `p_duplicate`, `safe`, then
-/// `METRIC.mean`, `METRIC.p50`, `METRIC.p90`, `METRIC.max` for every metric.
+/// `points.csv`: `point`, the varied paths, `seeds`, `p_duplicate`, `safe`, `lint` (`ok`, or
+/// the rule ids of its error findings separated by spaces), `explore` (empty when not
+/// explored, else `clean`, `violation` or `inconclusive`), then `METRIC.mean`, `METRIC.p50`,
+/// `METRIC.p90`, `METRIC.max` for every metric.
 pub fn points_csv(paths: &[String], names: &[String], points: &[PointRow]) -> String {
     let mut header: Vec<String> = vec!["point".into()];
     header.extend(paths.iter().cloned());
-    header.extend(["seeds", "p_duplicate", "safe"].map(String::from));
+    header.extend(["seeds", "p_duplicate", "safe", "lint", "explore"].map(String::from));
     for n in names {
         header.extend(STATS.iter().map(|s| format!("{n}.{s}")));
     }
@@ -162,12 +172,23 @@ pub fn points_csv(paths: &[String], names: &[String], points: &[PointRow]) -> St
         row.push(p.seeds.to_string());
         row.push(num(p.p_duplicate));
         row.push(p.safe.to_string());
+        row.push(lint_cell(&p.lint));
+        row.push(p.explore.as_ref().map_or("", Explored::word).to_string());
         for s in &p.stats {
             row.extend([s.mean, s.p50, s.p90, s.max].map(num));
         }
         row
     });
     csv_text(header, rows)
+}
+
+/// A point's `lint` cell: `ok`, or its error rule ids separated by spaces.
+pub fn lint_cell(errors: &[String]) -> String {
+    if errors.is_empty() {
+        "ok".into()
+    } else {
+        errors.join(" ")
+    }
 }
 
 /// `runs.csv` header: `point`, the varied paths, `seed`, then every metric.
@@ -253,9 +274,9 @@ mod tests {
         let csv = points_csv(&["a.b".into()], &names, &pts);
         assert_eq!(
             csv.lines().next().unwrap(),
-            "point,a.b,seeds,p_duplicate,safe,duplicate_refund_tickets.mean,\
+            "point,a.b,seeds,p_duplicate,safe,lint,explore,duplicate_refund_tickets.mean,\
              duplicate_refund_tickets.p50,duplicate_refund_tickets.p90,duplicate_refund_tickets.max"
         );
-        assert_eq!(csv.lines().nth(1).unwrap(), "0,0,2,0.5,false,1,0,2,2");
+        assert_eq!(csv.lines().nth(1).unwrap(), "0,0,2,0.5,false,ok,,1,0,2,2");
     }
 }

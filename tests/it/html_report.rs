@@ -334,6 +334,31 @@ fn a_sweep_directory_is_embedded_with_its_table_and_plots() {
     assert!(section.starts_with(" data-points=\"4\""), "{section:.80}");
     assert_eq!(section.matches("<tr data-point=").count(), 4);
     assert!(section.contains("<code>executor.timeout</code>"));
+    // Every point of the recipe lints with errors (no key): nothing recommended, and the two
+    // safe points listed with lint's rules, as `sweep` prints them.
+    assert!(
+        section.contains(
+            "<code id=\"sweep-recommendation\">none: no safe point passes lint and explore</code>"
+        ),
+        "{section}"
+    );
+    assert_eq!(section.matches("<li data-point=").count(), 2, "{section}");
+    assert!(
+        section.contains(
+            "<li data-point=\"3\" data-by=\"lint\"><code>executor.timeout=30s \
+             refunds_service.pool_size=3</code>: lint errors: retry-non-idempotent, \
+             idempotency-key-missing, timeout-reports-error</li>"
+        ),
+        "{section}"
+    );
+    assert!(
+        section.contains(
+            "<td class=\"lint\">retry-non-idempotent, idempotency-key-missing, \
+             timeout-reports-error</td>"
+        ),
+        "{section}"
+    );
+    assert_eq!(section.matches("class=\"safe rejected\"").count(), 2);
     let plots: Vec<&str> = section
         .split("data-plot=\"")
         .skip(1)

@@ -24,6 +24,7 @@ mod import_standard;
 mod incident;
 mod invariants;
 mod latency_script;
+mod lint_fixes;
 mod otlp_export;
 mod perfetto;
 mod pinned_outcomes;

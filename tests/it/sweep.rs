@@ -53,37 +53,44 @@ fn column(csv: &str, name: &str) -> Vec<String> {
         .collect()
 }
 
+/// The incident's grid: 3 of 4 points are safe on the seeds, but every point lints with errors
+/// (no key, retries on any tool, a timeout reported as an error), so nothing is recommended
+/// (it recommended 8 s with pool 4 before lint vetted the choice): exit 1, and each safe
+/// point passed over with lint's rules.
 #[test]
-fn the_table_the_safe_region_and_the_recommendation() {
+fn the_table_the_safe_region_and_no_recommendation_that_lint_rejects() {
     let dir = tempfile::tempdir().unwrap();
     let out = sweep(SMALL, dir.path())
         .args(["--minimize", "executor.timeout"])
         .assert()
-        .success();
+        .code(1);
     let stdout = String::from_utf8(out.get_output().stdout.clone()).unwrap();
     assert!(
         stdout.starts_with(
-            "sweep scenarios/carrier-outage.json: 4 points × 6 seeds (1..6) = 24 runs"
+            "sweep scenarios/carrier-outage.json: 4 points × 6 seeds (1..6) = 24 runs\n\
+             executor.timeout  refunds_service.pool_size  P(dup)  dups mean  resp p50 ms  \
+             resp p99 ms  safe      lint  explore\n"
         ),
         "{stdout}"
     );
-    assert!(
-        stdout.contains("safe (duplicate_refund_tickets.max<=0): 3 of 4 points"),
-        "{stdout}"
-    );
-    assert!(
-        stdout.contains(
-            "recommended (smallest executor.timeout, then service response p99): \
-             executor.timeout=8s refunds_service.pool_size=4"
-        ),
-        "{stdout}"
-    );
-    // The recommendation's latencies are the service's response time, as in the table.
-    assert!(
-        stdout.contains("over 6 seeds, service response time p50 "),
-        "{stdout}"
-    );
-    assert!(!stdout.contains("tool-call"), "{stdout}");
+    for line in [
+        "safe (duplicate_refund_tickets.max<=0): 3 of 4 points\n",
+        "lint: 0 of 4 points clean (no error finding); errors: retry-non-idempotent (4), \
+         idempotency-key-missing (4), timeout-reports-error (4), timeout-below-burst-p99 (2)\n",
+        "no recommendation (smallest executor.timeout, then service response p99; among safe \
+         points that lint and explore accept): 3 safe points passed over\n",
+        "  skipped executor.timeout=8s refunds_service.pool_size=4: lint errors: \
+         retry-non-idempotent, idempotency-key-missing, timeout-reports-error, \
+         timeout-below-burst-p99\n",
+        "    see: refundsim lint scenarios/carrier-outage.json --set horizon=22m --set \
+         executor.timeout=8s --set refunds_service.pool_size=4\n",
+        "  skipped executor.timeout=15s refunds_service.pool_size=4: lint errors: \
+         retry-non-idempotent, idempotency-key-missing, timeout-reports-error\n",
+        "  sizing alone does not clear these: fix what they name, then sweep again\n",
+    ] {
+        assert!(stdout.contains(line), "{line}\n{stdout}");
+    }
+    assert!(!stdout.contains("recommended"), "{stdout}");
     for f in FILES {
         assert!(dir.path().join(f).is_file(), "{f}");
     }
@@ -97,17 +104,162 @@ fn the_table_the_safe_region_and_the_recommendation() {
         ["3", "4", "3", "4"]
     );
     assert_eq!(column(&points, "safe"), ["false", "true", "true", "true"]);
+    let full = "retry-non-idempotent idempotency-key-missing timeout-reports-error";
+    assert_eq!(
+        column(&points, "lint"),
+        [
+            format!("{full} timeout-below-burst-p99"),
+            format!("{full} timeout-below-burst-p99"),
+            full.to_string(),
+            full.to_string()
+        ]
+    );
+    assert_eq!(column(&points, "explore"), ["", "", "", ""]);
     // 1 of 6 seeds duplicates at 8 s / pool 3, with 20 duplicate tickets on it.
     assert_eq!(column(&points, "p_duplicate")[0], "0.16666666666666666");
     assert_eq!(column(&points, "duplicate_refund_tickets.max")[0], "20");
     assert_eq!(read(dir.path(), "runs.csv").lines().count(), 1 + 24);
     let json: serde_json::Value = serde_json::from_str(&read(dir.path(), "sweep.json")).unwrap();
     assert_eq!(json["results"]["safe_points"], 3);
+    assert_eq!(json["results"]["recommendation"], serde_json::Value::Null);
+    let skipped = &json["results"]["vetting"]["skipped"];
     assert_eq!(
-        json["results"]["recommendation"]["values"],
-        serde_json::json!(["8s", "4"])
+        skipped
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k["point"].as_u64().unwrap())
+            .collect::<Vec<_>>(),
+        [1, 3, 2]
+    );
+    assert_eq!(skipped[0]["by"], "lint");
+    assert_eq!(
+        json["results"]["points"][1]["lint"],
+        serde_json::json!([
+            "retry-non-idempotent",
+            "idempotency-key-missing",
+            "timeout-reports-error",
+            "timeout-below-burst-p99"
+        ])
     );
     assert!(read(dir.path(), "p_duplicate.svg").starts_with("<svg"));
+}
+
+/// Past the first three, the points passed over are counted, not listed.
+#[test]
+fn more_than_three_points_passed_over_are_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = sweep(
+        &[
+            INCIDENT,
+            "--set",
+            "horizon=22m",
+            "--vary",
+            "executor.timeout=15s,20s",
+            "--vary",
+            "refunds_service.pool_size=4..6",
+            "--seeds",
+            "1..2",
+            "--minimize",
+            "executor.timeout",
+        ],
+        dir.path(),
+    )
+    .assert()
+    .code(1);
+    let stdout = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(
+        stdout.contains("): 6 safe points passed over\n"),
+        "{stdout}"
+    );
+    assert_eq!(
+        stdout.matches("  skipped executor.timeout=").count(),
+        3,
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  skipped 3 more safe points (3 by lint, 0 by explore)\n"),
+        "{stdout}"
+    );
+}
+
+/// The same grid under the fixed policy lints clean, and the seeds call every point safe; but
+/// humans still refund an escalated ticket without looking 20 % of the time, and a short
+/// explore breaks safety at each of the first three candidates, so nothing is recommended,
+/// and the replay command it prints finds the violation. With humans who always look, the
+/// first candidate explores clean and is recommended, saying so.
+#[test]
+fn explore_vets_the_recommendation_and_its_replay_finds_what_it_found() {
+    let fixed: Vec<&str> = SMALL
+        .iter()
+        .copied()
+        .chain([
+            "--policy",
+            "policies/fixed.json",
+            "--minimize",
+            "executor.timeout",
+        ])
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let out = sweep(&fixed, dir.path()).assert().code(1);
+    let stdout = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(
+        stdout.contains("lint: 4 of 4 points clean (no error finding)\n"),
+        "{stdout}"
+    );
+    let violated =
+        "explore: at_most_one_refund_per_ticket violated (ticket 4) within 256 cases (seed 1)";
+    assert!(
+        stdout.contains(&format!(
+            "  skipped executor.timeout=8s refunds_service.pool_size=4: {violated}\n"
+        )),
+        "{stdout}"
+    );
+    assert_eq!(stdout.matches("  skipped ").count(), 3, "{stdout}");
+    assert_eq!(
+        column(&read(dir.path(), "points.csv"), "explore"),
+        ["violation", "violation", "", "violation"]
+    );
+    let replay = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("    replay: refundsim "))
+        .expect("a replay line");
+    assert_eq!(
+        replay,
+        "explore scenarios/carrier-outage.json --policy policies/fixed.json --set horizon=22m \
+         --set executor.timeout=8s --set refunds_service.pool_size=4 --cases 256 --seed 1"
+    );
+    let minimal = dir.path().join("minimal.json");
+    let found = refundsim()
+        .args(replay.split(' '))
+        .arg("--out")
+        .arg(&minimal)
+        .assert()
+        .code(1);
+    let text = String::from_utf8(found.get_output().stdout.clone()).unwrap();
+    assert!(
+        text.starts_with("violation: at_most_one_refund_per_ticket violated"),
+        "{text}"
+    );
+
+    let looked: Vec<&str> = fixed
+        .iter()
+        .copied()
+        .chain(["--set", "humans.check_probability=1"])
+        .collect();
+    let out = sweep(&looked, &dir.path().join("looked"))
+        .assert()
+        .success();
+    let stdout = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(
+        stdout.contains(
+            "recommended (smallest executor.timeout, then service response p99; lint clean, \
+             explore clean in 256 cases with seed 1): executor.timeout=8s \
+             refunds_service.pool_size=4\n"
+        ),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("skipped"), "{stdout}");
 }
 
 #[test]
@@ -188,6 +340,33 @@ fn merged_shards_give_the_unsharded_files_back() {
     for f in FILES {
         assert_eq!(read(&whole, f), read(&merged, f), "{f}");
     }
+}
+
+/// With `--minimize`, the merge vets the recommendation as the whole sweep does (lint every
+/// point, explore the candidates): the same points.csv (lint and explore columns), sweep.json
+/// (recommendation and skipped points) and exit code.
+#[test]
+fn merged_shards_vet_the_recommendation_as_the_whole_sweep_does() {
+    let args: Vec<&str> = SMALL
+        .iter()
+        .copied()
+        .chain([
+            "--policy",
+            "policies/fixed.json",
+            "--minimize",
+            "executor.timeout",
+        ])
+        .collect();
+    let root = tempfile::tempdir().unwrap();
+    let whole = root.path().join("whole");
+    sweep(&args, &whole).assert().code(1);
+    let dirs = shards(&args, 2, root.path());
+    let merged = root.path().join("merged");
+    merge(&dirs, &merged).code(1);
+    for f in FILES {
+        assert_eq!(read(&whole, f), read(&merged, f), "{f}");
+    }
+    assert!(read(&merged, "sweep.json").contains("\"by\": \"explore\""));
 }
 
 #[test]

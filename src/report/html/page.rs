@@ -81,6 +81,7 @@ table { border-collapse: collapse; margin: .4rem 0; font-size: .9rem; }
 th, td { border-bottom: 1px solid var(--line); padding: .2rem .6rem; text-align: left; vertical-align: top; }
 td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
 tr.recommended { background: #fff4d6; } tr.safe td.safe { color: var(--ok); }
+tr.rejected td.lint, tr.rejected td.explore { color: var(--bad); }
 figure { margin: 1rem 0; } figcaption { color: var(--muted); font-size: .85rem; }
 svg, img { max-width: 100%; height: auto; display: block; }
 details { margin: .4rem 0; } summary { cursor: pointer; }

@@ -1,5 +1,6 @@
 //! The page's `--sweep` section: what the sweep ran, its table (the columns `refundsim sweep`
-//! prints), and its plots as `data:` images. A plot is embedded as an image, not inline: a
+//! prints, lint's error rules and a short explore's outcome included), the recommendation with
+//! the safe points lint or explore rejected, and its plots as `data:` images. A plot is embedded as an image, not inline: a
 //! script inside an image's SVG never runs, so a doctored plot file cannot act on the page.
 
 use std::fmt::Write;
@@ -7,7 +8,7 @@ use std::fmt::Write;
 use base64::Engine as _;
 
 use super::page::{esc, num};
-use crate::sweep::{SweepRead, DUPLICATES, TOOL_CALL_P50, TOOL_CALL_P99};
+use crate::sweep::{Explored, SweepRead, DUPLICATES, TOOL_CALL_P50, TOOL_CALL_P99};
 
 /// `n points`, or `1 point`.
 fn points(n: usize) -> String {
@@ -70,29 +71,69 @@ fn requirements(s: &SweepRead) -> String {
     r.join(" and ")
 }
 
+/// `A=1 B=2` for the point at index `p`.
+fn at(s: &SweepRead, p: usize) -> String {
+    s.points.get(p).map_or_else(String::new, |pt| {
+        s.inputs
+            .paths()
+            .iter()
+            .zip(&pt.values)
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    })
+}
+
 fn recommendation(h: &mut String, s: &SweepRead) {
     if s.inputs.minimize.is_empty() {
         return;
     }
-    let text = match s.recommendation.and_then(|p| s.points.get(p)) {
-        None => "none: no point is safe".to_string(),
-        Some(p) => {
-            let sets: Vec<String> = s
-                .inputs
-                .paths()
-                .iter()
-                .zip(&p.values)
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect();
-            sets.join(" ")
+    let (text, vetted) = match s
+        .recommendation
+        .and_then(|p| s.points.get(p).map(|pt| (p, pt)))
+    {
+        None if s.safe_points == 0 => ("none: no point is safe".to_string(), String::new()),
+        None => (
+            "none: no safe point passes lint and explore".to_string(),
+            String::new(),
+        ),
+        Some((p, pt)) => {
+            let vetted = match &pt.explore {
+                Some(Explored::Clean { cases, seed }) => {
+                    format!("; lint clean, explore clean in {cases} cases with seed {seed}")
+                }
+                _ => String::new(),
+            };
+            (at(s, p), vetted)
         }
     };
     let _ = writeln!(
         h,
-        "<p>Recommended (smallest {}, then service response p99): <code id=\"sweep-recommendation\">{}</code></p>",
+        "<p>Recommended (smallest {}, then service response p99{}): <code id=\"sweep-recommendation\">{}</code></p>",
         esc(&s.inputs.minimize.join(", then ")),
+        esc(&vetted),
         esc(&text)
     );
+    if s.skipped.is_empty() {
+        return;
+    }
+    h.push_str("<p>Safe on the seeds but passed over:</p>\n<ul id=\"sweep-skipped\">\n");
+    for k in &s.skipped {
+        let what = if k.by == "lint" {
+            "lint errors"
+        } else {
+            "explore"
+        };
+        let _ = writeln!(
+            h,
+            "<li data-point=\"{}\" data-by=\"{}\"><code>{}</code>: {what}: {}</li>",
+            k.point,
+            esc(&k.by),
+            esc(&at(s, k.point)),
+            esc(&k.why)
+        );
+    }
+    h.push_str("</ul>\n");
 }
 
 fn table(h: &mut String, s: &SweepRead) {
@@ -102,7 +143,7 @@ fn table(h: &mut String, s: &SweepRead) {
     }
     h.push_str(
         "<th class=\"n\">P(dup)</th><th class=\"n\">dups mean</th><th class=\"n\">resp p50 ms</th>\
-         <th class=\"n\">resp p99 ms</th><th>safe</th></tr>\n",
+         <th class=\"n\">resp p99 ms</th><th>safe</th><th>lint</th><th>explore</th></tr>\n",
     );
     for (k, p) in s.points.iter().enumerate() {
         let mean = |m: &str| p.means.get(m).copied().unwrap_or(f64::NAN);
@@ -112,6 +153,13 @@ fn table(h: &mut String, s: &SweepRead) {
         }
         if s.recommendation == Some(k) {
             class.push("recommended");
+        }
+        if !p.lint.is_empty()
+            || p.explore
+                .as_ref()
+                .is_some_and(|e| !matches!(e, Explored::Clean { .. }))
+        {
+            class.push("rejected");
         }
         let _ = write!(
             h,
@@ -125,12 +173,20 @@ fn table(h: &mut String, s: &SweepRead) {
         let _ = writeln!(
             h,
             "<td class=\"n\">{:.2}</td><td class=\"n\">{:.2}</td><td class=\"n\">{:.0}</td>\
-             <td class=\"n\">{:.0}</td><td class=\"safe\">{}</td></tr>",
+             <td class=\"n\">{:.0}</td><td class=\"safe\">{}</td><td class=\"lint\">{}</td>\
+             <td class=\"explore\" title=\"{}\">{}</td></tr>",
             p.p_duplicate,
             mean(DUPLICATES),
             mean(TOOL_CALL_P50),
             mean(TOOL_CALL_P99),
-            if p.safe { "yes" } else { "no" }
+            if p.safe { "yes" } else { "no" },
+            if p.lint.is_empty() {
+                "ok".into()
+            } else {
+                esc(&p.lint.join(", ")).into_owned()
+            },
+            esc(&p.explore.as_ref().map_or(String::new(), Explored::describe)),
+            p.explore.as_ref().map_or("", Explored::word)
         );
     }
     h.push_str("</table>\n");

@@ -1,0 +1,300 @@
+//! What the provider recognises a repeated refund request by, as this scenario's service sends
+//! it: the one place the rules ask before they call a retry safe or suggest a key.
+//!
+//! - **Stripe** (`provider.kind: stripe`): the `Idempotency-Key`. A retry from above the
+//!   service is recognised when the key is per ticket and not rotated after an error.
+//! - **Business id** (`business_id`): the body's business id; idempotency keys are ignored. A
+//!   retry from above the service is recognised when `refunds_service.business_id` is
+//!   `per_ticket`; the SDK's own tries, and a proxy's below it, resend the same body, so any
+//!   business id the service sends carries over to them.
+//! - **Keys ignored** (`keys_ignored`): nothing the service sends. Only the service's own dedup
+//!   (`local_dedup`) keeps a retry from above from reaching the provider; nothing protects the
+//!   SDK's tries.
+//! - **Duplicate window** (`dedup_window`): identical parameters within `provider.dedup_window`
+//!   of the first request. A retry is recognised when it reaches the provider within the window
+//!   (the span the caller gives, an upper estimate: timeouts, backoff at its largest and the
+//!   burst's p99 pool wait), or when the service dedups (`local_dedup`).
+//!
+//! Key retention is not counted here: `key-retention-too-short` compares it with the longest
+//! path to a retry.
+
+use std::time::Duration;
+
+use super::burst::estimate;
+use super::layers::stable_service_key;
+use crate::scenario::{
+    BackoffKind, KeyMode, KeyRotation, OnTimeout, Position, ProviderKind, RetryLayer, Scenario,
+};
+
+/// Where a retry re-sends the refund from, which decides what it carries unchanged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Origin {
+    /// Above the refunds service (the model, the executor, a layer above the service): every
+    /// try is a new request to the service, with the key and business id the service makes
+    /// for it.
+    Above,
+    /// Below the service (the SDK's own tries, a proxy between the SDK and the provider): the
+    /// same request's body and headers again.
+    Below,
+}
+
+/// Whether the provider recognises a retry as the request it repeats, and if not, why and
+/// what would make it.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Guard {
+    /// The provider (or the service's own dedup) recognises the retry.
+    pub holds: bool,
+    /// Why it does not, for a finding's message: "the service sends no idempotency key".
+    pub problem: String,
+    /// The `PATH=VALUE` overrides that make it hold; empty when nothing the service sends can
+    /// (the SDK's tries on a provider that ignores keys).
+    pub fix: Vec<String>,
+    /// The same remedy in words, for a finding's hint.
+    pub fix_text: String,
+}
+
+impl Guard {
+    fn holds() -> Self {
+        Guard {
+            holds: true,
+            problem: String::new(),
+            fix: Vec::new(),
+            fix_text: String::new(),
+        }
+    }
+
+    fn fails(problem: impl Into<String>, fix: Vec<String>, fix_text: impl Into<String>) -> Self {
+        Guard {
+            holds: false,
+            problem: problem.into(),
+            fix,
+            fix_text: fix_text.into(),
+        }
+    }
+}
+
+fn s_(d: Duration) -> String {
+    humantime::format_duration(d).to_string()
+}
+
+/// `d` rounded up to whole seconds, for spans in messages (an estimate has no milliseconds).
+pub(super) fn up_to_seconds(d: Duration) -> Duration {
+    Duration::from_secs(d.as_secs() + u64::from(d.subsec_nanos() > 0))
+}
+
+/// Whether the provider recognises anything the service sends once per ticket, whenever it
+/// comes: a per-ticket idempotency key on Stripe, a per-ticket business id on a `business_id`
+/// provider; never on `keys_ignored` or `dedup_window` (nothing the service sends is read).
+pub(super) fn ticket_id_recognised(s: &Scenario) -> bool {
+    let svc = &s.refunds_service;
+    match s.provider.kind {
+        ProviderKind::Stripe => svc.idempotency_key == KeyMode::PerTicket,
+        ProviderKind::BusinessId => svc.business_id == KeyMode::PerTicket,
+        ProviderKind::KeysIgnored | ProviderKind::DedupWindow => false,
+    }
+}
+
+/// The per-ticket identifier this provider reads, and the override that sends it: Stripe's key
+/// (kept after errors), a `business_id` provider's business id; on the providers that read
+/// neither, the service's own dedup. For hints that name the provider's remedy.
+pub(super) fn ticket_id_fix(s: &Scenario) -> (Vec<String>, String) {
+    match s.provider.kind {
+        ProviderKind::Stripe => {
+            let mut fix = vec!["refunds_service.idempotency_key=per_ticket".to_string()];
+            let svc = &s.refunds_service;
+            if svc.new_nonce_after_error {
+                fix.push("refunds_service.new_nonce_after_error=false".into());
+            }
+            if svc.rotate_key == KeyRotation::AfterError {
+                fix.push("refunds_service.rotate_key=after_definite_failure".into());
+            }
+            (
+                fix,
+                "set refunds_service.idempotency_key to \"per_ticket\" (and keep refunds_service.new_nonce_after_error false) so every try carries one key".into(),
+            )
+        }
+        ProviderKind::BusinessId => (
+            vec!["refunds_service.business_id=per_ticket".into()],
+            "set refunds_service.business_id to \"per_ticket\" (one business id per logical refund, which provider.kind \"business_id\" recognises a repeat by; it ignores idempotency keys)".into(),
+        ),
+        ProviderKind::KeysIgnored => (
+            vec!["refunds_service.local_dedup=true".into()],
+            "dedup in the service (refunds_service.local_dedup: true): provider.kind \"keys_ignored\" ignores any key, so no key helps".into(),
+        ),
+        ProviderKind::DedupWindow => (
+            vec!["refunds_service.local_dedup=true".into()],
+            format!(
+                "dedup in the service (refunds_service.local_dedup: true): provider.kind \"dedup_window\" takes no keys and recognises a repeat only within provider.dedup_window ({})",
+                s_(s.provider.dedup_window)
+            ),
+        ),
+    }
+}
+
+/// Whether the provider recognises a retry from `origin` that reaches it up to `span` after
+/// the first request (the span matters only to a `dedup_window` provider), and if not, why and
+/// the remedy. See the module docs for each provider's rule.
+pub(super) fn guard(s: &Scenario, origin: Origin, span: Duration) -> Guard {
+    let svc = &s.refunds_service;
+    let (fix, fix_text) = ticket_id_fix(s);
+    match (s.provider.kind, origin) {
+        (ProviderKind::Stripe, _) => {
+            if stable_service_key(s) {
+                return Guard::holds();
+            }
+            let problem = match svc.idempotency_key {
+                KeyMode::None => "the service sends no idempotency key",
+                KeyMode::PerAttempt => "the service makes a new idempotency key per request",
+                KeyMode::PerTicket => {
+                    "the service rotates its per-ticket key after any error (new_nonce_after_error or rotate_key: after_error)"
+                }
+            };
+            Guard::fails(problem, fix, fix_text)
+        }
+        (ProviderKind::BusinessId, _) => {
+            let ok = match origin {
+                Origin::Above => svc.business_id == KeyMode::PerTicket,
+                Origin::Below => svc.business_id != KeyMode::None,
+            };
+            if ok {
+                return Guard::holds();
+            }
+            let problem = match svc.business_id {
+                KeyMode::None => {
+                    "the service sends no business id, the only thing provider.kind \"business_id\" recognises a repeat by (it ignores idempotency keys)"
+                }
+                _ => {
+                    "the service derives its business id per request (ref_TICKET_REQUEST), so each try carries a new one (provider.kind \"business_id\" ignores idempotency keys)"
+                }
+            };
+            Guard::fails(problem, fix, fix_text)
+        }
+        (ProviderKind::KeysIgnored, Origin::Above) if svc.local_dedup => Guard::holds(),
+        (ProviderKind::KeysIgnored, Origin::Above) => Guard::fails(
+            "the provider ignores idempotency keys (provider.kind \"keys_ignored\") and the service does not dedup (refunds_service.local_dedup false)",
+            fix,
+            fix_text,
+        ),
+        (ProviderKind::KeysIgnored, Origin::Below) => Guard::fails(
+            "the provider ignores idempotency keys (provider.kind \"keys_ignored\"), and the service's dedup is above this retry",
+            Vec::new(),
+            String::new(),
+        ),
+        (ProviderKind::DedupWindow, _) => {
+            let window = s.provider.dedup_window;
+            if span <= window || (origin == Origin::Above && svc.local_dedup) {
+                return Guard::holds();
+            }
+            let problem = format!(
+                "the provider recognises a repeat only within provider.dedup_window ({}) of the first request, and this retry can reach it up to {} after{}",
+                s_(window),
+                s_(up_to_seconds(span)),
+                if origin == Origin::Above {
+                    " (and the service does not dedup)"
+                } else {
+                    ""
+                }
+            );
+            match origin {
+                Origin::Above => Guard::fails(problem, fix, fix_text),
+                Origin::Below => Guard::fails(problem, Vec::new(), String::new()),
+            }
+        }
+    }
+}
+
+/// The burst's p99 pool wait (see [`super::burst`]): how much later than its first try a retry
+/// from above the service may reach the provider for queueing alone.
+fn pool_wait(s: &Scenario) -> Duration {
+    secs(estimate(s).pool_wait_s)
+}
+
+fn secs(x: f64) -> Duration {
+    Duration::try_from_secs_f64(x.max(0.0)).unwrap_or(Duration::MAX)
+}
+
+/// The executor's answer time: its timeout, plus `probe_max_wait` when it probes.
+pub(super) fn executor_answer(s: &Scenario) -> Duration {
+    let ex = &s.executor;
+    ex.timeout
+        + match ex.on_timeout {
+            OnTimeout::ProbeStatus => ex.probe_max_wait,
+            OnTimeout::ReportError => Duration::ZERO,
+        }
+}
+
+/// The largest delay before retry `n` (1-based) of `l`: its backoff before jitter, which full
+/// and equal jitter only shorten.
+fn backoff_max(l: &RetryLayer, n: u32) -> Duration {
+    let base = l.base();
+    let d = match l.backoff.kind {
+        BackoffKind::Constant => base,
+        BackoffKind::Exponential => {
+            let factor = 2f64.powi(n.saturating_sub(1).min(62) as i32);
+            secs(base.as_secs_f64() * factor)
+        }
+    };
+    d.min(l.max_delay().max(base))
+}
+
+/// An upper estimate of how long after its first try a retry of added layer `l` at `position`
+/// reaches the provider: for each retry, one try (its `per_try_timeout`, else what the layer
+/// waits on: the executor's answer time above the executor, the burst p99 of a service request
+/// in front of the service, the provider's p99 after the SDK) and the backoff at its largest;
+/// plus the burst's p99 pool wait when the retry passes the pool again.
+pub(super) fn layer_span(s: &Scenario, position: Position, l: &RetryLayer) -> Duration {
+    let e = estimate(s);
+    let per_try = l.per_try_timeout.unwrap_or(match position {
+        Position::AboveModel | Position::AroundTool => executor_answer(s),
+        Position::BeforeService => secs(e.p99_s),
+        Position::BeforeProvider => s.stripe.latency.p99(),
+    });
+    let mut t = Duration::ZERO;
+    for n in 1..=l.retries() {
+        t = t.saturating_add(per_try).saturating_add(backoff_max(l, n));
+    }
+    if position != Position::BeforeProvider && l.retries() > 0 {
+        t = t.saturating_add(pool_wait(s));
+    }
+    t
+}
+
+/// An upper estimate of how long after the first request the SDK's last network retry reaches
+/// the provider: per retry, one try (the SDK's timeout, or the provider's p99 when shorter) and
+/// the SDK's largest backoff, 5 s.
+pub(super) fn sdk_span(s: &Scenario) -> Duration {
+    let c = &s.refunds_service.stripe_client;
+    let per_try = c.timeout.min(s.stripe.latency.p99()) + Duration::from_secs(5);
+    per_try.saturating_mul(c.max_network_retries)
+}
+
+/// An upper estimate of how long after the first request a retry by the model's rule or the
+/// executor's `retry` reaches the provider, and which of them: per model retry, the executor's
+/// answer time, the model's think p99 and its call overhead; per executor retry, its timeout
+/// and its largest backoff; plus the burst's p99 pool wait. `model` and `executor` say which of
+/// them retry the tool. `None` when neither does.
+pub(super) fn upper_retry_span(
+    s: &Scenario,
+    model: bool,
+    executor: bool,
+) -> Option<(Duration, &'static str)> {
+    let mut best: Option<(Duration, &'static str)> = None;
+    if model {
+        let round = executor_answer(s) + s.agent.think_time.p99() + s.agent.call_overhead;
+        best = Some((
+            round.saturating_mul(s.agent.retry.max_retries),
+            "the model's retries",
+        ));
+    }
+    if let (true, Some(r)) = (executor, &s.executor.retry) {
+        let mut t = s.executor.timeout.saturating_mul(r.max_retries);
+        for k in 0..r.max_retries {
+            let d = r.initial_delay.as_secs_f64() * r.backoff_factor.powi(k.min(62) as i32);
+            t = t.saturating_add(secs(d.min(r.max_delay.as_secs_f64()) * (1.0 + r.jitter)));
+        }
+        if best.is_none_or(|(b, _)| t > b) {
+            best = Some((t, "the executor's retries"));
+        }
+    }
+    best.map(|(t, what)| (t.saturating_add(pool_wait(s)), what))
+}
