@@ -666,24 +666,9 @@ pub fn import(inputs: &ImportInputs) -> Result<Imported, crate::error::CliError>
         Some(p) => {
             let defs =
                 tool_args::read_definitions(p).map_err(|e| CliError::Input(e.to_string()))?;
-            match defs.iter().find(|(n, _)| *n == opts.tool) {
-                Some((_, params)) => params.clone(),
-                None if defs.len() == 1 && inputs.tool.is_none() => {
-                    // One definition, and no --tool: it names the refund tool.
-                    opts.tool = defs[0].0.clone();
-                    defs[0].1.clone()
-                }
-                None => {
-                    return Err(CliError::Input(format!(
-                        "{}: no definition of tool `{}`; the file defines {}: name the refund \
-                         tool with --tool",
-                        p.display(),
-                        opts.tool,
-                        tool_args::listed_all(
-                            &defs.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>()
-                        )
-                    )))
-                }
+            match defs.iter().find(|d| d.name == opts.tool) {
+                Some(d) => d.parameters.clone(),
+                None => return Err(CliError::Input(other_tool(p, &defs, &opts.tool, inputs))),
             }
         }
         None => tool_args::parameters_in_scenario(&base.tools, &opts.tool).unwrap_or_default(),
@@ -725,6 +710,47 @@ pub fn import(inputs: &ImportInputs) -> Result<Imported, crate::error::CliError>
         json,
         report,
     })
+}
+
+/// The error for a `--tool-definition` file that defines other tools than the refund tool
+/// `tool`: both names, where the refund tool's name came from, and the two ways out. The
+/// definition never renames the tool being imported: a definition of `refund_v2` beside a
+/// trace of `issue_refund` is more likely the wrong file than a rename.
+fn other_tool(
+    file: &Path,
+    defs: &[tool_args::Definition],
+    tool: &str,
+    inputs: &ImportInputs,
+) -> String {
+    let from = if inputs.tool.is_some() {
+        "--tool"
+    } else if inputs.base.is_some() {
+        "the base scenario's agent.tool"
+    } else {
+        "the default agent.tool"
+    };
+    let first = &defs[0];
+    let at = if first.path.is_empty() {
+        format!("{}:{}", file.display(), first.line)
+    } else {
+        format!("{}:{}: {}", file.display(), first.line, first.path)
+    };
+    if defs.len() == 1 {
+        format!(
+            "{at}: the tool definition is of `{}`, but the tool imported is `{tool}` (from \
+             {from}): expected a definition of `{tool}`; import `{}`'s calls with --tool {}, or \
+             give `{tool}`'s definition",
+            first.name, first.name, first.name
+        )
+    } else {
+        let names: Vec<String> = defs.iter().map(|d| d.name.clone()).collect();
+        format!(
+            "{}: no definition of `{tool}` (the tool imported, from {from}); the file defines \
+             {}: name the refund tool with --tool NAME, or give `{tool}`'s definition",
+            file.display(),
+            tool_args::listed_all(&names)
+        )
+    }
 }
 
 impl Imported {

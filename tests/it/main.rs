@@ -15,6 +15,7 @@ mod gate_diff;
 mod gate_lint;
 mod html_report;
 mod import_counterfactual;
+mod import_inputs;
 mod import_readers;
 mod import_replay;
 mod import_spec;
