@@ -452,6 +452,14 @@ impl AgentTrace {
                 call_id: run.call_id,
                 at: Instant::exact(run.start),
                 amount_cents,
+                amount_missing: amount_cents.is_none().then(|| {
+                    let keys: Vec<String> = args.keys().cloned().collect();
+                    format!(
+                        "{}: {}",
+                        item.at(&args_at),
+                        super::tool_args::arguments_seen(&keys)
+                    )
+                }),
                 result,
                 decision_at: None,
                 service_response: None,

@@ -162,6 +162,25 @@ fn fit(what: &str, field: &str, samples: &[Duration], fallback: LatencyDist) -> 
     }
 }
 
+/// The error for a ticket whose amount is recorded nowhere: `first`, its first tool call, at
+/// its own file, line and field path, with the arguments it had and the flag to use.
+fn no_amount(label: &TicketRef, first: &ToolCallRec, opts: &ImportOptions) -> ImportError {
+    let seen = first
+        .amount_missing
+        .as_deref()
+        .map_or_else(String::new, |s| format!("{s}; "));
+    ImportError {
+        at: first.source.clone(),
+        message: format!(
+            "ticket {label}: no amount recorded: {seen}expected an amount argument {} (from the \
+             tool definition and the common names), or a refund of the ticket in a refund \
+             export: name it with --amount-field NAME, or give the tool's definition with \
+             --tool-definition FILE",
+            opts.arguments.amount_list()
+        ),
+    }
+}
+
 /// A tool call's recorded instants in order: its result, decision and service response come
 /// after the call, the decision after the result.
 fn check_order(c: &ToolCallRec) -> Result<(), ImportError> {
@@ -567,13 +586,7 @@ pub fn build(
             .iter()
             .find_map(|c| c.amount_cents)
             .or_else(|| export.first().map(|r| r.amount_cents))
-            .ok_or_else(|| ImportError {
-                at: calls[0].source.clone(),
-                message: format!(
-                    "ticket {label}: no amount recorded (expected an argument {} in the tool call, or a refund in the export; see --amount-field)",
-                    opts.arguments.amount_list()
-                ),
-            })?;
+            .ok_or_else(|| no_amount(label, calls[0], opts))?;
         let exported_sum: u64 = export.iter().map(|r| r.amount_cents).sum();
         specs.push(TicketSpec {
             id,

@@ -330,6 +330,10 @@ fn tool_call(l: ToolCallLine, opts: &ImportOptions, source: Source) -> ToolCallR
         call_id: l.call_id,
         at: l.at,
         amount_cents: l.amount_cents,
+        amount_missing: l
+            .amount_cents
+            .is_none()
+            .then(|| "tool_call: the line has no `amount_cents`".to_string()),
         result: l.result.map(|r| ToolResultRec {
             at: r.at,
             ok: r.ok,
@@ -400,6 +404,7 @@ mod tests {
                 call_id: Some("toolu_01A".into()),
                 at: ms(0),
                 amount_cents: Some(4200),
+                amount_missing: None,
                 result: Some(ToolResultRec {
                     at: ms(8001),
                     ok: false,

@@ -387,12 +387,20 @@ fn entry(
                 })?),
                 None => None,
             };
+            let amount_missing = amount.is_none().then(|| {
+                let seen: Vec<String> = args.iter().map(|(a, _)| a.clone()).collect();
+                format!(
+                    "tool_call {tool}: {}",
+                    super::tool_args::arguments_seen(&seen)
+                )
+            });
             rec.tool_calls.push(ToolCallRec {
                 ticket,
                 tool,
                 call_id: None,
                 at: instant,
                 amount_cents: amount,
+                amount_missing,
                 result: None,
                 decision_at: None,
                 service_response: None,

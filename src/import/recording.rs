@@ -134,6 +134,11 @@ pub struct ToolCallRec {
     pub at: Instant,
     /// The amount asked for, cents, when recorded.
     pub amount_cents: Option<u64>,
+    /// When no amount was read: the call's field path in its file and what its arguments
+    /// held (`` resourceSpans[0].scopeSpans[0].spans[0]: its arguments are `refund_value` and
+    /// `ticket_id` ``), for the error that names them if the ticket's amount is recorded
+    /// nowhere else. `None` when the call has an amount.
+    pub amount_missing: Option<String>,
     /// The result given to the model.
     pub result: Option<ToolResultRec>,
     /// When the model decided what to do after a failed result (a retry or giving up).

@@ -116,6 +116,16 @@ pub(crate) fn listed(names: &[String]) -> String {
     listed_with(names, "or")
 }
 
+/// What a call's arguments were, for messages: `` its arguments are `a` and `b` ``, or `it has
+/// no arguments`.
+pub(crate) fn arguments_seen(names: &[String]) -> String {
+    if names.is_empty() {
+        "it has no arguments".to_string()
+    } else {
+        format!("its arguments are {}", listed_all(names))
+    }
+}
+
 /// `` `a`, `b` and `c` ``.
 pub(crate) fn listed_all(names: &[String]) -> String {
     listed_with(names, "and")

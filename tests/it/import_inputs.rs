@@ -10,6 +10,7 @@ const T7: &str = "tests/fixtures/import/standard/ticket-T-7.otlp.json";
 /// not exist unless the import succeeded.
 fn import(dir: &std::path::Path, args: &[&str]) -> (i32, String) {
     let out = dir.join("out.json");
+    let _ = std::fs::remove_file(&out);
     let o = refundsim()
         .arg("import")
         .args(args)
@@ -80,7 +81,6 @@ fn a_tool_definition_needs_a_definitions_shape() {
             &[T7, "--base", INCIDENT, "--tool-definition", def],
         );
         assert_eq!(code, 0, "{def}: {err}");
-        std::fs::remove_file(dir.path().join("out.json")).unwrap();
     }
 }
 
@@ -132,6 +132,50 @@ fn a_definition_of_another_tool_is_refused_naming_both_tools() {
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains("but the tool imported is `issue_refund` (from --tool)"),
+        "{err}"
+    );
+}
+
+/// A call without an amount argument: the span's own line and path, the arguments it had, and
+/// the flag. The T-7 trace's first tool span starts on line 20.
+#[test]
+fn a_call_without_an_amount_names_its_line_its_arguments_and_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = std::fs::read_to_string(T7)
+        .unwrap()
+        .replace("amount_cents", "refund_value");
+    let t = write(dir.path(), "t.json", &trace);
+    let (code, err) = import(dir.path(), &[&t, "--base", INCIDENT]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(
+        err.trim_end(),
+        format!(
+            "error: {t}:20: ticket T-7: no amount recorded: \
+             resourceSpans[0].scopeSpans[0].spans[0]: tool span of `issue_refund`: its \
+             arguments are `refund_value` and `ticket_id`; expected an amount argument \
+             `amount_cents`, `amount` or `amountCents` (from the tool definition and the common \
+             names), or a refund of the ticket in a refund export: name it with --amount-field \
+             NAME, or give the tool's definition with --tool-definition FILE"
+        )
+    );
+    let (code, err) = import(
+        dir.path(),
+        &[&t, "--base", INCIDENT, "--amount-field", "refund_value"],
+    );
+    assert_eq!(code, 0, "{err}");
+    // A log: the call's own line (the ticket's first call is on line 2).
+    let log = write(
+        dir.path(),
+        "t.log",
+        "16:41:09.000  GET /healthz 200\n16:41:09.210  tool_call issue_refund(ticket=48213, value=4200)\n",
+    );
+    let (code, err) = import(dir.path(), &[&log, "--base", INCIDENT]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "error: {log}:2: ticket 48213: no amount recorded: tool_call issue_refund: its \
+             arguments are `ticket` and `value`; expected an amount argument"
+        )),
         "{err}"
     );
 }

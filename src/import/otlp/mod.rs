@@ -486,15 +486,16 @@ fn tool_call(s: &Span, opts: &ImportOptions) -> Result<ToolCallRec, ImportError>
         Some((key, v)) => Some(ticket_value(v).ok_or_else(|| args_error(key, TICKET_TEXT, v))?),
         None => ticket_attr(s, opts)?,
     };
+    let seen = || match &args {
+        Some((_, a)) if !a.is_empty() => format!(
+            "its arguments are {}",
+            listed_all(&a.keys().cloned().collect::<Vec<_>>())
+        ),
+        Some(_) => "its arguments are empty".to_string(),
+        None => "it records no `gen_ai.tool.call.arguments`".to_string(),
+    };
     let Some(ticket) = ticket else {
-        let seen = match &args {
-            Some((_, a)) if !a.is_empty() => format!(
-                "its arguments are {}",
-                listed_all(&a.keys().cloned().collect::<Vec<_>>())
-            ),
-            Some(_) => "its arguments are empty".to_string(),
-            None => "it records no `gen_ai.tool.call.arguments`".to_string(),
-        };
+        let seen = seen();
         return Err(ImportError::at(
             &s.source.file,
             s.source.line,
@@ -529,6 +530,9 @@ fn tool_call(s: &Span, opts: &ImportOptions) -> Result<ToolCallRec, ImportError>
         },
         at: Instant::exact(s.start),
         amount_cents,
+        amount_missing: amount_cents
+            .is_none()
+            .then(|| format!("{}: tool span of `{}`: {}", s.path, opts.tool, seen())),
         result: Some(ToolResultRec {
             at: Instant::exact(s.end),
             ok: !failed,

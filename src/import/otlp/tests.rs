@@ -91,6 +91,7 @@ fn the_incident_fixture_reads_as_ticket_48213s_story() {
                 call_id: Some("toolu_01A".into()),
                 at: t(41, 9, 210),
                 amount_cents: Some(4200),
+                amount_missing: None,
                 result: Some(ToolResultRec {
                     at: t(41, 17, 211),
                     ok: false,
@@ -111,6 +112,7 @@ fn the_incident_fixture_reads_as_ticket_48213s_story() {
                 call_id: Some("toolu_01B".into()),
                 at: t(41, 17, 244),
                 amount_cents: Some(4200),
+                amount_missing: None,
                 result: Some(ToolResultRec {
                     at: t(41, 18, 501),
                     ok: true,
