@@ -19,7 +19,10 @@ use serde::de::{Deserializer, Error as _};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::fields::{bare_message, parse_utc, shown, ticket_value, TICKET_TEXT, TIME_TEXT};
+use super::fields::{
+    amount_value, as_written, bare_message, parse_utc, shown, ticket_value, AMOUNT_TEXT,
+    TICKET_TEXT, TIME_TEXT,
+};
 use super::{
     ImportError, ImportOptions, Instant, ProviderRequestRec, Recording, ServiceResponseRec, Source,
     TicketRef, ToolCallRec, ToolResultRec, Warning,
@@ -39,7 +42,7 @@ struct ToolCallLine {
     call_id: Option<String>,
     #[serde(deserialize_with = "time")]
     at: Instant,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "amount")]
     amount_cents: Option<u64>,
     #[serde(default)]
     result: Option<ResultLine>,
@@ -113,6 +116,18 @@ fn ticket<'de, D: Deserializer<'de>>(d: D) -> Result<TicketRef, D::Error> {
     let v = Value::deserialize(d)?;
     ticket_value(&v)
         .ok_or_else(|| D::Error::custom(format!("expected {TICKET_TEXT}, got {}", shown(&v))))
+}
+
+/// `amount_cents`: integer cents, or a string of its digits (the rule of every format,
+/// [`super::fields::amount_value`]); null is absent.
+fn amount<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let v = Value::deserialize(d)?;
+    if v.is_null() {
+        return Ok(None);
+    }
+    amount_value(&v)
+        .map(Some)
+        .ok_or_else(|| D::Error::custom(format!("expected {AMOUNT_TEXT}, got {}", shown(&v))))
 }
 
 fn time<'de, D: Deserializer<'de>>(d: D) -> Result<Instant, D::Error> {
@@ -203,7 +218,8 @@ pub fn read_lines(
         if line.is_empty() {
             continue;
         }
-        let err = |msg: String| ImportError::at(name, n, msg);
+        // Numbers in the message as the line writes them (`1e30`, not `1e+30`).
+        let err = |msg: String| ImportError::at(name, n, as_written(&msg, line));
         let mut obj = match serde_json::from_str::<Value>(line) {
             Ok(Value::Object(obj)) => obj,
             Ok(other) => {

@@ -375,16 +375,19 @@ fn entry(
                 }
             };
             let amount = match get(&names.amount) {
-                Some((k, v)) => Some(v.parse::<u64>().map_err(|_| {
-                    ImportError::at(
-                        name,
-                        line_no,
-                        format!(
-                            "tool_call arguments.{k}: expected an amount in cents (a whole number), got {}",
-                            shown(&v)
-                        ),
-                    )
-                })?),
+                Some((k, v)) => Some(
+                    super::fields::amount_text(v.trim_matches(['"', '\''])).ok_or_else(|| {
+                        ImportError::at(
+                            name,
+                            line_no,
+                            format!(
+                                "tool_call arguments.{k}: expected {}, got {}",
+                                super::fields::AMOUNT_TEXT,
+                                shown(&v)
+                            ),
+                        )
+                    })?,
+                ),
                 None => None,
             };
             let amount_missing = amount.is_none().then(|| {

@@ -179,3 +179,110 @@ fn a_call_without_an_amount_names_its_line_its_arguments_and_the_flag() {
         "{err}"
     );
 }
+
+const T7_LIST: &str = "tests/fixtures/import/standard/ticket-T-7.stripe-list.json";
+
+/// The T-7 list with its second refund's amount (line 26) written as `amount`.
+fn t7_list_with(dir: &std::path::Path, amount: &str) -> String {
+    let text = std::fs::read_to_string(T7_LIST).unwrap();
+    let at = text.match_indices("\"amount\": 4200").nth(1).unwrap().0;
+    let edited = format!(
+        "{}\"amount\": {amount}{}",
+        &text[..at],
+        &text[at + "\"amount\": 4200".len()..]
+    );
+    write(dir, "list.json", &edited)
+}
+
+/// A bad refund in Stripe's list is named at its own line and path, not the document's first
+/// line, and a number is shown as the file writes it.
+#[test]
+fn a_bad_refund_in_a_stripe_list_names_its_line_path_and_value_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    for (amount, shown) in [
+        ("1e30", "1e30"),
+        ("99999999999999999999", "99999999999999999999"),
+        ("42.5", "42.5"),
+        ("\"42.00\"", "\"42.00\""),
+    ] {
+        let list = t7_list_with(dir.path(), amount);
+        let (code, err) = import(dir.path(), &[T7, &list, "--base", INCIDENT]);
+        assert_eq!(code, 2, "{err}");
+        assert_eq!(
+            err.trim_end(),
+            format!(
+                "error: {list}:26: data[1].amount: expected integer cents (a whole number in the \
+                 currency's smallest unit, like 4200, or its decimal digits as a string, \
+                 \"4200\"), got {shown}"
+            )
+        );
+    }
+}
+
+/// One rule for amounts in every JSON format: a string of decimal digits is an amount in the
+/// tool's arguments, in Stripe's list and in JSON lines; anything else is refused with the same
+/// words, its number as written.
+#[test]
+fn a_string_of_digits_is_an_amount_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let list = t7_list_with(dir.path(), "\"4200\"");
+    let trace = std::fs::read_to_string(T7).unwrap().replace(
+        "\\\"amount_cents\\\": 4200",
+        "\\\"amount_cents\\\": \\\"4200\\\"",
+    );
+    assert!(trace.contains("\\\"amount_cents\\\": \\\"4200\\\""));
+    let t = write(dir.path(), "t.json", &trace);
+    let out = refundsim()
+        .args(["replay", &t, &list, "--base", INCIDENT, "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let t7 = &v["comparison"]["tickets"][0];
+    assert_eq!(
+        (
+            t7["recorded_refunds"].as_u64(),
+            t7["recorded_refunds_from"].as_str()
+        ),
+        (Some(2), Some("refund export")),
+        "{t7:#}"
+    );
+    // Refused alike, as written.
+    let expected = "expected integer cents (a whole number in the currency's smallest unit, \
+                    like 4200, or its decimal digits as a string, \"4200\"), got";
+    let bad_trace = std::fs::read_to_string(T7).unwrap().replace(
+        "\\\"amount_cents\\\": 4200",
+        "\\\"amount_cents\\\": 99999999999999999999",
+    );
+    let t = write(dir.path(), "bad.json", &bad_trace);
+    let (code, err) = import(dir.path(), &[&t, "--base", INCIDENT]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.trim_end().ends_with(&format!(
+            "(gen_ai.tool.call.arguments): \"amount_cents\": {expected} 99999999999999999999"
+        )),
+        "{err}"
+    );
+    let jsonl = std::fs::read_to_string("tests/fixtures/import/ticket-48213.jsonl")
+        .unwrap()
+        .replacen("\"amount_cents\":4200", "\"amount_cents\":\"4200\"", 1);
+    let ok = write(dir.path(), "ok.jsonl", &jsonl);
+    let (code, err) = import(dir.path(), &[&ok]);
+    assert_eq!(code, 0, "{err}");
+    let bad = write(
+        dir.path(),
+        "bad.jsonl",
+        &jsonl.replacen("\"amount_cents\":\"4200\"", "\"amount_cents\":1e30", 1),
+    );
+    let (code, err) = import(dir.path(), &[&bad]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(
+        err.trim_end(),
+        format!("error: {bad}:2: amount_cents: {expected} 1e30")
+    );
+}
