@@ -286,3 +286,48 @@ fn a_string_of_digits_is_an_amount_in_every_format() {
         format!("error: {bad}:2: amount_cents: {expected} 1e30")
     );
 }
+
+/// Warnings are capped per kind, and a kind masks values (counts, times, lines), not the
+/// digits of identifiers: seven files each skipping another tool (`lookup_v1` … `lookup_v7`)
+/// give seven warnings, while a thousand junk lines give five and a count.
+#[test]
+fn warnings_about_different_tools_are_not_merged_and_repeats_are_capped() {
+    let dir = tempfile::tempdir().unwrap();
+    let call = "{\"type\":\"tool_call\",\"ticket\":1,\"at\":\"2024-05-14T16:41:09.210Z\",\"amount_cents\":4200}\n";
+    let mut files = Vec::new();
+    for v in 1..=7 {
+        let text = format!(
+            "{}{{\"type\":\"tool_call\",\"ticket\":{v},\"tool\":\"lookup_v{v}\",\"at\":\"2024-05-14T16:41:0{v}.000Z\"}}\n",
+            if v == 1 { call } else { "" }
+        );
+        files.push(write(dir.path(), &format!("a{v}.jsonl"), &text));
+    }
+    let mut junk = String::from("16:41:09.210  tool_call issue_refund(ticket=2, amount=4200)\n");
+    for i in 0..1000 {
+        junk.push_str(&format!(
+            "16:41:{:02}.{:03}  GET /healthz 200 ok {i}\n",
+            10 + i / 1000,
+            i % 1000
+        ));
+    }
+    files.push(write(dir.path(), "junk.log", &junk));
+    let mut args: Vec<&str> = files.iter().map(String::as_str).collect();
+    args.extend(["--date", "2024-05-14"]);
+    let (code, err) = import(dir.path(), &args);
+    assert_eq!(code, 0, "{err}");
+    for v in 1..=7 {
+        assert!(
+            err.contains(&format!("(this one of `lookup_v{v}`) skipped")),
+            "lookup_v{v}:\n{err}"
+        );
+    }
+    let junk_lines = err
+        .lines()
+        .filter(|l| l.contains("not a tool_call"))
+        .count();
+    assert_eq!(junk_lines, 6, "{err}");
+    assert!(
+        err.contains("… and 995 more like this: not a tool_call"),
+        "{err}"
+    );
+}
