@@ -181,6 +181,42 @@ fn no_amount(label: &TicketRef, first: &ToolCallRec, opts: &ImportOptions) -> Im
     }
 }
 
+/// The warning for a ticket whose tool calls ask for different amounts (a model that changed
+/// the amount on its retry, or two tickets' calls recorded under one id), at the first call
+/// that differs from the first amount; `None` when they agree. The replay refunds the first
+/// call's amount on every attempt.
+fn different_amounts(label: &TicketRef, calls: &[&ToolCallRec]) -> Option<Warning> {
+    let mut amounts: Vec<(u64, usize)> = Vec::new();
+    for (attempt, c) in calls.iter().enumerate() {
+        if let Some(a) = c
+            .amount_cents
+            .filter(|a| !amounts.iter().any(|(x, _)| x == a))
+        {
+            amounts.push((a, attempt));
+        }
+    }
+    if amounts.len() < 2 {
+        return None;
+    }
+    let (first, _) = amounts[0];
+    let (_, at) = amounts[1];
+    let listed: Vec<String> = amounts
+        .iter()
+        .map(|(a, n)| format!("{a} cents (attempt {n})"))
+        .collect();
+    Some(Warning {
+        source: calls[at].source.clone(),
+        message: format!(
+            "ticket {label}: its tool calls ask for different amounts, {}; the replay refunds \
+             the first, {first} cents, on every attempt",
+            match listed.split_last() {
+                Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+                None => String::new(),
+            }
+        ),
+    })
+}
+
 /// A tool call's recorded instants in order: its result, decision and service response come
 /// after the call, the decision after the result.
 fn check_order(c: &ToolCallRec) -> Result<(), ImportError> {
@@ -333,6 +369,9 @@ pub fn build(
     opts: &ImportOptions,
 ) -> Result<(Scenario, ImportReport), ImportError> {
     let mut warnings = rec.warnings.clone();
+    // Per-ticket warnings, one per ticket at most: capped as they come (memory stays flat in
+    // a recording of a million tickets), then merged into `warnings`.
+    let mut per_ticket = Recording::default();
     let first_source = || Source {
         file: sources.first().cloned().unwrap_or_default(),
         line: 0,
@@ -587,6 +626,9 @@ pub fn build(
             .find_map(|c| c.amount_cents)
             .or_else(|| export.first().map(|r| r.amount_cents))
             .ok_or_else(|| no_amount(label, calls[0], opts))?;
+        if let Some(w) = different_amounts(label, calls) {
+            per_ticket.warn(w);
+        }
         let exported_sum: u64 = export.iter().map(|r| r.amount_cents).sum();
         specs.push(TicketSpec {
             id,
@@ -915,7 +957,16 @@ pub fn build(
         exported_refunds: rec.refunds.len(),
         fits: vec![latency_fit, reach_fit.clone()],
         drawn_from_base,
-        warnings: super::recording::compact_warnings(warnings, &rec.suppressed),
+        warnings: {
+            let mut suppressed = rec.suppressed.clone();
+            for (kind, (n, source)) in per_ticket.suppressed {
+                let e = suppressed.entry(kind).or_insert((0, source.clone()));
+                e.0 += n;
+                e.1 = e.1.clone().min(source);
+            }
+            warnings.extend(per_ticket.warnings);
+            super::recording::compact_warnings(warnings, &suppressed)
+        },
     };
     out.replay = Some(Replay {
         sources: sources.to_vec(),

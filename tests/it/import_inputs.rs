@@ -331,3 +331,52 @@ fn warnings_about_different_tools_are_not_merged_and_repeats_are_capped() {
         "{err}"
     );
 }
+
+/// A ticket whose calls ask for different amounts gets one warning (not one per call), at the
+/// first call that differs; tickets whose calls agree get none.
+#[test]
+fn different_amounts_for_one_ticket_are_warned_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = write(
+        dir.path(),
+        "a.log",
+        "16:41:09.210  tool_call issue_refund(ticket=48213, amount=4200)\n\
+         16:41:17.211  tool_executor: timeout after 8000ms, injecting error result\n\
+         16:41:17.244  tool_call issue_refund(ticket=48213, amount=4300)\n\
+         16:41:18.501  tool_result: { status: \"refunded\", refund_id: \"re_1\" }\n\
+         16:42:00.000  tool_call issue_refund(ticket=48214, amount=1000)\n\
+         16:42:08.001  tool_executor: timeout after 8000ms, injecting error result\n\
+         16:42:08.100  tool_call issue_refund(ticket=48214, amount=1000)\n\
+         16:42:09.000  tool_result: { status: \"refunded\", refund_id: \"re_2\" }\n\
+         16:43:00.000  tool_call issue_refund(ticket=48215, amount=10)\n\
+         16:43:08.001  tool_executor: timeout after 8000ms, injecting error result\n\
+         16:43:08.100  tool_call issue_refund(ticket=48215, amount=20)\n\
+         16:43:16.101  tool_executor: timeout after 8000ms, injecting error result\n\
+         16:43:16.200  tool_call issue_refund(ticket=48215, amount=30)\n",
+    );
+    let (code, err) = import(
+        dir.path(),
+        &[&log, "--base", INCIDENT, "--date", "2024-05-14"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let warned: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("different amounts"))
+        .collect();
+    assert_eq!(
+        warned,
+        [
+            format!(
+                "warning: {log}:3: ticket 48213: its tool calls ask for different amounts, 4200 \
+                 cents (attempt 0) and 4300 cents (attempt 1); the replay refunds the first, \
+                 4200 cents, on every attempt"
+            ),
+            format!(
+                "warning: {log}:11: ticket 48215: its tool calls ask for different amounts, 10 \
+                 cents (attempt 0), 20 cents (attempt 1) and 30 cents (attempt 2); the replay \
+                 refunds the first, 10 cents, on every attempt"
+            ),
+        ],
+        "{err}"
+    );
+}
