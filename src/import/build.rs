@@ -28,6 +28,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, UNIX_EPOCH};
 
+use super::fields::plural;
 use super::recording::{ProviderRequestRec, Recording, TicketRef, ToolCallRec, UnixNs, Warning};
 use super::{ImportError, ImportOptions, Source};
 use crate::scenario::MAX_CENTS;
@@ -420,8 +421,8 @@ pub fn build(
         warnings.push(Warning {
             source: (*first).clone(),
             message: format!(
-                "{} tool call(s) repeated (same ticket and instant, or same call id) ignored: the first of each kept",
-                repeated.len()
+                "{} repeated (same ticket and instant, or same call id) ignored: the first of each kept",
+                plural(repeated.len(), "tool call", "tool calls")
             ),
         });
     }
@@ -429,7 +430,8 @@ pub fn build(
         warnings.push(Warning {
             source: first_source(),
             message: format!(
-                "{other_tools} tool calls of tools other than `{}` ignored",
+                "{} of tools other than `{}` ignored",
+                plural(other_tools, "tool call", "tool calls"),
                 opts.tool
             ),
         });
@@ -485,9 +487,9 @@ pub fn build(
             return Err(ImportError {
                 at: r.source.clone(),
                 message: format!(
-                    "provider request for ticket {} attempt {attempt}: the ticket has {} tool call(s) (attempts 0 to {}): expected the attempt of one of them",
+                    "provider request for ticket {} attempt {attempt}: the ticket has {} (attempts 0 to {}): expected the attempt of one of them",
                     r.ticket,
-                    calls.len(),
+                    plural(calls.len(), "tool call", "tool calls"),
                     calls.len().saturating_sub(1)
                 ),
             });
@@ -551,14 +553,22 @@ pub fn build(
             });
         }
     }
-    for (list, what) in [
-        (&repeated_requests, "provider request(s) repeated"),
-        (&repeated_refunds, "refund(s) repeated (same id)"),
+    for (list, one, many, what) in [
+        (
+            &repeated_requests,
+            "provider request",
+            "provider requests",
+            "repeated",
+        ),
+        (&repeated_refunds, "refund", "refunds", "repeated (same id)"),
     ] {
         if let Some(first) = list.first() {
             warnings.push(Warning {
                 source: (*first).clone(),
-                message: format!("{} {what} ignored: the first of each kept", list.len()),
+                message: format!(
+                    "{} {what} ignored: the first of each kept",
+                    plural(list.len(), one, many)
+                ),
             });
         }
     }
@@ -1005,10 +1015,6 @@ struct Lacked<'a> {
     base: &'a Scenario,
     /// The median of the base's `stripe.latency` (before any fit).
     base_p50: Duration,
-}
-
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// The facts of the replay drawn from the base scenario instead of recorded (see

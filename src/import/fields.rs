@@ -64,6 +64,11 @@ pub(crate) fn amount_text(s: &str) -> Option<u64> {
         .flatten()
 }
 
+/// `n` and the noun for it: `1 tool call`, `2 tool calls`.
+pub(crate) fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// What a text time may look like, for error messages.
 pub(crate) const TIME_TEXT: &str =
     "an RFC 3339 time like \"2024-05-14T16:41:09.210Z\" (or \"2024-05-14 16:41:09\", UTC)";

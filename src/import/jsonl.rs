@@ -313,8 +313,8 @@ pub fn read_lines(
                 line: *line,
             },
             message: format!(
-                "{} tool call(s) of tools other than `{}` (this one of `{tool}`) skipped",
-                other_tools.len(),
+                "{} of tools other than `{}` (this one of `{tool}`) skipped",
+                super::fields::plural(other_tools.len(), "tool call", "tool calls"),
                 opts.tool
             ),
         });
@@ -467,7 +467,9 @@ mod tests {
         assert!(rec.tool_calls.is_empty());
         assert_eq!(rec.warnings.len(), 1);
         assert_eq!(rec.warnings[0].source.line, 1);
-        assert!(rec.warnings[0].message.starts_with("2 tool call(s)"));
+        assert!(rec.warnings[0]
+            .message
+            .starts_with("2 tool calls of tools other than"));
     }
 
     #[test]

@@ -475,15 +475,18 @@ fn entry(
                 .filter(|&j| rec.tool_calls[j].ticket == ticket)
                 .collect();
             let upper = body.to_ascii_uppercase();
-            let target = match ORDINALS.iter().position(|o| upper.contains(&format!("{o} CALL"))) {
+            let target = match ORDINALS
+                .iter()
+                .position(|o| upper.contains(&format!("{o} CALL")))
+            {
                 Some(n) => *of_ticket.get(n).ok_or_else(|| {
                     ImportError::at(
                         name,
                         line_no,
                         format!(
-                            "response for the {} call of ticket {ticket}, which has {} tool calls before it",
+                            "response for the {} call of ticket {ticket}, which has {} before it",
                             ORDINALS[n].to_ascii_lowercase(),
-                            of_ticket.len()
+                            super::fields::plural(of_ticket.len(), "tool call", "tool calls")
                         ),
                     )
                 })?,
@@ -492,7 +495,10 @@ fn entry(
                     .rev()
                     .copied()
                     .find(|&j| {
-                        rec.tool_calls[j].result.as_ref().is_some_and(|r| r.timed_out)
+                        rec.tool_calls[j]
+                            .result
+                            .as_ref()
+                            .is_some_and(|r| r.timed_out)
                             && rec.tool_calls[j].service_response.is_none()
                     })
                     .unwrap_or(k),

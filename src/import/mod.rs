@@ -22,7 +22,7 @@
 
 mod agent_trace;
 pub mod build;
-mod fields;
+pub(crate) mod fields;
 pub mod jsonl;
 pub mod langfuse;
 pub mod langsmith;

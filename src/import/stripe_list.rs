@@ -91,8 +91,8 @@ pub fn read(name: &str, text: &str, opts: &ImportOptions) -> Result<Recording, I
                 line: first,
             },
             message: format!(
-                "{} refund(s) without a ticket in their metadata (refunds not made for a ticket) skipped",
-                skipped.len()
+                "{} without a ticket in their metadata (refunds not made for a ticket) skipped",
+                super::fields::plural(skipped.len(), "refund", "refunds")
             ),
         });
     }
@@ -395,7 +395,7 @@ mod tests {
         assert_eq!(rec.warnings.len(), 1);
         assert!(rec.warnings[0]
             .message
-            .starts_with("1 refund(s) without a ticket"));
+            .starts_with("1 refund without a ticket"));
     }
 
     #[test]

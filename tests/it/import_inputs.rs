@@ -380,3 +380,63 @@ fn different_amounts_for_one_ticket_are_warned_once() {
         "{err}"
     );
 }
+
+const LOG: &str = "tests/fixtures/incident/incident-trace-ticket-48213.log";
+
+/// Counts of one are singular in replay's output: "1 connection", "1 ticket", "1 recorded
+/// request".
+#[test]
+fn counts_of_one_are_singular() {
+    let out = refundsim()
+        .args(["replay", LOG, "--base", INCIDENT])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("replay matches the recording: 0 of 1 ticket with other refunds, 0 recorded facts differ"),
+        "{text}"
+    );
+    let out = refundsim()
+        .args([
+            "replay",
+            LOG,
+            "--base",
+            INCIDENT,
+            "--set",
+            "refunds_service.pool_size=1",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("Erlangs, which 1 connection cannot carry"),
+        "{err}"
+    );
+    // One call and its one provider request, whose key the key policy replaces.
+    let dir = tempfile::tempdir().unwrap();
+    let jsonl: String = std::fs::read_to_string("tests/fixtures/import/ticket-48213.jsonl")
+        .unwrap()
+        .lines()
+        .filter(|l| !l.contains("toolu_01B") && !l.contains("\"attempt\":1"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let one = write(dir.path(), "one.jsonl", &jsonl);
+    let out = refundsim()
+        .args([
+            "replay",
+            &one,
+            "--base",
+            INCIDENT,
+            "--policy",
+            "policies/key-only.json",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("(imported under none; of 1 recorded request, 0 recorded a key, 1 recorded none, 0 did not say)"),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
