@@ -495,6 +495,9 @@ fn sniff(path: &Path, format: Option<Format>) -> Result<(String, Format), Import
     std::fs::File::open(path)
         .and_then(|f| f.take(64 << 10).read_to_end(&mut head))
         .map_err(|e| ImportError::at(&name, 0, format!("cannot read: {e}")))?;
+    if head.len() < 64 << 10 && is_blank(&head) {
+        return Err(empty(&name));
+    }
     // A multi-byte character may be cut at the end of the sample.
     let text = match std::str::from_utf8(&head) {
         Ok(t) => t,
@@ -514,6 +517,26 @@ fn sniff(path: &Path, format: Option<Format>) -> Result<(String, Format), Import
         Some(f) => Ok((name, f)),
         None => Err(undetected(&name)),
     }
+}
+
+/// Whether `bytes` hold nothing but whitespace (and a byte order mark).
+fn is_blank(bytes: &[u8]) -> bool {
+    bytes
+        .strip_prefix(b"\xef\xbb\xbf")
+        .unwrap_or(bytes)
+        .trim_ascii()
+        .is_empty()
+}
+
+/// The error for an empty file (or one of whitespace only): there is no format to tell.
+fn empty(name: &str) -> ImportError {
+    ImportError::at(
+        name,
+        0,
+        "the file is empty (or only whitespace): expected a recording to import — OTLP/JSON, \
+         LangSmith runs, Langfuse observations, an OpenAI Agents SDK trace export, a Stripe \
+         list of refunds, JSON lines, a refund export CSV or a tool-call log",
+    )
 }
 
 fn undetected(name: &str) -> ImportError {
@@ -574,6 +597,9 @@ fn load(path: &Path, format: Option<Format>) -> Result<(String, String, Format),
             format!("{what} at column {column}; {EXPECTED_TEXT}"),
         )
     })?;
+    if format.is_none() && is_blank(text.as_bytes()) {
+        return Err(empty(&name));
+    }
     match format.or_else(|| Format::detect(&text)) {
         Some(f) => Ok((name, text, f)),
         None => Err(undetected(&name)),

@@ -440,3 +440,34 @@ fn counts_of_one_are_singular() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// An empty file, or one of whitespace only, is said to be empty, not of an unknown format.
+#[test]
+fn an_empty_file_is_said_to_be_empty() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in [
+        ("e.json", ""),
+        ("w.log", "  \n\n\t\n"),
+        ("bom.csv", "\u{feff}\n"),
+    ] {
+        let f = write(dir.path(), name, text);
+        let (code, err) = import(dir.path(), &[&f]);
+        assert_eq!(code, 2, "{err}");
+        assert_eq!(
+            err.trim_end(),
+            format!(
+                "error: {f}: the file is empty (or only whitespace): expected a recording to \
+                 import — OTLP/JSON, LangSmith runs, Langfuse observations, an OpenAI Agents SDK \
+                 trace export, a Stripe list of refunds, JSON lines, a refund export CSV or a \
+                 tool-call log"
+            )
+        );
+        let out = refundsim().args(["replay", &f]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("the file is empty"),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
