@@ -231,7 +231,7 @@ fn each_value(
     for doc in serde_json::Deserializer::from_str(body).into_iter::<&RawValue>() {
         let doc = doc.map_err(|e| {
             let at = line.unwrap_or(e.line() as u64);
-            let column = if line.is_some() {
+            let column = if line.is_some() && !crate::input::is_nesting_limit(&e) {
                 format!(" (column {})", e.column())
             } else {
                 String::new()

@@ -275,8 +275,13 @@ pub(crate) fn shown(v: &serde_json::Value) -> String {
 }
 
 /// serde_json's message without its ` at line L column C` suffix, the values it quotes
-/// shortened (see [`crate::scenario::shorten_quoted`]).
+/// shortened (see [`crate::scenario::shorten_quoted`]); its nesting limit in words, with the
+/// column ([`crate::input::nesting_message`]).
 pub(crate) fn bare_message(e: &serde_json::Error) -> String {
+    if let Some(nesting) = crate::input::nesting_message(e, Some(&format!("column {}", e.column())))
+    {
+        return nesting;
+    }
     let s = e.to_string();
     let suffix = format!(" at line {} column {}", e.line(), e.column());
     let bare = s.strip_suffix(&suffix).unwrap_or(&s);

@@ -228,6 +228,9 @@ pub fn read_lines(
                     shown(&other)
                 )))
             }
+            Err(e) if crate::input::is_nesting_limit(&e) => {
+                return Err(err(format!("not JSON: {}", bare_message(&e))))
+            }
             Err(e) => {
                 return Err(err(format!(
                     "not JSON: {} (column {})",

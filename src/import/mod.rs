@@ -49,8 +49,14 @@ pub use tool_args::{ArgumentNames, AMOUNT_ARGUMENTS, TICKET_ARGUMENTS};
 
 /// Largest input file read whole, bytes (256 MiB): an OTLP/JSON document. A larger one is
 /// refused with a message rather than read into memory; logs, JSON lines and refund exports are
-/// streamed, and bounded by [`MAX_RECORDS`].
+/// streamed, and bounded by [`MAX_RECORDS`]. `--max-input-mb` sets another ([`max_whole_bytes`]).
 pub const MAX_INPUT_BYTES: u64 = 256 << 20;
+
+/// The largest recording read whole now: [`MAX_INPUT_BYTES`], unless `--max-input-mb` set
+/// another ([`crate::input::set_max_input_bytes`]).
+pub fn max_whole_bytes() -> u64 {
+    crate::input::max_input_override().unwrap_or(MAX_INPUT_BYTES)
+}
 
 /// Most tool calls, provider requests or exported refunds one import reads, of each kind
 /// (1,000,000: eleven days at one ticket a second): the import and its replay hold every record
@@ -560,35 +566,23 @@ fn load(path: &Path, format: Option<Format>) -> Result<(String, String, Format),
     if meta.is_dir() {
         return Err(ImportError::at(&name, 0, "is a directory, expected a file"));
     }
-    if meta.len() > MAX_INPUT_BYTES {
-        return Err(ImportError::at(
-            &name,
-            0,
-            format!(
-                "{} bytes is more than the {MAX_INPUT_BYTES}-byte limit of a file read whole (an \
-                 OTLP/JSON document); export JSON lines, or split the recording",
-                meta.len()
-            ),
-        ));
-    }
     // Bounded even where the size is not known beforehand (a pipe, /dev/zero).
-    let mut bytes = Vec::new();
-    {
-        use std::io::Read;
-        std::fs::File::open(path)
-            .and_then(|f| f.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes))
-            .map_err(|e| ImportError::at(&name, 0, format!("cannot read: {e}")))?;
-    }
-    if bytes.len() as u64 > MAX_INPUT_BYTES {
-        return Err(ImportError::at(
+    let limit = max_whole_bytes();
+    let bytes = crate::input::read_capped(path, limit, "a file read whole").map_err(|e| {
+        ImportError::at(
             &name,
             0,
-            format!(
-                "more than the {MAX_INPUT_BYTES}-byte limit of a file read whole (an OTLP/JSON \
-                 document); export JSON lines, or split the recording"
-            ),
-        ));
-    }
+            match e {
+                crate::input::InputError::Read { source, .. } => format!("cannot read: {source}"),
+                _ => format!(
+                    "more than the {limit}-byte limit of a file read whole (an OTLP/JSON \
+                     document, a JSON array); export JSON lines, split the recording, or raise \
+                     the limit with {}",
+                    crate::input::MAX_INPUT_FLAG
+                ),
+            },
+        )
+    })?;
     let text = String::from_utf8(bytes).map_err(|e| {
         let (line, column, what) = crate::scenario::not_utf8_at(e.as_bytes(), e.utf8_error());
         ImportError::at(

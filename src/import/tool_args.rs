@@ -255,8 +255,8 @@ pub struct Definition {
 /// message names the file, the line and path of the value, and the shapes expected).
 pub fn read_definitions(path: &Path) -> Result<Vec<Definition>, ImportError> {
     let name = path.display().to_string();
-    let bytes =
-        std::fs::read(path).map_err(|e| ImportError::at(&name, 0, format!("cannot read: {e}")))?;
+    let bytes = crate::input::read_input(path, "a tool definition")
+        .map_err(|e| ImportError::at(&name, 0, e.reason()))?;
     let text = String::from_utf8(bytes).map_err(|e| {
         let (line, column, what) = crate::scenario::not_utf8_at(e.as_bytes(), e.utf8_error());
         ImportError::at(
@@ -278,6 +278,9 @@ pub fn read_definitions(path: &Path) -> Result<Vec<Definition>, ImportError> {
         lines.line_of((raw.get().as_ptr() as usize).saturating_sub(text.as_ptr() as usize))
     };
     let not_json = |e: &serde_json::Error, line: u64| {
+        if crate::input::is_nesting_limit(e) {
+            return ImportError::at(&name, line, super::fields::bare_message(e));
+        }
         ImportError::at(
             &name,
             line,

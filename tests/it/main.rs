@@ -4,6 +4,7 @@
 
 mod common;
 
+mod bounded_inputs;
 mod cli;
 mod determinism;
 mod docs_match;
