@@ -226,7 +226,26 @@ impl<'a> List<'a> {
                 ),
             )
         };
-        let field = |k: &str| r.get(k).map(|v| value(v));
+        // The fields read, parsed (a value nested past serde_json's limit is an error here:
+        // the slices above were only scanned).
+        let mut values: BTreeMap<&str, Value> = BTreeMap::new();
+        for k in [
+            "object",
+            "metadata",
+            "id",
+            "amount",
+            "created",
+            "status",
+            "charge",
+            "payment_intent",
+        ] {
+            if let Some(raw) = r.get(k) {
+                let v = serde_json::from_str(raw.get())
+                    .map_err(|e| self.not_json(raw, &join(at, k), &e))?;
+                values.insert(k, v);
+            }
+        }
+        let field = |k: &str| values.get(k).cloned();
         if field("object").is_some_and(|o| o.as_str() != Some("refund")) {
             return Err(bad("object", "\"refund\""));
         }
@@ -476,6 +495,18 @@ mod tests {
             err(pretty).starts_with("r.json:3: [1].data[0].amount: expected integer cents"),
             "{}",
             err(pretty)
+        );
+        // A field nested past serde_json's limit is an error, not a refund without metadata.
+        let deep = format!(
+            "{{\"object\": \"list\", \"data\": [\n{{\"id\": \"re_1\", \"metadata\": {}1{}}}]}}",
+            "{\"a\":".repeat(200),
+            "}".repeat(200)
+        );
+        assert!(
+            err(&deep)
+                .starts_with("r.json:2: data[0].metadata: nested deeper than the nesting limit"),
+            "{}",
+            err(&deep)
         );
         let status = pretty.replace("\"re_1\",", "\"re_1\", \"amount\": 1, \"created\": 1,");
         assert_eq!(
