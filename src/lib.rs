@@ -39,6 +39,7 @@ pub mod gate;
 pub mod history;
 mod id_map;
 pub mod import;
+pub mod input;
 pub mod invariants;
 pub mod lint;
 pub mod model;

@@ -38,6 +38,11 @@ struct Cli {
     /// megabytes (the message gives the estimate and what drives it).
     #[arg(long, global = true, value_name = "MB", default_value_t = scenario::budget::DEFAULT_MAX_MEMORY_MB)]
     max_memory_mb: u64,
+    /// Input limit: refuse an input file larger than MB mebibytes, without reading past it
+    /// [default: 16 for scenarios, policies, tool definitions, lint inputs and sweep.json; 256
+    /// for recordings that import reads whole].
+    #[arg(long, global = true, value_name = "MB", value_parser = clap::value_parser!(u64).range(1..))]
+    max_input_mb: Option<u64>,
 }
 
 /// Every subcommand takes a negative number as a flag's value (`--max-events -1`), so that clap
@@ -572,6 +577,7 @@ fn run() -> anyhow::Result<ExitCode> {
         u64::MAX
     });
     scenario::budget::enforce_while_running(simulates);
+    refundsim::input::set_max_input_bytes(cli.max_input_mb.map(|mb| mb.saturating_mul(1 << 20)));
     match cli.command {
         Command::Run(args) => cmd_run(args),
         Command::Check(args) => cmd_check(args),

@@ -17,6 +17,7 @@ use serde::Serialize;
 
 use crate::history::clock_time;
 use crate::history::{Event, EventKind, Outcome};
+use crate::import::fields::plural;
 use crate::scenario::Replay;
 use crate::sim::SimTime;
 
@@ -310,11 +311,11 @@ pub fn replaced_facts(sc: &crate::scenario::Scenario) -> Vec<String> {
         let unsaid = r.requests.len() - sent - absent;
         out.push(format!(
             "Idempotency-Key: the policy's refunds_service.idempotency_key = {} replaces the \
-             recording's (imported under {}; of {} recorded requests, {sent} recorded a key, \
-             {absent} recorded none, {unsaid} did not say)",
+             recording's (imported under {}; of {}, {sent} recorded a key, {absent} recorded \
+             none, {unsaid} did not say)",
             key_mode_name(mode),
             key_mode_name(recorded),
-            r.requests.len()
+            plural(r.requests.len(), "recorded request", "recorded requests")
         ));
     }
     let pool = sc.refunds_service.pool_size;
@@ -405,15 +406,19 @@ pub fn render_exact(c: &Comparison, origin: Option<SystemTime>) -> String {
     }
     let _ = writeln!(
         out,
-        "{}: {} of {} tickets with other refunds, {} recorded facts differ (tolerance {} ms)",
+        "{}: {} of {} with other refunds, {} (tolerance {} ms)",
         if c.matches {
             "replay matches the recording"
         } else {
             "REPLAY DIFFERS from the recording"
         },
         c.tickets_with_other_refunds,
-        c.tickets.len(),
-        c.rows_differing,
+        plural(c.tickets.len(), "ticket", "tickets"),
+        if c.rows_differing == 1 {
+            "1 recorded fact differs".to_string()
+        } else {
+            format!("{} recorded facts differ", c.rows_differing)
+        },
         TOLERANCE_NS / 1_000_000
     );
     out

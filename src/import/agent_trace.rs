@@ -26,7 +26,10 @@ use std::collections::BTreeMap;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::fields::{bare_message, parse_utc, quoted, shown, ticket_value, TICKET_TEXT};
+use super::fields::{
+    amount_value, as_written, bare_message, parse_utc, quoted, shown, ticket_value, AMOUNT_TEXT,
+    TICKET_TEXT,
+};
 use super::timeout_output::TimeoutOutput;
 use super::tool_args::listed_all;
 use super::{
@@ -58,6 +61,8 @@ pub(crate) struct Item<'a> {
     pub path: &'a str,
     /// The record.
     pub obj: &'a Map<String, Value>,
+    /// The record's text in the file, for numbers as written in errors.
+    pub raw: &'a str,
 }
 
 impl Item<'_> {
@@ -79,7 +84,7 @@ impl Item<'_> {
         ImportError::at(
             self.file,
             self.line,
-            format!("{}: {message}", self.at(field)),
+            as_written(&format!("{}: {message}", self.at(field)), self.raw),
         )
     }
 
@@ -226,7 +231,7 @@ fn each_value(
     for doc in serde_json::Deserializer::from_str(body).into_iter::<&RawValue>() {
         let doc = doc.map_err(|e| {
             let at = line.unwrap_or(e.line() as u64);
-            let column = if line.is_some() {
+            let column = if line.is_some() && !crate::input::is_nesting_limit(&e) {
                 format!(" (column {})", e.column())
             } else {
                 String::new()
@@ -283,6 +288,7 @@ fn each_value(
                 line: at,
                 path: &path,
                 obj,
+                raw: raw.get(),
             })?;
         }
     }
@@ -435,7 +441,7 @@ impl AgentTrace {
             .ok_or_else(|| item.error(&args_at, "expected a ticket argument"))?;
         let ticket = ticket_value(v).ok_or_else(|| bad(key, TICKET_TEXT, v))?;
         let amount_cents = match first_arg(&args, &names.amount) {
-            Some((k, v)) => Some(non_negative(v).ok_or_else(|| bad(k, "integer cents", v))?),
+            Some((k, v)) => Some(amount_value(v).ok_or_else(|| bad(k, AMOUNT_TEXT, v))?),
             None => None,
         };
         let result = self.result(item, &run)?;
@@ -452,6 +458,14 @@ impl AgentTrace {
                 call_id: run.call_id,
                 at: Instant::exact(run.start),
                 amount_cents,
+                amount_missing: amount_cents.is_none().then(|| {
+                    let keys: Vec<String> = args.keys().cloned().collect();
+                    format!(
+                        "{}: {}",
+                        item.at(&args_at),
+                        super::tool_args::arguments_seen(&keys)
+                    )
+                }),
                 result,
                 decision_at: None,
                 service_response: None,
@@ -731,17 +745,6 @@ fn positional_count(v: &Value) -> usize {
     object_of(v)
         .and_then(|o| o.get("args").and_then(Value::as_array).map(Vec::len))
         .unwrap_or(0)
-}
-
-/// A non-negative integer, or a string of digits.
-fn non_negative(v: &Value) -> Option<u64> {
-    match v {
-        Value::Number(n) => n.as_u64(),
-        Value::String(s) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => {
-            s.parse().ok()
-        }
-        _ => None,
-    }
 }
 
 /// The text of a tool's output, for the timeout pattern: a string, or the `output` or

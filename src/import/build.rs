@@ -28,6 +28,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, UNIX_EPOCH};
 
+use super::fields::plural;
 use super::recording::{ProviderRequestRec, Recording, TicketRef, ToolCallRec, UnixNs, Warning};
 use super::{ImportError, ImportOptions, Source};
 use crate::scenario::MAX_CENTS;
@@ -160,6 +161,61 @@ fn fit(what: &str, field: &str, samples: &[Duration], fallback: LatencyDist) -> 
             }
         }
     }
+}
+
+/// The error for a ticket whose amount is recorded nowhere: `first`, its first tool call, at
+/// its own file, line and field path, with the arguments it had and the flag to use.
+fn no_amount(label: &TicketRef, first: &ToolCallRec, opts: &ImportOptions) -> ImportError {
+    let seen = first
+        .amount_missing
+        .as_deref()
+        .map_or_else(String::new, |s| format!("{s}; "));
+    ImportError {
+        at: first.source.clone(),
+        message: format!(
+            "ticket {label}: no amount recorded: {seen}expected an amount argument {} (from the \
+             tool definition and the common names), or a refund of the ticket in a refund \
+             export: name it with --amount-field NAME, or give the tool's definition with \
+             --tool-definition FILE",
+            opts.arguments.amount_list()
+        ),
+    }
+}
+
+/// The warning for a ticket whose tool calls ask for different amounts (a model that changed
+/// the amount on its retry, or two tickets' calls recorded under one id), at the first call
+/// that differs from the first amount; `None` when they agree. The replay refunds the first
+/// call's amount on every attempt.
+fn different_amounts(label: &TicketRef, calls: &[&ToolCallRec]) -> Option<Warning> {
+    let mut amounts: Vec<(u64, usize)> = Vec::new();
+    for (attempt, c) in calls.iter().enumerate() {
+        if let Some(a) = c
+            .amount_cents
+            .filter(|a| !amounts.iter().any(|(x, _)| x == a))
+        {
+            amounts.push((a, attempt));
+        }
+    }
+    if amounts.len() < 2 {
+        return None;
+    }
+    let (first, _) = amounts[0];
+    let (_, at) = amounts[1];
+    let listed: Vec<String> = amounts
+        .iter()
+        .map(|(a, n)| format!("{a} cents (attempt {n})"))
+        .collect();
+    Some(Warning {
+        source: calls[at].source.clone(),
+        message: format!(
+            "ticket {label}: its tool calls ask for different amounts, {}; the replay refunds \
+             the first, {first} cents, on every attempt",
+            match listed.split_last() {
+                Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+                None => String::new(),
+            }
+        ),
+    })
 }
 
 /// A tool call's recorded instants in order: its result, decision and service response come
@@ -314,6 +370,9 @@ pub fn build(
     opts: &ImportOptions,
 ) -> Result<(Scenario, ImportReport), ImportError> {
     let mut warnings = rec.warnings.clone();
+    // Per-ticket warnings, one per ticket at most: capped as they come (memory stays flat in
+    // a recording of a million tickets), then merged into `warnings`.
+    let mut per_ticket = Recording::default();
     let first_source = || Source {
         file: sources.first().cloned().unwrap_or_default(),
         line: 0,
@@ -362,8 +421,8 @@ pub fn build(
         warnings.push(Warning {
             source: (*first).clone(),
             message: format!(
-                "{} tool call(s) repeated (same ticket and instant, or same call id) ignored: the first of each kept",
-                repeated.len()
+                "{} repeated (same ticket and instant, or same call id) ignored: the first of each kept",
+                plural(repeated.len(), "tool call", "tool calls")
             ),
         });
     }
@@ -371,7 +430,8 @@ pub fn build(
         warnings.push(Warning {
             source: first_source(),
             message: format!(
-                "{other_tools} tool calls of tools other than `{}` ignored",
+                "{} of tools other than `{}` ignored",
+                plural(other_tools, "tool call", "tool calls"),
                 opts.tool
             ),
         });
@@ -427,9 +487,9 @@ pub fn build(
             return Err(ImportError {
                 at: r.source.clone(),
                 message: format!(
-                    "provider request for ticket {} attempt {attempt}: the ticket has {} tool call(s) (attempts 0 to {}): expected the attempt of one of them",
+                    "provider request for ticket {} attempt {attempt}: the ticket has {} (attempts 0 to {}): expected the attempt of one of them",
                     r.ticket,
-                    calls.len(),
+                    plural(calls.len(), "tool call", "tool calls"),
                     calls.len().saturating_sub(1)
                 ),
             });
@@ -493,14 +553,22 @@ pub fn build(
             });
         }
     }
-    for (list, what) in [
-        (&repeated_requests, "provider request(s) repeated"),
-        (&repeated_refunds, "refund(s) repeated (same id)"),
+    for (list, one, many, what) in [
+        (
+            &repeated_requests,
+            "provider request",
+            "provider requests",
+            "repeated",
+        ),
+        (&repeated_refunds, "refund", "refunds", "repeated (same id)"),
     ] {
         if let Some(first) = list.first() {
             warnings.push(Warning {
                 source: (*first).clone(),
-                message: format!("{} {what} ignored: the first of each kept", list.len()),
+                message: format!(
+                    "{} {what} ignored: the first of each kept",
+                    plural(list.len(), one, many)
+                ),
             });
         }
     }
@@ -567,13 +635,10 @@ pub fn build(
             .iter()
             .find_map(|c| c.amount_cents)
             .or_else(|| export.first().map(|r| r.amount_cents))
-            .ok_or_else(|| ImportError {
-                at: calls[0].source.clone(),
-                message: format!(
-                    "ticket {label}: no amount recorded (expected an argument {} in the tool call, or a refund in the export; see --amount-field)",
-                    opts.arguments.amount_list()
-                ),
-            })?;
+            .ok_or_else(|| no_amount(label, calls[0], opts))?;
+        if let Some(w) = different_amounts(label, calls) {
+            per_ticket.warn(w);
+        }
         let exported_sum: u64 = export.iter().map(|r| r.amount_cents).sum();
         specs.push(TicketSpec {
             id,
@@ -902,7 +967,16 @@ pub fn build(
         exported_refunds: rec.refunds.len(),
         fits: vec![latency_fit, reach_fit.clone()],
         drawn_from_base,
-        warnings: super::recording::compact_warnings(warnings, &rec.suppressed),
+        warnings: {
+            let mut suppressed = rec.suppressed.clone();
+            for (kind, (n, source)) in per_ticket.suppressed {
+                let e = suppressed.entry(kind).or_insert((0, source.clone()));
+                e.0 += n;
+                e.1 = e.1.clone().min(source);
+            }
+            warnings.extend(per_ticket.warnings);
+            super::recording::compact_warnings(warnings, &suppressed)
+        },
     };
     out.replay = Some(Replay {
         sources: sources.to_vec(),
@@ -941,10 +1015,6 @@ struct Lacked<'a> {
     base: &'a Scenario,
     /// The median of the base's `stripe.latency` (before any fit).
     base_p50: Duration,
-}
-
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// The facts of the replay drawn from the base scenario instead of recorded (see

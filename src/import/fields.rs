@@ -39,6 +39,36 @@ pub(crate) fn ticket_text(s: &str) -> Option<TicketRef> {
         .then(|| TicketRef(s.to_string()))
 }
 
+/// What an amount may be, for error messages: the same rule in every format that writes
+/// amounts as JSON (tool arguments, JSON lines, Stripe's list).
+pub(crate) const AMOUNT_TEXT: &str = "integer cents (a whole number in the currency's smallest \
+                                      unit, like 4200, or its decimal digits as a string, \
+                                      \"4200\")";
+
+/// An amount in cents from a JSON value: a non-negative integer (`4200`), or a string of
+/// decimal digits only (`"4200"`, as some SDKs and Python's `str()` write integers). Not a
+/// fraction (`42.0`, `"42.00"`), an exponent (`4.2e3`), a sign, spaces or a value beyond
+/// `u64`: `None`, and the reader refuses it with [`AMOUNT_TEXT`].
+pub(crate) fn amount_value(v: &serde_json::Value) -> Option<u64> {
+    match v {
+        serde_json::Value::Number(n) => n.as_u64(),
+        serde_json::Value::String(s) => amount_text(s),
+        _ => None,
+    }
+}
+
+/// [`amount_value`] of a text (a log's `amount=4200`): decimal digits only.
+pub(crate) fn amount_text(s: &str) -> Option<u64> {
+    (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| s.parse().ok())
+        .flatten()
+}
+
+/// `n` and the noun for it: `1 tool call`, `2 tool calls`.
+pub(crate) fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// What a text time may look like, for error messages.
 pub(crate) const TIME_TEXT: &str =
     "an RFC 3339 time like \"2024-05-14T16:41:09.210Z\" (or \"2024-05-14 16:41:09\", UTC)";
@@ -92,6 +122,141 @@ pub(crate) fn quoted(text: &str) -> String {
     format!("{head:?}… ({n} characters)")
 }
 
+/// `text` as it is when at most 64 characters, else its first 48, an ellipsis and its length:
+/// a number or a word shown in an error as the file writes it.
+pub(crate) fn shortened(text: &str) -> String {
+    let n = text.chars().count();
+    if n <= 64 {
+        return text.to_string();
+    }
+    let head: String = text.chars().take(48).collect();
+    format!("{head}… ({n} characters)")
+}
+
+/// `message` with every number that JSON reading turned into a floating-point value shown as
+/// `raw` (the text of the record the message is about) writes it: `1e30` rather than `1e+30`,
+/// `99999999999999999999` rather than `1e+20`, `1.0e3` rather than `1000.0`. serde_json keeps
+/// no text of a number, so the message's renderings (a token with a `.` or an exponent) are
+/// matched by value with the record's numbers that are not exact integers; integers the
+/// message states itself (limits, counts) have neither and are left alone.
+pub(crate) fn as_written(message: &str, raw: &str) -> String {
+    let written: Vec<(f64, &str)> = number_tokens(raw)
+        .filter(|t| is_float_token(t))
+        .filter_map(|t| Some((t.parse::<f64>().ok()?, t)))
+        .collect();
+    if written.is_empty() {
+        return message.to_string();
+    }
+    let mut out = String::with_capacity(message.len());
+    let mut last = 0;
+    for (start, t) in number_token_spans(message) {
+        if !(t.contains(['.', 'e', 'E'])) {
+            continue;
+        }
+        let Ok(v) = t.parse::<f64>() else { continue };
+        if let Some((_, w)) = written
+            .iter()
+            .find(|(x, w)| x.to_bits() == v.to_bits() && *w != t)
+        {
+            out.push_str(&message[last..start]);
+            out.push_str(&shortened(w));
+            last = start + t.len();
+        }
+    }
+    out.push_str(&message[last..]);
+    out
+}
+
+/// Whether a JSON number token is one serde_json reads as floating point: a fraction, an
+/// exponent, or an integer beyond `i64` and `u64`.
+fn is_float_token(t: &str) -> bool {
+    is_json_number(t)
+        && (t.contains(['.', 'e', 'E']) || (t.parse::<u64>().is_err() && t.parse::<i64>().is_err()))
+}
+
+/// Whether `t` is a number as JSON writes one: `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`
+/// (not `007`, `1.`, `.5` or a hex id's `00e1`).
+fn is_json_number(t: &str) -> bool {
+    let b = t.strip_prefix('-').unwrap_or(t).as_bytes();
+    let digits = |i: usize| b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+    let int = digits(0);
+    if int == 0 || (int > 1 && b[0] == b'0') {
+        return false;
+    }
+    let mut i = int;
+    if b.get(i) == Some(&b'.') {
+        let frac = digits(i + 1);
+        if frac == 0 {
+            return false;
+        }
+        i += 1 + frac;
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(b.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        let exp = digits(i);
+        if exp == 0 {
+            return false;
+        }
+        i += exp;
+    }
+    i == b.len()
+}
+
+/// The number-like tokens of `text` (see [`number_token_spans`]).
+fn number_tokens(text: &str) -> impl Iterator<Item = &str> {
+    number_token_spans(text).map(|(_, t)| t)
+}
+
+/// The tokens of `text` that look like JSON numbers (`-12.5e+3`), with their byte offsets: a
+/// run of digits, `.`, `e`/`E` and signs that starts with a digit or a `-` before one, and
+/// is not part of a word (`re_1e5`, `T-100`).
+fn number_token_spans(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    let b = text.as_bytes();
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        while i < b.len() {
+            let start = i;
+            let word_before = start > 0
+                && (b[start - 1].is_ascii_alphanumeric()
+                    || b[start - 1] == b'_'
+                    || b[start - 1] == b'.'
+                    || b[start - 1] == b'-');
+            let digit_at = |k: usize| b.get(k).is_some_and(u8::is_ascii_digit);
+            let starts = digit_at(start) || (b[start] == b'-' && digit_at(start + 1));
+            if !starts || word_before {
+                // Skip the rest of a word, so that its digits are not a token.
+                let in_word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+                // A digit or a `-` right after a word (`T-100`, `re_1`) continues it.
+                let was_word = in_word(b[i]) || (starts && word_before);
+                i += 1;
+                while was_word && i < b.len() && in_word(b[i]) {
+                    i += 1;
+                }
+                continue;
+            }
+            let mut end = start + 1;
+            while end < b.len() {
+                let c = b[end];
+                let sign_ok = (c == b'+' || c == b'-') && matches!(b[end - 1], b'e' | b'E');
+                if c.is_ascii_digit() || c == b'.' || c == b'e' || c == b'E' || sign_ok {
+                    end += 1;
+                } else {
+                    break;
+                }
+            }
+            i = end;
+            if end < b.len() && (b[end].is_ascii_alphabetic() || b[end] == b'_') {
+                continue;
+            }
+            return Some((start, &text[start..end]));
+        }
+        None
+    })
+}
+
 /// A JSON value as shown in an error: strings quoted and shortened (see [`quoted`]), others as
 /// JSON, shortened the same way.
 pub(crate) fn shown(v: &serde_json::Value) -> String {
@@ -110,8 +275,13 @@ pub(crate) fn shown(v: &serde_json::Value) -> String {
 }
 
 /// serde_json's message without its ` at line L column C` suffix, the values it quotes
-/// shortened (see [`crate::scenario::shorten_quoted`]).
+/// shortened (see [`crate::scenario::shorten_quoted`]); its nesting limit in words, with the
+/// column ([`crate::input::nesting_message`]).
 pub(crate) fn bare_message(e: &serde_json::Error) -> String {
+    if let Some(nesting) = crate::input::nesting_message(e, Some(&format!("column {}", e.column())))
+    {
+        return nesting;
+    }
     let s = e.to_string();
     let suffix = format!(" at line {} column {}", e.line(), e.column());
     let bare = s.strip_suffix(&suffix).unwrap_or(&s);
@@ -185,6 +355,56 @@ mod tests {
     fn lines_of_offsets() {
         let l = Lines::new("a\nbc\n\nd");
         assert_eq!([0, 1, 2, 4, 5, 6].map(|o| l.line_of(o)), [1, 1, 2, 2, 3, 4]);
+    }
+
+    #[test]
+    fn numbers_read_as_floats_are_shown_as_written() {
+        let raw = r#"{"ticket": "T-100", "amount": 1e30, "n": 99999999999999999999, "x": 1.0e3}"#;
+        assert_eq!(
+            as_written("amount: expected integer cents, got 1e+30", raw),
+            "amount: expected integer cents, got 1e30"
+        );
+        assert_eq!(
+            as_written("invalid type: floating point `1e+20`, expected u64", raw),
+            "invalid type: floating point `99999999999999999999`, expected u64"
+        );
+        assert_eq!(as_written("got 1000.0", raw), "got 1.0e3");
+        // Integers the message states itself, and words with digits, are left alone.
+        assert_eq!(
+            as_written("expected 1 to 1000000000000, ticket T-100", raw),
+            "expected 1 to 1000000000000, ticket T-100"
+        );
+        let huge = "9".repeat(300);
+        assert_eq!(
+            as_written("got 1e+300", &format!("{{\"amount\": {huge}}}")),
+            format!("got {}… (300 characters)", "9".repeat(48))
+        );
+        assert_eq!(
+            number_tokens("re_1e5 T-100 -4.5e+3, 7x 8").collect::<Vec<_>>(),
+            ["-4.5e+3", "8"]
+        );
+        assert!(!is_float_token("0000000000000e01") && !is_float_token("09.210"));
+        assert!(is_float_token("1e30") && is_float_token("99999999999999999999"));
+    }
+
+    #[test]
+    fn amounts_are_integers_or_their_digits() {
+        use serde_json::json;
+        assert_eq!(amount_value(&json!(4200)), Some(4200));
+        assert_eq!(amount_value(&json!("2500")), Some(2500));
+        for bad in [
+            json!(42.0),
+            json!(-5),
+            json!("42.00"),
+            json!(" 42"),
+            json!("+42"),
+            json!(""),
+            json!("99999999999999999999"),
+            json!(1e30),
+            json!(null),
+        ] {
+            assert_eq!(amount_value(&bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -19,7 +19,10 @@ use serde::de::{Deserializer, Error as _};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::fields::{bare_message, parse_utc, shown, ticket_value, TICKET_TEXT, TIME_TEXT};
+use super::fields::{
+    amount_value, as_written, bare_message, parse_utc, shown, ticket_value, AMOUNT_TEXT,
+    TICKET_TEXT, TIME_TEXT,
+};
 use super::{
     ImportError, ImportOptions, Instant, ProviderRequestRec, Recording, ServiceResponseRec, Source,
     TicketRef, ToolCallRec, ToolResultRec, Warning,
@@ -39,7 +42,7 @@ struct ToolCallLine {
     call_id: Option<String>,
     #[serde(deserialize_with = "time")]
     at: Instant,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "amount")]
     amount_cents: Option<u64>,
     #[serde(default)]
     result: Option<ResultLine>,
@@ -113,6 +116,18 @@ fn ticket<'de, D: Deserializer<'de>>(d: D) -> Result<TicketRef, D::Error> {
     let v = Value::deserialize(d)?;
     ticket_value(&v)
         .ok_or_else(|| D::Error::custom(format!("expected {TICKET_TEXT}, got {}", shown(&v))))
+}
+
+/// `amount_cents`: integer cents, or a string of its digits (the rule of every format,
+/// [`super::fields::amount_value`]); null is absent.
+fn amount<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let v = Value::deserialize(d)?;
+    if v.is_null() {
+        return Ok(None);
+    }
+    amount_value(&v)
+        .map(Some)
+        .ok_or_else(|| D::Error::custom(format!("expected {AMOUNT_TEXT}, got {}", shown(&v))))
 }
 
 fn time<'de, D: Deserializer<'de>>(d: D) -> Result<Instant, D::Error> {
@@ -203,7 +218,8 @@ pub fn read_lines(
         if line.is_empty() {
             continue;
         }
-        let err = |msg: String| ImportError::at(name, n, msg);
+        // Numbers in the message as the line writes them (`1e30`, not `1e+30`).
+        let err = |msg: String| ImportError::at(name, n, as_written(&msg, line));
         let mut obj = match serde_json::from_str::<Value>(line) {
             Ok(Value::Object(obj)) => obj,
             Ok(other) => {
@@ -211,6 +227,9 @@ pub fn read_lines(
                     "expected a JSON object, got {}",
                     shown(&other)
                 )))
+            }
+            Err(e) if crate::input::is_nesting_limit(&e) => {
+                return Err(err(format!("not JSON: {}", bare_message(&e))))
             }
             Err(e) => {
                 return Err(err(format!(
@@ -297,8 +316,8 @@ pub fn read_lines(
                 line: *line,
             },
             message: format!(
-                "{} tool call(s) of tools other than `{}` (this one of `{tool}`) skipped",
-                other_tools.len(),
+                "{} of tools other than `{}` (this one of `{tool}`) skipped",
+                super::fields::plural(other_tools.len(), "tool call", "tool calls"),
                 opts.tool
             ),
         });
@@ -330,6 +349,10 @@ fn tool_call(l: ToolCallLine, opts: &ImportOptions, source: Source) -> ToolCallR
         call_id: l.call_id,
         at: l.at,
         amount_cents: l.amount_cents,
+        amount_missing: l
+            .amount_cents
+            .is_none()
+            .then(|| "tool_call: the line has no `amount_cents`".to_string()),
         result: l.result.map(|r| ToolResultRec {
             at: r.at,
             ok: r.ok,
@@ -400,6 +423,7 @@ mod tests {
                 call_id: Some("toolu_01A".into()),
                 at: ms(0),
                 amount_cents: Some(4200),
+                amount_missing: None,
                 result: Some(ToolResultRec {
                     at: ms(8001),
                     ok: false,
@@ -446,7 +470,9 @@ mod tests {
         assert!(rec.tool_calls.is_empty());
         assert_eq!(rec.warnings.len(), 1);
         assert_eq!(rec.warnings[0].source.line, 1);
-        assert!(rec.warnings[0].message.starts_with("2 tool call(s)"));
+        assert!(rec.warnings[0]
+            .message
+            .starts_with("2 tool calls of tools other than"));
     }
 
     #[test]

@@ -328,7 +328,7 @@ mod tests {
         );
         assert_eq!(
             err("[{\"run_type\": \"tool\", \"name\": \"issue_refund\", \"start_time\": \"2025-03-07T10:00:00Z\", \"inputs\": {\"input\": \"{'ticket_id': 'T-1', 'amount_cents': 'lots'}\"}}]"),
-            "r.json:1: [0].inputs.input: \"amount_cents\": expected integer cents, got \"lots\""
+            "r.json:1: [0].inputs.input: \"amount_cents\": expected integer cents (a whole number in the currency's smallest unit, like 4200, or its decimal digits as a string, \"4200\"), got \"lots\""
         );
         assert_eq!(
             err("[1]"),

@@ -375,24 +375,35 @@ fn entry(
                 }
             };
             let amount = match get(&names.amount) {
-                Some((k, v)) => Some(v.parse::<u64>().map_err(|_| {
-                    ImportError::at(
-                        name,
-                        line_no,
-                        format!(
-                            "tool_call arguments.{k}: expected an amount in cents (a whole number), got {}",
-                            shown(&v)
-                        ),
-                    )
-                })?),
+                Some((k, v)) => Some(
+                    super::fields::amount_text(v.trim_matches(['"', '\''])).ok_or_else(|| {
+                        ImportError::at(
+                            name,
+                            line_no,
+                            format!(
+                                "tool_call arguments.{k}: expected {}, got {}",
+                                super::fields::AMOUNT_TEXT,
+                                shown(&v)
+                            ),
+                        )
+                    })?,
+                ),
                 None => None,
             };
+            let amount_missing = amount.is_none().then(|| {
+                let seen: Vec<String> = args.iter().map(|(a, _)| a.clone()).collect();
+                format!(
+                    "tool_call {tool}: {}",
+                    super::tool_args::arguments_seen(&seen)
+                )
+            });
             rec.tool_calls.push(ToolCallRec {
                 ticket,
                 tool,
                 call_id: None,
                 at: instant,
                 amount_cents: amount,
+                amount_missing,
                 result: None,
                 decision_at: None,
                 service_response: None,
@@ -464,15 +475,18 @@ fn entry(
                 .filter(|&j| rec.tool_calls[j].ticket == ticket)
                 .collect();
             let upper = body.to_ascii_uppercase();
-            let target = match ORDINALS.iter().position(|o| upper.contains(&format!("{o} CALL"))) {
+            let target = match ORDINALS
+                .iter()
+                .position(|o| upper.contains(&format!("{o} CALL")))
+            {
                 Some(n) => *of_ticket.get(n).ok_or_else(|| {
                     ImportError::at(
                         name,
                         line_no,
                         format!(
-                            "response for the {} call of ticket {ticket}, which has {} tool calls before it",
+                            "response for the {} call of ticket {ticket}, which has {} before it",
                             ORDINALS[n].to_ascii_lowercase(),
-                            of_ticket.len()
+                            super::fields::plural(of_ticket.len(), "tool call", "tool calls")
                         ),
                     )
                 })?,
@@ -481,7 +495,10 @@ fn entry(
                     .rev()
                     .copied()
                     .find(|&j| {
-                        rec.tool_calls[j].result.as_ref().is_some_and(|r| r.timed_out)
+                        rec.tool_calls[j]
+                            .result
+                            .as_ref()
+                            .is_some_and(|r| r.timed_out)
                             && rec.tool_calls[j].service_response.is_none()
                     })
                     .unwrap_or(k),

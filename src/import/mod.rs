@@ -22,7 +22,7 @@
 
 mod agent_trace;
 pub mod build;
-mod fields;
+pub(crate) mod fields;
 pub mod jsonl;
 pub mod langfuse;
 pub mod langsmith;
@@ -49,8 +49,14 @@ pub use tool_args::{ArgumentNames, AMOUNT_ARGUMENTS, TICKET_ARGUMENTS};
 
 /// Largest input file read whole, bytes (256 MiB): an OTLP/JSON document. A larger one is
 /// refused with a message rather than read into memory; logs, JSON lines and refund exports are
-/// streamed, and bounded by [`MAX_RECORDS`].
+/// streamed, and bounded by [`MAX_RECORDS`]. `--max-input-mb` sets another ([`max_whole_bytes`]).
 pub const MAX_INPUT_BYTES: u64 = 256 << 20;
+
+/// The largest recording read whole now: [`MAX_INPUT_BYTES`], unless `--max-input-mb` set
+/// another ([`crate::input::set_max_input_bytes`]).
+pub fn max_whole_bytes() -> u64 {
+    crate::input::max_input_override().unwrap_or(MAX_INPUT_BYTES)
+}
 
 /// Most tool calls, provider requests or exported refunds one import reads, of each kind
 /// (1,000,000: eleven days at one ticket a second): the import and its replay hold every record
@@ -495,6 +501,9 @@ fn sniff(path: &Path, format: Option<Format>) -> Result<(String, Format), Import
     std::fs::File::open(path)
         .and_then(|f| f.take(64 << 10).read_to_end(&mut head))
         .map_err(|e| ImportError::at(&name, 0, format!("cannot read: {e}")))?;
+    if head.len() < 64 << 10 && is_blank(&head) {
+        return Err(empty(&name));
+    }
     // A multi-byte character may be cut at the end of the sample.
     let text = match std::str::from_utf8(&head) {
         Ok(t) => t,
@@ -514,6 +523,26 @@ fn sniff(path: &Path, format: Option<Format>) -> Result<(String, Format), Import
         Some(f) => Ok((name, f)),
         None => Err(undetected(&name)),
     }
+}
+
+/// Whether `bytes` hold nothing but whitespace (and a byte order mark).
+fn is_blank(bytes: &[u8]) -> bool {
+    bytes
+        .strip_prefix(b"\xef\xbb\xbf")
+        .unwrap_or(bytes)
+        .trim_ascii()
+        .is_empty()
+}
+
+/// The error for an empty file (or one of whitespace only): there is no format to tell.
+fn empty(name: &str) -> ImportError {
+    ImportError::at(
+        name,
+        0,
+        "the file is empty (or only whitespace): expected a recording to import — OTLP/JSON, \
+         LangSmith runs, Langfuse observations, an OpenAI Agents SDK trace export, a Stripe \
+         list of refunds, JSON lines, a refund export CSV or a tool-call log",
+    )
 }
 
 fn undetected(name: &str) -> ImportError {
@@ -537,35 +566,23 @@ fn load(path: &Path, format: Option<Format>) -> Result<(String, String, Format),
     if meta.is_dir() {
         return Err(ImportError::at(&name, 0, "is a directory, expected a file"));
     }
-    if meta.len() > MAX_INPUT_BYTES {
-        return Err(ImportError::at(
-            &name,
-            0,
-            format!(
-                "{} bytes is more than the {MAX_INPUT_BYTES}-byte limit of a file read whole (an \
-                 OTLP/JSON document); export JSON lines, or split the recording",
-                meta.len()
-            ),
-        ));
-    }
     // Bounded even where the size is not known beforehand (a pipe, /dev/zero).
-    let mut bytes = Vec::new();
-    {
-        use std::io::Read;
-        std::fs::File::open(path)
-            .and_then(|f| f.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes))
-            .map_err(|e| ImportError::at(&name, 0, format!("cannot read: {e}")))?;
-    }
-    if bytes.len() as u64 > MAX_INPUT_BYTES {
-        return Err(ImportError::at(
+    let limit = max_whole_bytes();
+    let bytes = crate::input::read_capped(path, limit, "a file read whole").map_err(|e| {
+        ImportError::at(
             &name,
             0,
-            format!(
-                "more than the {MAX_INPUT_BYTES}-byte limit of a file read whole (an OTLP/JSON \
-                 document); export JSON lines, or split the recording"
-            ),
-        ));
-    }
+            match e {
+                crate::input::InputError::Read { source, .. } => format!("cannot read: {source}"),
+                _ => format!(
+                    "more than the {limit}-byte limit of a file read whole (an OTLP/JSON \
+                     document, a JSON array); export JSON lines, split the recording, or raise \
+                     the limit with {}",
+                    crate::input::MAX_INPUT_FLAG
+                ),
+            },
+        )
+    })?;
     let text = String::from_utf8(bytes).map_err(|e| {
         let (line, column, what) = crate::scenario::not_utf8_at(e.as_bytes(), e.utf8_error());
         ImportError::at(
@@ -574,6 +591,9 @@ fn load(path: &Path, format: Option<Format>) -> Result<(String, String, Format),
             format!("{what} at column {column}; {EXPECTED_TEXT}"),
         )
     })?;
+    if format.is_none() && is_blank(text.as_bytes()) {
+        return Err(empty(&name));
+    }
     match format.or_else(|| Format::detect(&text)) {
         Some(f) => Ok((name, text, f)),
         None => Err(undetected(&name)),
@@ -666,24 +686,9 @@ pub fn import(inputs: &ImportInputs) -> Result<Imported, crate::error::CliError>
         Some(p) => {
             let defs =
                 tool_args::read_definitions(p).map_err(|e| CliError::Input(e.to_string()))?;
-            match defs.iter().find(|(n, _)| *n == opts.tool) {
-                Some((_, params)) => params.clone(),
-                None if defs.len() == 1 && inputs.tool.is_none() => {
-                    // One definition, and no --tool: it names the refund tool.
-                    opts.tool = defs[0].0.clone();
-                    defs[0].1.clone()
-                }
-                None => {
-                    return Err(CliError::Input(format!(
-                        "{}: no definition of tool `{}`; the file defines {}: name the refund \
-                         tool with --tool",
-                        p.display(),
-                        opts.tool,
-                        tool_args::listed_all(
-                            &defs.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>()
-                        )
-                    )))
-                }
+            match defs.iter().find(|d| d.name == opts.tool) {
+                Some(d) => d.parameters.clone(),
+                None => return Err(CliError::Input(other_tool(p, &defs, &opts.tool, inputs))),
             }
         }
         None => tool_args::parameters_in_scenario(&base.tools, &opts.tool).unwrap_or_default(),
@@ -725,6 +730,47 @@ pub fn import(inputs: &ImportInputs) -> Result<Imported, crate::error::CliError>
         json,
         report,
     })
+}
+
+/// The error for a `--tool-definition` file that defines other tools than the refund tool
+/// `tool`: both names, where the refund tool's name came from, and the two ways out. The
+/// definition never renames the tool being imported: a definition of `refund_v2` beside a
+/// trace of `issue_refund` is more likely the wrong file than a rename.
+fn other_tool(
+    file: &Path,
+    defs: &[tool_args::Definition],
+    tool: &str,
+    inputs: &ImportInputs,
+) -> String {
+    let from = if inputs.tool.is_some() {
+        "--tool"
+    } else if inputs.base.is_some() {
+        "the base scenario's agent.tool"
+    } else {
+        "the default agent.tool"
+    };
+    let first = &defs[0];
+    let at = if first.path.is_empty() {
+        format!("{}:{}", file.display(), first.line)
+    } else {
+        format!("{}:{}: {}", file.display(), first.line, first.path)
+    };
+    if defs.len() == 1 {
+        format!(
+            "{at}: the tool definition is of `{}`, but the tool imported is `{tool}` (from \
+             {from}): expected a definition of `{tool}`; import `{}`'s calls with --tool {}, or \
+             give `{tool}`'s definition",
+            first.name, first.name, first.name
+        )
+    } else {
+        let names: Vec<String> = defs.iter().map(|d| d.name.clone()).collect();
+        format!(
+            "{}: no definition of `{tool}` (the tool imported, from {from}); the file defines \
+             {}: name the refund tool with --tool NAME, or give `{tool}`'s definition",
+            file.display(),
+            tool_args::listed_all(&names)
+        )
+    }
 }
 
 impl Imported {

@@ -325,7 +325,7 @@ mod tests {
     fn bad_items_name_the_line_and_the_field() {
         assert_eq!(
             err("{\"data\": [\n{\"object\": \"trace.span\", \"trace_id\": \"t\", \"started_at\": \"2025-03-07T10:00:00+00:00\", \"span_data\": {\"type\": \"function\", \"name\": \"issue_refund\", \"input\": \"{\\\"ticket_id\\\": \\\"T-1\\\", \\\"amount_cents\\\": -5}\"}}]}"),
-            "t.json:2: data[0].span_data.input: \"amount_cents\": expected integer cents, got -5"
+            "t.json:2: data[0].span_data.input: \"amount_cents\": expected integer cents (a whole number in the currency's smallest unit, like 4200, or its decimal digits as a string, \"4200\"), got -5"
         );
         assert_eq!(
             err("[{\"object\": \"response\"}]"),

@@ -134,6 +134,11 @@ pub struct ToolCallRec {
     pub at: Instant,
     /// The amount asked for, cents, when recorded.
     pub amount_cents: Option<u64>,
+    /// When no amount was read: the call's field path in its file and what its arguments
+    /// held (`` resourceSpans[0].scopeSpans[0].spans[0]: its arguments are `refund_value` and
+    /// `ticket_id` ``), for the error that names them if the ticket's amount is recorded
+    /// nowhere else. `None` when the call has an amount.
+    pub amount_missing: Option<String>,
     /// The result given to the model.
     pub result: Option<ToolResultRec>,
     /// When the model decided what to do after a failed result (a retry or giving up).
@@ -225,35 +230,114 @@ pub struct Recording {
 /// screen of warnings, not 84 MB of them.
 pub const WARNINGS_PER_KIND: usize = 5;
 
-/// The kind of a warning: its message with every run of digits as `#` and every quoted text
-/// as `"…"`, so the same warning about different lines, tickets or values is one kind.
+/// Words after which a warning names the record it is about (`ticket T-100000:`, `refund
+/// re_0001 is …`, `span 00f1 of trace 4bf9 …`): the same warning about another record is the
+/// same kind.
+const SUBJECTS: [&str; 4] = ["ticket", "refund", "span", "trace"];
+
+/// The kind of a warning: its message with the values that change from one occurrence to the
+/// next masked, so the same warning about other lines, tickets or values is one kind, and
+/// different warnings stay apart:
+///
+/// - a number standing alone as a value — a count, a time, a line (`1,007`, `8.5`,
+///   `16:41:09.210`, `r.jsonl:12`) — is `#`; digits inside an identifier (`refund_v2`,
+///   `T-100000`, `re_0001`, `run2.log`) are kept, so warnings about the tool `refund_v1` and
+///   the tool `refund_v2` are two kinds;
+/// - the identifier after `ticket`, `refund`, `span` or `trace` (when it has a digit) is `#`:
+///   the record the warning is about;
+/// - a quoted text (`"GET /healthz 200"`) is `"…"`.
 pub fn warning_kind(message: &str) -> String {
+    let chars: Vec<char> = message.chars().collect();
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
     let mut out = String::with_capacity(message.len());
-    let mut in_quote = false;
-    let mut last_digit = false;
-    for c in message.chars() {
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
         if c == '"' {
-            if !in_quote {
-                out.push_str("\"…\"");
+            out.push_str("\"…\"");
+            i += 1;
+            while i < chars.len() && chars[i] != '"' {
+                i += 1;
             }
-            in_quote = !in_quote;
-            last_digit = false;
+            i += 1;
             continue;
         }
-        if in_quote {
-            continue;
-        }
-        if c.is_ascii_digit() {
-            if !last_digit {
+        if ident(c) && (i == 0 || !ident(chars[i - 1])) {
+            // A number standing alone (not the tail of `T-100000`, `v2.1`), with any unit
+            // after it (`8000ms`): a value.
+            let after_word = i > 0
+                && matches!(chars[i - 1], '-' | '.')
+                && i > 1
+                && ident(chars[i - 2])
+                && !chars[i - 2].is_ascii_digit();
+            if c.is_ascii_digit() && !after_word {
                 out.push('#');
+                i = number_end(&chars, i);
+                while i < chars.len() && chars[i].is_alphabetic() {
+                    out.push(chars[i]);
+                    i += 1;
+                }
+                continue;
             }
-            last_digit = true;
+            // A word: an identifier (kept whole, digits and all), or a subject before an id.
+            let end = word_end(&chars, i);
+            let word: String = chars[i..end].iter().collect();
+            out.push_str(&word);
+            i = end;
+            // The id after a subject word.
+            if SUBJECTS.contains(&word.as_str()) && chars.get(i) == Some(&' ') {
+                let id_end = id_end(&chars, i + 1);
+                if chars[i + 1..id_end].iter().any(char::is_ascii_digit) {
+                    out.push_str(" #");
+                    i = id_end;
+                }
+            }
             continue;
         }
-        last_digit = false;
         out.push(c);
+        i += 1;
     }
     out
+}
+
+/// The end of the word starting at `i`: letters, digits, `_`, and `-` or `.` between them
+/// (`T-100000`, `run2.log`, `8.5`).
+fn word_end(chars: &[char], i: usize) -> usize {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    let mut end = i;
+    while end < chars.len()
+        && (ident(chars[end])
+            || (matches!(chars[end], '-' | '.')
+                && end > i
+                && chars.get(end + 1).is_some_and(|&n| ident(n))))
+    {
+        end += 1;
+    }
+    end
+}
+
+/// The end of the number starting at `i`: digits, with `,`, `.` or `:` between digits
+/// (`19,995`, `8.5`, `16:41:09.210`); a unit after it (`ms`) is not part of it.
+fn number_end(chars: &[char], i: usize) -> usize {
+    let mut end = i;
+    while end < chars.len()
+        && (chars[end].is_ascii_digit()
+            || (matches!(chars[end], ',' | '.' | ':')
+                && end > i
+                && chars.get(end + 1).is_some_and(char::is_ascii_digit)))
+    {
+        end += 1;
+    }
+    end
+}
+
+/// The end of a record's id starting at `i`: up to a space, `:`, `,`, `;` or a bracket.
+fn id_end(chars: &[char], i: usize) -> usize {
+    let mut end = i;
+    while end < chars.len() && !matches!(chars[end], ' ' | ':' | ',' | ';' | '(' | ')') {
+        end += 1;
+    }
+    end
 }
 
 /// `warnings` with at most [`WARNINGS_PER_KIND`] of each kind (the first in file and line
@@ -342,5 +426,80 @@ impl Recording {
     /// Whether nothing was read.
     pub fn is_empty(&self) -> bool {
         self.tool_calls.is_empty() && self.provider_requests.is_empty() && self.refunds.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_masked_and_identifiers_kept() {
+        let k = warning_kind;
+        // The same warning about other tickets, attempts, times and lines: one kind.
+        assert_eq!(
+            k("ticket T-100000: tool call 1 comes 3.0 ms after the previous result"),
+            k("ticket T-100001: tool call 2 comes 14.5 ms after the previous result")
+        );
+        assert_eq!(
+            k("ticket 48213: tool call 1 comes 3.0 ms after the previous result"),
+            "ticket #: tool call # comes # ms after the previous result"
+        );
+        assert_eq!(
+            k("refund re_0001 is for ticket T-5, which has no tool call: ignored"),
+            k("refund re_0002 is for ticket T-6, which has no tool call: ignored")
+        );
+        assert_eq!(
+            k("19,995 lines at 16:41:09.210 (timeout after 8000ms) skipped (\"GET /x 200\")"),
+            "# lines at # (timeout after #ms) skipped (\"…\")"
+        );
+        // Different things: digits inside identifiers are not values.
+        assert_ne!(
+            k("3 tool call(s) of tools other than `issue_refund` (this one of `refund_v1`) skipped"),
+            k("3 tool call(s) of tools other than `issue_refund` (this one of `refund_v2`) skipped")
+        );
+        assert_ne!(
+            k("no execute_tool span is of tool `issue_refund`; the tools seen are `lookup2`"),
+            k("no execute_tool span is of tool `issue_refund`; the tools seen are `lookup3`")
+        );
+        assert_eq!(k("model gpt-4o answered"), "model gpt-4o answered");
+    }
+
+    #[test]
+    fn a_thousand_repetitions_are_capped_and_different_warnings_kept() {
+        let w = |line: u64, message: String| Warning {
+            source: Source {
+                file: "r.log".into(),
+                line,
+            },
+            message,
+        };
+        let mut rec = Recording::default();
+        for i in 0..1000u64 {
+            rec.warn(w(
+                i + 1,
+                format!("ticket T-{i}: tool call 1 comes {i}.0 ms after"),
+            ));
+        }
+        for v in 1..=7 {
+            rec.warn(w(
+                2000 + v,
+                format!("1 tool call(s) of tools other than `issue_refund` (this one of `refund_v{v}`) skipped"),
+            ));
+        }
+        let out = compact_warnings(rec.warnings.clone(), &rec.suppressed);
+        let messages: Vec<&str> = out.iter().map(|w| w.message.as_str()).collect();
+        assert_eq!(messages.len(), 5 + 1 + 7, "{messages:#?}");
+        assert!(
+            messages.contains(&"… and 995 more like this: ticket #: tool call # comes # ms after")
+        );
+        for v in 1..=7 {
+            assert!(
+                messages
+                    .iter()
+                    .any(|m| m.contains(&format!("`refund_v{v}`"))),
+                "{messages:#?}"
+            );
+        }
     }
 }

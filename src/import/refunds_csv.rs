@@ -103,8 +103,8 @@ pub fn read_from(
                 line: first,
             },
             message: format!(
-                "{} row(s) with an empty `{}` (refunds not made for a ticket) skipped",
-                no_ticket.len(),
+                "{} with an empty `{}` (refunds not made for a ticket) skipped",
+                super::fields::plural(no_ticket.len(), "row", "rows"),
                 cols.names[5]
             ),
         });
@@ -402,7 +402,7 @@ mod tests {
         assert_eq!(rec.warnings[0].source.line, 4);
         assert!(rec.warnings[0]
             .message
-            .starts_with("1 row(s) with an empty `metadata.ticket`"));
+            .starts_with("1 row with an empty `metadata.ticket`"));
     }
 
     #[test]

@@ -16,9 +16,12 @@
 //! refund without one (a dashboard refund for something else) is skipped, with one warning for
 //! all such refunds. `created` to the second is read as the middle of that second, ± 0.5 s.
 
+use std::collections::BTreeMap;
+
+use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::fields::{quoted, shown, ticket_value, TICKET_TEXT};
+use super::fields::{amount_value, shown, ticket_value, AMOUNT_TEXT, TICKET_TEXT};
 use super::{ExportedRefund, ImportError, ImportOptions, Recording, Source, Warning};
 
 /// The refund statuses Stripe documents.
@@ -46,18 +49,22 @@ pub fn detect(head: &str) -> bool {
 /// # Errors
 /// The text is not JSON; a list has no `data` array; a refund lacks `id`, `amount`, `created`
 /// or `status`, or one of them has the wrong type; a ticket in its metadata is not a ticket id.
-/// Each error names the file, the line the refund starts on and its field path
-/// (`data[3].amount`).
+/// Each error names the file, the line the offending value starts on (a refund's field, else
+/// the refund object) and its field path (`data[3].amount`), and shows a number as the file
+/// writes it.
 pub fn read(name: &str, text: &str, opts: &ImportOptions) -> Result<Recording, ImportError> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let body = text.strip_prefix('\u{feff}').unwrap_or(text);
     let lines = super::fields::Lines::new(text);
+    let list = List {
+        name,
+        text,
+        lines: &lines,
+        opts,
+    };
     let mut rec = Recording::default();
     let mut skipped: Vec<u64> = Vec::new();
-    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
-    loop {
-        let start = stream.byte_offset();
-        let Some(next) = stream.next() else { break };
-        let v = next.map_err(|e| {
+    for next in serde_json::Deserializer::from_str(body).into_iter::<&RawValue>() {
+        let doc = next.map_err(|e| {
             ImportError::at(
                 name,
                 e.line() as u64,
@@ -67,19 +74,14 @@ pub fn read(name: &str, text: &str, opts: &ImportOptions) -> Result<Recording, I
                 ),
             )
         })?;
-        // The line of the value's first character (after the whitespace before it).
-        let skip_ws = text[start..].len() - text[start..].trim_start().len();
-        let line = lines.line_of(start + skip_ws);
-        let pages: Vec<(String, &Value)> = match &v {
-            Value::Array(items) => items
-                .iter()
-                .enumerate()
-                .map(|(i, p)| (format!("[{i}]"), p))
-                .collect(),
-            other => vec![(String::new(), other)],
-        };
-        for (path, page) in pages {
-            read_page(name, line, &path, page, opts, &mut rec, &mut skipped)?;
+        if doc.get().starts_with('[') {
+            let pages: Vec<&RawValue> = serde_json::from_str(doc.get())
+                .map_err(|e| list.not_json(doc, "(document)", &e))?;
+            for (i, page) in pages.into_iter().enumerate() {
+                list.page(&format!("[{i}]"), page, &mut rec, &mut skipped)?;
+            }
+        } else {
+            list.page("", doc, &mut rec, &mut skipped)?;
         }
     }
     if let Some(&first) = skipped.first() {
@@ -89,8 +91,8 @@ pub fn read(name: &str, text: &str, opts: &ImportOptions) -> Result<Recording, I
                 line: first,
             },
             message: format!(
-                "{} refund(s) without a ticket in their metadata (refunds not made for a ticket) skipped",
-                skipped.len()
+                "{} without a ticket in their metadata (refunds not made for a ticket) skipped",
+                super::fields::plural(skipped.len(), "refund", "refunds")
             ),
         });
     }
@@ -99,59 +101,242 @@ pub fn read(name: &str, text: &str, opts: &ImportOptions) -> Result<Recording, I
     Ok(rec)
 }
 
-/// One list page, or one bare refund object, at `path` of the value starting on `line`.
-fn read_page(
-    name: &str,
-    line: u64,
-    path: &str,
-    v: &Value,
-    opts: &ImportOptions,
-    rec: &mut Recording,
-    skipped: &mut Vec<u64>,
-) -> Result<(), ImportError> {
-    let bad = |at: &str, message: String| ImportError::at(name, line, format!("{at}: {message}"));
-    let Value::Object(o) = v else {
-        return Err(bad(
-            if path.is_empty() { "(document)" } else { path },
-            format!(
-                "expected a Stripe list object or a refund object, got {}",
-                shown(v)
-            ),
-        ));
-    };
-    match o.get("object").and_then(Value::as_str) {
-        Some("refund") => {
-            let at = if path.is_empty() { "(refund)" } else { path };
-            return refund(name, line, at, o, opts, rec, skipped);
-        }
-        Some("list") => {}
-        other => {
-            return Err(bad(
-                &join(path, "object"),
-                format!(
-                    "expected \"list\" (the body of GET /v1/refunds) or \"refund\", got {}",
-                    other.map_or_else(|| "nothing".to_string(), quoted)
-                ),
-            ))
-        }
+/// One file being read: its name and text (the values below are slices of it, which gives
+/// each its line).
+struct List<'a> {
+    name: &'a str,
+    text: &'a str,
+    lines: &'a super::fields::Lines,
+    opts: &'a ImportOptions,
+}
+
+/// An object's fields, each as its text in the file.
+type Fields<'a> = BTreeMap<String, &'a RawValue>;
+
+impl<'a> List<'a> {
+    /// The line `raw` (a slice of the text) starts on.
+    fn line(&self, raw: &RawValue) -> u64 {
+        let off = (raw.get().as_ptr() as usize).saturating_sub(self.text.as_ptr() as usize);
+        self.lines.line_of(off)
     }
-    let Some(Value::Array(data)) = o.get("data") else {
-        return Err(bad(
-            &join(path, "data"),
-            "expected the list's array of refund objects".to_string(),
-        ));
-    };
-    for (i, r) in data.iter().enumerate() {
-        let at = join(path, &format!("data[{i}]"));
-        let Value::Object(r) = r else {
-            return Err(bad(
-                &at,
-                format!("expected a refund object, got {}", shown(r)),
+
+    /// An error about the value `raw` at `path`.
+    fn bad(&self, raw: &RawValue, path: &str, message: impl std::fmt::Display) -> ImportError {
+        ImportError::at(self.name, self.line(raw), format!("{path}: {message}"))
+    }
+
+    fn not_json(&self, raw: &RawValue, path: &str, e: &serde_json::Error) -> ImportError {
+        self.bad(raw, path, super::fields::bare_message(e))
+    }
+
+    /// The fields of the object `raw` at `path`; `None` when it is not an object.
+    fn object(&self, raw: &'a RawValue, path: &str) -> Result<Option<Fields<'a>>, ImportError> {
+        if !raw.get().starts_with('{') {
+            return Ok(None);
+        }
+        serde_json::from_str(raw.get())
+            .map(Some)
+            .map_err(|e| self.not_json(raw, path, &e))
+    }
+
+    /// One list page, or one bare refund object, at `path` (empty for a whole document).
+    fn page(
+        &self,
+        path: &str,
+        raw: &'a RawValue,
+        rec: &mut Recording,
+        skipped: &mut Vec<u64>,
+    ) -> Result<(), ImportError> {
+        let at = if path.is_empty() { "(document)" } else { path };
+        let Some(o) = self.object(raw, at)? else {
+            return Err(self.bad(
+                raw,
+                at,
+                format!(
+                    "expected a Stripe list object or a refund object, got {}",
+                    shown_raw(raw)
+                ),
             ));
         };
-        refund(name, line, &at, r, opts, rec, skipped)?;
+        let object = o.get("object").map(|r| value(r));
+        match object.as_ref().and_then(Value::as_str) {
+            Some("refund") => {
+                let at = if path.is_empty() { "(refund)" } else { path };
+                return self.refund(at, raw, &o, rec, skipped);
+            }
+            Some("list") => {}
+            _ => {
+                return Err(self.bad(
+                    o.get("object").copied().unwrap_or(raw),
+                    &join(path, "object"),
+                    format!(
+                        "expected \"list\" (the body of GET /v1/refunds) or \"refund\", got {}",
+                        o.get("object")
+                            .map_or_else(|| "nothing".to_string(), |r| shown_raw(r))
+                    ),
+                ))
+            }
+        }
+        let data_at = join(path, "data");
+        let data = o
+            .get("data")
+            .filter(|d| d.get().starts_with('['))
+            .ok_or_else(|| {
+                self.bad(
+                    o.get("data").copied().unwrap_or(raw),
+                    &data_at,
+                    "expected the list's array of refund objects",
+                )
+            })?;
+        let items: Vec<&RawValue> =
+            serde_json::from_str(data.get()).map_err(|e| self.not_json(data, &data_at, &e))?;
+        for (i, r) in items.into_iter().enumerate() {
+            let at = format!("{data_at}[{i}]");
+            let Some(fields) = self.object(r, &at)? else {
+                return Err(self.bad(
+                    r,
+                    &at,
+                    format!("expected a refund object, got {}", shown_raw(r)),
+                ));
+            };
+            self.refund(&at, r, &fields, rec, skipped)?;
+        }
+        Ok(())
     }
-    Ok(())
+
+    /// One refund object `raw` at `at`, with its fields `r`.
+    fn refund(
+        &self,
+        at: &str,
+        raw: &RawValue,
+        r: &Fields<'a>,
+        rec: &mut Recording,
+        skipped: &mut Vec<u64>,
+    ) -> Result<(), ImportError> {
+        let line = self.line(raw);
+        // A field's error names the line its value starts on (the refund's, when absent).
+        let bad = |field: &str, expected: &str| {
+            let got = r.get(field);
+            self.bad(
+                got.copied().unwrap_or(raw),
+                &join(at, field),
+                format!(
+                    "expected {expected}, got {}",
+                    got.map_or_else(|| "nothing".to_string(), |g| shown_raw(g))
+                ),
+            )
+        };
+        // The fields read, parsed (a value nested past serde_json's limit is an error here:
+        // the slices above were only scanned).
+        let mut values: BTreeMap<&str, Value> = BTreeMap::new();
+        for k in [
+            "object",
+            "metadata",
+            "id",
+            "amount",
+            "created",
+            "status",
+            "charge",
+            "payment_intent",
+        ] {
+            if let Some(raw) = r.get(k) {
+                let v = serde_json::from_str(raw.get())
+                    .map_err(|e| self.not_json(raw, &join(at, k), &e))?;
+                values.insert(k, v);
+            }
+        }
+        let field = |k: &str| values.get(k).cloned();
+        if field("object").is_some_and(|o| o.as_str() != Some("refund")) {
+            return Err(bad("object", "\"refund\""));
+        }
+        let metadata = match field("metadata") {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(m)) => Some(m),
+            Some(_) => return Err(bad("metadata", "an object of string values")),
+        };
+        let names = self
+            .opts
+            .arguments
+            .ticket
+            .iter()
+            .map(String::as_str)
+            .chain(super::TICKET_ARGUMENTS);
+        let found = metadata
+            .as_ref()
+            .and_then(|m| names.into_iter().find_map(|k| Some((k, m.get(k)?))));
+        let Some((key, ticket)) = found.filter(|(_, v)| v.as_str() != Some("")) else {
+            skipped.push(line);
+            return Ok(());
+        };
+        let ticket = ticket_value(ticket).ok_or_else(|| {
+            self.bad(
+                r["metadata"],
+                &join(at, &format!("metadata.{key}")),
+                format!("expected {TICKET_TEXT}, got {}", shown(ticket)),
+            )
+        })?;
+        let id = match field("id") {
+            Some(Value::String(s)) if !s.is_empty() => s,
+            _ => return Err(bad("id", "a refund id (\"re_…\")")),
+        };
+        let amount_cents = field("amount")
+            .as_ref()
+            .and_then(amount_value)
+            .ok_or_else(|| bad("amount", AMOUNT_TEXT))?;
+        let created = field("created")
+            .and_then(|c| c.as_i64())
+            .filter(|s| (0..=253_402_300_799).contains(s))
+            .and_then(super::fields::within_second)
+            .ok_or_else(|| bad("created", "Unix seconds (an integer)"))?;
+        let status = field("status")
+            .as_ref()
+            .and_then(Value::as_str)
+            .map(str::to_ascii_lowercase)
+            .filter(|s| STATUSES.contains(&s.as_str()))
+            .ok_or_else(|| {
+                bad(
+                    "status",
+                    "a refund status (pending, requires_action, succeeded, failed or canceled)",
+                )
+            })?;
+        let id_of = |key: &str| match field(key) {
+            Some(Value::String(s)) if !s.is_empty() => Some(s),
+            Some(Value::Object(o)) => o.get("id").and_then(Value::as_str).map(str::to_string),
+            _ => None,
+        };
+        let charge = id_of("charge")
+            .or_else(|| id_of("payment_intent"))
+            .unwrap_or_default();
+        rec.refunds.push(ExportedRefund {
+            id,
+            charge,
+            amount_cents,
+            created,
+            status,
+            ticket,
+            source: Source {
+                file: self.name.to_string(),
+                line,
+            },
+        });
+        super::check_record_count(self.name, line, "exported refund", rec.refunds.len())
+    }
+}
+
+/// The value of a field's text (already checked to be JSON; null if it were not).
+fn value(raw: &RawValue) -> Value {
+    serde_json::from_str(raw.get()).unwrap_or(Value::Null)
+}
+
+/// A value as an error shows it: a number as the file writes it (`1e30`, not `1e+30`), others
+/// as [`shown`] does; shortened either way.
+fn shown_raw(raw: &RawValue) -> String {
+    let t = raw.get();
+    if t.starts_with(|c: char| c == '-' || c.is_ascii_digit()) {
+        super::fields::shortened(t)
+    } else {
+        shown(&value(raw))
+    }
 }
 
 fn join(path: &str, field: &str) -> String {
@@ -160,98 +345,6 @@ fn join(path: &str, field: &str) -> String {
     } else {
         format!("{path}.{field}")
     }
-}
-
-/// One refund object at `at`.
-fn refund(
-    name: &str,
-    line: u64,
-    at: &str,
-    r: &serde_json::Map<String, Value>,
-    opts: &ImportOptions,
-    rec: &mut Recording,
-    skipped: &mut Vec<u64>,
-) -> Result<(), ImportError> {
-    let bad = |field: &str, expected: &str, got: Option<&Value>| {
-        ImportError::at(
-            name,
-            line,
-            format!(
-                "{}: expected {expected}, got {}",
-                join(at, field),
-                got.map_or_else(|| "nothing".to_string(), shown)
-            ),
-        )
-    };
-    if let Some(obj) = r.get("object").filter(|o| o.as_str() != Some("refund")) {
-        return Err(bad("object", "\"refund\"", Some(obj)));
-    }
-    let metadata = match r.get("metadata") {
-        None | Some(Value::Null) => None,
-        Some(Value::Object(m)) => Some(m),
-        Some(other) => return Err(bad("metadata", "an object of string values", Some(other))),
-    };
-    let names = opts
-        .arguments
-        .ticket
-        .iter()
-        .map(String::as_str)
-        .chain(super::TICKET_ARGUMENTS);
-    let found = metadata.and_then(|m| names.into_iter().find_map(|k| Some((k, m.get(k)?))));
-    let Some((key, ticket)) = found.filter(|(_, v)| v.as_str() != Some("")) else {
-        skipped.push(line);
-        return Ok(());
-    };
-    let ticket = ticket_value(ticket)
-        .ok_or_else(|| bad(&format!("metadata.{key}"), TICKET_TEXT, Some(ticket)))?;
-    let id = match r.get("id") {
-        Some(Value::String(s)) if !s.is_empty() => s.clone(),
-        other => return Err(bad("id", "a refund id (\"re_…\")", other)),
-    };
-    let amount_cents = r
-        .get("amount")
-        .and_then(Value::as_u64)
-        .ok_or_else(|| bad("amount", "integer cents", r.get("amount")))?;
-    let created = r
-        .get("created")
-        .and_then(Value::as_i64)
-        .filter(|s| (0..=253_402_300_799).contains(s))
-        .ok_or_else(|| bad("created", "Unix seconds (an integer)", r.get("created")))?;
-    let created = super::fields::within_second(created)
-        .ok_or_else(|| bad("created", "Unix seconds (an integer)", r.get("created")))?;
-    let status = r
-        .get("status")
-        .and_then(Value::as_str)
-        .map(str::to_ascii_lowercase)
-        .filter(|s| STATUSES.contains(&s.as_str()))
-        .ok_or_else(|| {
-            bad(
-                "status",
-                "a refund status (pending, requires_action, succeeded, failed or canceled)",
-                r.get("status"),
-            )
-        })?;
-    let id_of = |key: &str| match r.get(key) {
-        Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
-        Some(Value::Object(o)) => o.get("id").and_then(Value::as_str).map(str::to_string),
-        _ => None,
-    };
-    let charge = id_of("charge")
-        .or_else(|| id_of("payment_intent"))
-        .unwrap_or_default();
-    rec.refunds.push(ExportedRefund {
-        id,
-        charge,
-        amount_cents,
-        created,
-        status,
-        ticket,
-        source: Source {
-            file: name.to_string(),
-            line,
-        },
-    });
-    super::check_record_count(name, line, "exported refund", rec.refunds.len())
 }
 
 #[cfg(test)]
@@ -321,7 +414,7 @@ mod tests {
         assert_eq!(rec.warnings.len(), 1);
         assert!(rec.warnings[0]
             .message
-            .starts_with("1 refund(s) without a ticket"));
+            .starts_with("1 refund without a ticket"));
     }
 
     #[test]
@@ -339,8 +432,9 @@ mod tests {
     fn bad_refunds_name_the_line_and_the_field() {
         let err = |t: &str| read_str(t).unwrap_err().to_string();
         assert_eq!(
-            err("\n{\"object\": \"list\", \"data\": [{\"id\": \"re_1\", \"amount\": \"42\", \"created\": 1, \"status\": \"succeeded\", \"metadata\": {\"ticket\": \"1\"}}]}"),
-            "r.json:2: data[0].amount: expected integer cents, got \"42\""
+            err("\n{\"object\": \"list\", \"data\": [{\"id\": \"re_1\", \"amount\": \"42.00\", \"created\": 1, \"status\": \"succeeded\", \"metadata\": {\"ticket\": \"1\"}}]}"),
+            "r.json:2: data[0].amount: expected integer cents (a whole number in the currency's \
+             smallest unit, like 4200, or its decimal digits as a string, \"4200\"), got \"42.00\""
         );
         assert_eq!(
             err("{\"object\": \"charge\"}"),
@@ -355,5 +449,70 @@ mod tests {
             "r.json:1: data[0].status: expected a refund status (pending, requires_action, succeeded, failed or canceled), got \"done\""
         );
         assert!(err("{\"object\": ").starts_with("r.json:1: not JSON"));
+    }
+
+    /// Each refund's own line and path, not the document's first line; numbers as written.
+    #[test]
+    fn errors_name_the_refunds_line_and_path() {
+        let err = |t: &str| read_str(t).unwrap_err().to_string();
+        let refund = |n: u32, amount: &str| {
+            format!(
+                "    {{\"id\": \"re_{n}\", \"object\": \"refund\", \"amount\": {amount}, \
+                 \"created\": 1, \"status\": \"succeeded\", \"metadata\": {{\"ticket\": \"1\"}}}}"
+            )
+        };
+        let list = |bad: &str| {
+            format!(
+                "{{\"object\": \"list\",\n  \"data\": [\n{},\n{},\n{},\n{}\n  ]}}\n",
+                refund(1, "4200"),
+                refund(2, "\"2500\""),
+                refund(3, "100"),
+                refund(4, bad)
+            )
+        };
+        let at = "r.json:6: data[3].amount: expected integer cents (a whole number in the \
+                  currency's smallest unit, like 4200, or its decimal digits as a string, \
+                  \"4200\"), got";
+        assert_eq!(err(&list("1e30")), format!("{at} 1e30"));
+        assert_eq!(
+            err(&list("99999999999999999999")),
+            format!("{at} 99999999999999999999")
+        );
+        assert_eq!(err(&list("-5")), format!("{at} -5"));
+        assert_eq!(err(&list("\"25x\"")), format!("{at} \"25x\""));
+        // A string of digits is an amount, as in tool arguments.
+        let rec = read_str(&list("7")).unwrap();
+        let mut got: Vec<(u64, u64)> = rec
+            .refunds
+            .iter()
+            .map(|r| (r.amount_cents, r.source.line))
+            .collect();
+        got.sort();
+        assert_eq!(got, [(7, 6), (100, 5), (2500, 4), (4200, 3)]);
+        // A field on a line of its own is named at that line; an array of pages by index.
+        let pretty = "[{\"object\": \"list\", \"data\": []},\n {\"object\": \"list\", \"data\": [\n  {\"id\": \"re_1\",\n   \"metadata\": {\"ticket\": \"1\"},\n   \"status\": \"done\"}]}]";
+        assert!(
+            err(pretty).starts_with("r.json:3: [1].data[0].amount: expected integer cents"),
+            "{}",
+            err(pretty)
+        );
+        // A field nested past serde_json's limit is an error, not a refund without metadata.
+        let deep = format!(
+            "{{\"object\": \"list\", \"data\": [\n{{\"id\": \"re_1\", \"metadata\": {}1{}}}]}}",
+            "{\"a\":".repeat(200),
+            "}".repeat(200)
+        );
+        assert!(
+            err(&deep)
+                .starts_with("r.json:2: data[0].metadata: nested deeper than the nesting limit"),
+            "{}",
+            err(&deep)
+        );
+        let status = pretty.replace("\"re_1\",", "\"re_1\", \"amount\": 1, \"created\": 1,");
+        assert_eq!(
+            err(&status),
+            "r.json:5: [1].data[0].status: expected a refund status (pending, requires_action, \
+             succeeded, failed or canceled), got \"done\""
+        );
     }
 }

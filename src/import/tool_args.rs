@@ -24,6 +24,7 @@
 
 use std::path::Path;
 
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::ImportError;
@@ -115,6 +116,16 @@ pub(crate) fn listed(names: &[String]) -> String {
     listed_with(names, "or")
 }
 
+/// What a call's arguments were, for messages: `` its arguments are `a` and `b` ``, or `it has
+/// no arguments`.
+pub(crate) fn arguments_seen(names: &[String]) -> String {
+    if names.is_empty() {
+        "it has no arguments".to_string()
+    } else {
+        format!("its arguments are {}", listed_all(names))
+    }
+}
+
 /// `` `a`, `b` and `c` ``.
 pub(crate) fn listed_all(names: &[String]) -> String {
     listed_with(names, "and")
@@ -134,20 +145,71 @@ fn listed_with(names: &[String], conjunction: &str) -> String {
 }
 
 /// The parameter names of one tool definition value in any shape the module docs list, with
-/// the tool's name; `None` when `v` is not a tool definition.
+/// the tool's name; `None` when `v` is not a tool definition (see [`definition`] for why).
 pub fn parameters_of(v: &Value) -> Option<(String, Vec<String>)> {
-    let o = v.as_object()?;
+    definition(v).ok()
+}
+
+/// One tool definition in any shape the module docs list: the tool's name and its parameter
+/// names. A definition has a non-empty `name` (for the Chat Completions shape, under
+/// `function`) and an object of parameters under `inputSchema` (MCP), `input_schema`
+/// (Anthropic) or `parameters` (OpenAI, or the incident's bare block); anything else — an
+/// object with a `name` and nothing saying what the tool takes — is not one.
+///
+/// # Errors
+/// What is missing, in words (`` `lookup` has no `inputSchema` … ``), for a message that also
+/// names the file and the value's path.
+pub fn definition(v: &Value) -> Result<(String, Vec<String>), String> {
+    const SHAPES: &str = "expected a tool definition: an MCP tool (`name`, `inputSchema`), an \
+                          Anthropic tool (`name`, `input_schema`), an OpenAI function (`name`, \
+                          `parameters`, or `{\"type\": \"function\", \"function\": {…}}`) or the \
+                          incident's block (`name`, `parameters`)";
+    let Some(o) = v.as_object() else {
+        return Err(format!("{SHAPES}, got {}", super::fields::shown(v)));
+    };
     // OpenAI Chat Completions: {"type": "function", "function": {"name", "parameters"}}
-    if let Some(f) = o.get("function").and_then(Value::as_object) {
-        let name = f.get("name")?.as_str()?.to_string();
-        return Some((name, schema_properties(f.get("parameters"))));
+    let (o, prefix) = match o.get("function") {
+        Some(Value::Object(f)) => (f, "function."),
+        Some(other) => {
+            return Err(format!(
+                "function: expected the function's definition (an object with `name` and \
+                 `parameters`), got {}",
+                super::fields::shown(other)
+            ))
+        }
+        None => (o, ""),
+    };
+    let name = match o.get("name") {
+        Some(Value::String(n)) if !n.trim().is_empty() => n.clone(),
+        Some(other) => {
+            return Err(format!(
+                "{prefix}name: expected the tool's name (a non-empty string), got {}",
+                super::fields::shown(other)
+            ))
+        }
+        None => return Err(format!("no `{prefix}name`: {SHAPES}")),
+    };
+    let keys: &[&str] = if prefix.is_empty() {
+        &["inputSchema", "input_schema", "parameters"]
+    } else {
+        &["parameters"]
+    };
+    match keys.iter().find_map(|k| o.get(*k).map(|s| (*k, s))) {
+        Some((_, schema @ Value::Object(_))) => Ok((name, schema_properties(Some(schema)))),
+        Some((k, other)) => Err(format!(
+            "{prefix}{k}: expected the parameters of `{name}` (a JSON Schema object, or the \
+             incident's block of parameters), got {}",
+            super::fields::shown(other)
+        )),
+        None => Err(format!(
+            "`{name}` has no {}: {SHAPES}",
+            if prefix.is_empty() {
+                "`inputSchema`, `input_schema` or `parameters` (nothing says what it takes)"
+            } else {
+                "`function.parameters` (nothing says what it takes)"
+            }
+        )),
     }
-    let name = o.get("name")?.as_str()?.to_string();
-    let schema = o
-        .get("inputSchema")
-        .or_else(|| o.get("input_schema"))
-        .or_else(|| o.get("parameters"));
-    Some((name, schema_properties(schema)))
 }
 
 /// The property names of a JSON Schema object (`properties`), or of a bare parameter block
@@ -170,50 +232,138 @@ pub fn parameters_in_scenario(tools: &[ToolDefinition], tool: &str) -> Option<Ve
     (!names.is_empty()).then_some(names)
 }
 
+/// One tool definition of a `--tool-definition` file: the tool's name, its parameter names
+/// and where it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Definition {
+    /// The tool's name.
+    pub name: String,
+    /// Its parameter names, in name order.
+    pub parameters: Vec<String>,
+    /// Its field path in the file (`tools[1]`), empty for a file holding one definition.
+    pub path: String,
+    /// The line it starts on.
+    pub line: u64,
+}
+
 /// Reads `--tool-definition FILE`: one tool definition, an array of them, `{"tools": [...]}`
 /// or an MCP `tools/list` response (`{"result": {"tools": [...]}}`), in any shape the module
-/// docs list. Returns every tool's (name, parameters).
+/// docs list ([`definition`]). Returns every tool's definition, in file order.
 ///
 /// # Errors
-/// The file cannot be read, is not JSON, or holds no tool definition (the message names the
-/// file and the shapes expected).
-pub fn read_definitions(path: &Path) -> Result<Vec<(String, Vec<String>)>, ImportError> {
+/// The file cannot be read, is not JSON, or holds something that is not a tool definition (the
+/// message names the file, the line and path of the value, and the shapes expected).
+pub fn read_definitions(path: &Path) -> Result<Vec<Definition>, ImportError> {
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| ImportError::at(&name, 0, format!("cannot read: {e}")))?;
-    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
-    let v: Value = serde_json::from_str(text).map_err(|e| {
+    let bytes = crate::input::read_input(path, "a tool definition")
+        .map_err(|e| ImportError::at(&name, 0, e.reason()))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let (line, column, what) = crate::scenario::not_utf8_at(e.as_bytes(), e.utf8_error());
         ImportError::at(
             &name,
-            e.line() as u64,
-            format!(
-                "not valid JSON ({}): expected a tool definition",
-                super::fields::bare_message(&e)
-            ),
+            line as u64,
+            format!("{what} at column {column}; expected a JSON tool definition"),
         )
     })?;
-    let list = match &v {
-        Value::Array(items) => items.clone(),
-        Value::Object(o) => match o
-            .get("result")
-            .and_then(|r| r.get("tools"))
-            .or_else(|| o.get("tools"))
-        {
-            Some(Value::Array(items)) => items.clone(),
-            _ => vec![v.clone()],
-        },
-        _ => Vec::new(),
-    };
-    let defs: Vec<(String, Vec<String>)> = list.iter().filter_map(parameters_of).collect();
-    if defs.is_empty() {
+    let body = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    if body.trim().is_empty() {
         return Err(ImportError::at(
             &name,
-            1,
-            "expected a tool definition (MCP `inputSchema`, Anthropic `input_schema`, OpenAI \
-             `function.parameters` or `parameters`), an array of them, or a `tools/list` result",
+            0,
+            "file is empty; expected a JSON tool definition",
         ));
     }
-    Ok(defs)
+    let lines = super::fields::Lines::new(&text);
+    let line_of = |raw: &RawValue| {
+        lines.line_of((raw.get().as_ptr() as usize).saturating_sub(text.as_ptr() as usize))
+    };
+    let not_json = |e: &serde_json::Error, line: u64| {
+        if crate::input::is_nesting_limit(e) {
+            return ImportError::at(&name, line, super::fields::bare_message(e));
+        }
+        ImportError::at(
+            &name,
+            line,
+            format!(
+                "not valid JSON ({}): expected a tool definition",
+                super::fields::bare_message(e)
+            ),
+        )
+    };
+    let doc: &RawValue = serde_json::from_str(body).map_err(|e| not_json(&e, e.line() as u64))?;
+    // The definitions and their paths: an array's items, a `tools` array's (at the top or
+    // under `result`), else the document itself.
+    let items: Vec<(String, &RawValue)> = if doc.get().starts_with('[') {
+        let items: Vec<&RawValue> =
+            serde_json::from_str(doc.get()).map_err(|e| not_json(&e, line_of(doc)))?;
+        items
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| (format!("[{i}]"), r))
+            .collect()
+    } else {
+        let fields: std::collections::BTreeMap<String, &RawValue> = if doc.get().starts_with('{') {
+            serde_json::from_str(doc.get()).map_err(|e| not_json(&e, line_of(doc)))?
+        } else {
+            Default::default()
+        };
+        let result_tools = fields
+            .get("result")
+            .filter(|r| r.get().starts_with('{'))
+            .and_then(|r| {
+                serde_json::from_str::<std::collections::BTreeMap<String, &RawValue>>(r.get())
+                    .ok()?
+                    .get("tools")
+                    .copied()
+            })
+            .map(|t| ("result.tools", t));
+        match result_tools.or_else(|| fields.get("tools").map(|t| ("tools", *t))) {
+            Some((at, list)) => {
+                let items: Vec<&RawValue> = serde_json::from_str(list.get()).map_err(|_| {
+                    ImportError::at(
+                        &name,
+                        line_of(list),
+                        format!("{at}: expected an array of tool definitions"),
+                    )
+                })?;
+                items
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, r)| (format!("{at}[{i}]"), r))
+                    .collect()
+            }
+            None => vec![(String::new(), doc)],
+        }
+    };
+    if items.is_empty() {
+        return Err(ImportError::at(
+            &name,
+            line_of(doc),
+            "no tool definition in the file: expected a tool definition, an array of them, \
+             `{\"tools\": [...]}` or a `tools/list` result",
+        ));
+    }
+    items
+        .into_iter()
+        .map(|(at, raw)| {
+            let line = line_of(raw);
+            let v: Value = serde_json::from_str(raw.get()).map_err(|e| not_json(&e, line))?;
+            let (tool, parameters) = definition(&v).map_err(|message| {
+                let message = if at.is_empty() {
+                    message
+                } else {
+                    format!("{at}: {message}")
+                };
+                ImportError::at(&name, line, message)
+            })?;
+            Ok(Definition {
+                name: tool,
+                parameters,
+                path: at,
+                line,
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -242,6 +392,31 @@ mod tests {
             assert_eq!(parameters_of(&def), want, "{def}");
         }
         assert_eq!(parameters_of(&json!({"description": "x"})), None);
+    }
+
+    #[test]
+    fn an_object_with_a_name_only_is_not_a_definition() {
+        assert_eq!(
+            definition(&json!({"name": "issue_refund"})).unwrap_err(),
+            "`issue_refund` has no `inputSchema`, `input_schema` or `parameters` (nothing says \
+             what it takes): expected a tool definition: an MCP tool (`name`, `inputSchema`), an \
+             Anthropic tool (`name`, `input_schema`), an OpenAI function (`name`, `parameters`, \
+             or `{\"type\": \"function\", \"function\": {…}}`) or the incident's block (`name`, \
+             `parameters`)"
+        );
+        assert_eq!(
+            definition(&json!({"name": "t", "inputSchema": "x"})).unwrap_err(),
+            "inputSchema: expected the parameters of `t` (a JSON Schema object, or the \
+             incident's block of parameters), got \"x\""
+        );
+        assert_eq!(
+            definition(&json!({"type": "function", "function": {"name": "t"}})).unwrap_err(),
+            "`t` has no `function.parameters` (nothing says what it takes): expected a tool \
+             definition: an MCP tool (`name`, `inputSchema`), an Anthropic tool (`name`, \
+             `input_schema`), an OpenAI function (`name`, `parameters`, or `{\"type\": \
+             \"function\", \"function\": {…}}`) or the incident's block (`name`, `parameters`)"
+        );
+        assert!(definition(&json!({"name": "", "parameters": {}})).is_err());
     }
 
     #[test]

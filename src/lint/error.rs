@@ -9,6 +9,9 @@ pub enum LintError {
     /// A scenario (or a policy over the defaults) that does not load.
     #[error(transparent)]
     Scenario(#[from] ScenarioError),
+    /// The file is larger than the input limit (`--max-input-mb`): refused unread.
+    #[error(transparent)]
+    TooLarge(crate::input::InputError),
     /// The file could not be read.
     #[error("{file}: cannot read file: {message}")]
     Read {

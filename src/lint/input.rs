@@ -46,9 +46,12 @@ impl LintInput {
 /// Reads `path` and tells what it is.
 pub fn read_input(path: &Path) -> Result<LintInput, LintError> {
     let file = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| LintError::Read {
-        file: file.clone(),
-        message: e.to_string(),
+    let bytes = crate::input::read_input(path, "a lint input").map_err(|e| match e {
+        crate::input::InputError::Read { source, .. } => LintError::Read {
+            file: file.clone(),
+            message: source.to_string(),
+        },
+        other => LintError::TooLarge(other),
     })?;
     let text = String::from_utf8(bytes).map_err(|e| {
         let (line, column, what) = crate::scenario::not_utf8_at(e.as_bytes(), e.utf8_error());
@@ -66,6 +69,8 @@ pub fn read_input(path: &Path) -> Result<LintInput, LintError> {
         let bare = raw.split(" at line ").next().unwrap_or(&raw).to_string();
         let message = if text.trim().is_empty() {
             "file is empty; expected a JSON scenario, policy or tool list".to_string()
+        } else if let Some(nesting) = crate::input::nesting_message(&e, None) {
+            nesting
         } else {
             format!("not valid JSON ({bare}); expected a scenario, a policy, or tool definitions")
         };

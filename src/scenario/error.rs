@@ -51,6 +51,9 @@ pub enum ScenarioError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// The file is larger than the input limit (`--max-input-mb`): refused unread.
+    #[error(transparent)]
+    TooLarge(crate::input::InputError),
     /// The file is empty or only whitespace.
     #[error("{file}: file is empty; expected {expected}")]
     Empty {

@@ -54,7 +54,7 @@ pub fn load_with_expect_source(
     sets: &[String],
 ) -> Result<(Scenario, ExpectSource), ScenarioError> {
     let origin = path.display().to_string();
-    let text = read(path, SCENARIO_EXPECTED)?;
+    let text = read(path, "a scenario", SCENARIO_EXPECTED)?;
     load_text_with_expect_source(&text, &origin, policies, sets)
 }
 
@@ -157,12 +157,13 @@ pub fn schema_json() -> String {
     s
 }
 
-/// A scenario's or policy's text; `expected` names what the file should be, for a file that
-/// is not text.
-fn read(path: &Path, expected: &str) -> Result<String, ScenarioError> {
-    let bytes = std::fs::read(path).map_err(|source| ScenarioError::Read {
-        file: path.display().to_string(),
-        source,
+/// A scenario's or policy's text, at most [`crate::input::max_input_bytes`]; `what` names the
+/// file's role for a file too large (`a scenario`), `expected` what it should be, for a file
+/// that is not text.
+fn read(path: &Path, what: &'static str, expected: &str) -> Result<String, ScenarioError> {
+    let bytes = crate::input::read_input(path, what).map_err(|e| match e {
+        crate::input::InputError::Read { file, source } => ScenarioError::Read { file, source },
+        other => ScenarioError::TooLarge(other),
     })?;
     let text = String::from_utf8(bytes).map_err(|e| {
         not_utf8(
@@ -248,7 +249,7 @@ fn parse(text: &str, origin: &str) -> Result<(Scenario, Value), ScenarioError> {
 
 fn read_policy(path: &Path) -> Result<Value, ScenarioError> {
     let origin = path.display().to_string();
-    let text = read(path, POLICY_EXPECTED)?;
+    let text = read(path, "a policy", POLICY_EXPECTED)?;
     if text.trim().is_empty() {
         return Err(ScenarioError::Empty {
             file: origin,

@@ -288,9 +288,14 @@ impl Replay {
             return Err(format!(
                 "expected more than {:.2} connections: the recording's waits for a connection \
                  (mean {:.3} s at its pool of {}, each request holding one for {:.3} s) are an \
-                 offered load of {:.2} Erlangs, which {pool_size} connections cannot carry (the \
-                 queue grows without bound)",
-                cal.offered_load, cal.mean_wait_s, self.pool_size, cal.hold_s, cal.offered_load
+                 offered load of {:.2} Erlangs, which {} cannot carry (the queue grows without \
+                 bound)",
+                cal.offered_load,
+                cal.mean_wait_s,
+                self.pool_size,
+                cal.hold_s,
+                cal.offered_load,
+                crate::import::fields::plural(pool_size as usize, "connection", "connections")
             ));
         }
         Ok(mean_wait(pool_size, cal.offered_load, cal.hold_s) / cal.mean_wait_s)

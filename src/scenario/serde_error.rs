@@ -88,6 +88,12 @@ pub(super) fn syntax(
     e: &serde_json::Error,
     prefix: &str,
 ) -> ScenarioError {
+    if let Some(nesting) = crate::input::nesting_message(e, None) {
+        return ScenarioError::Syntax {
+            at: Location::new(origin, line_col(e)),
+            message: format!("{prefix}{nesting}"),
+        };
+    }
     let bare = bare_message(e);
     let mut message = format!("{prefix}{bare}");
     if e.classify() == serde_json::error::Category::Eof {

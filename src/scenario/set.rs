@@ -301,7 +301,10 @@ mod tests {
             ),
             (
                 &nested,
-                &["executor.timeout: invalid JSON", "recursion limit exceeded"],
+                &[
+                    "executor.timeout: invalid JSON at column 636: nested deeper than the \
+                     nesting limit of 128 levels",
+                ],
             ),
         ];
         for (arg, parts) in cases.iter().chain(long) {

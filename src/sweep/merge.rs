@@ -111,14 +111,26 @@ type Header = ((PathBuf, Inputs), Shard, usize);
 
 fn read_header(dir: &Path) -> Result<Header, SweepError> {
     let path = dir.join("sweep.json");
-    let text = std::fs::read_to_string(&path).map_err(|e| {
-        SweepError::merge(
-            dir.display(),
-            format!(
-                "cannot read sweep.json ({e}); expected a directory written by sweep --shard K/N"
+    let text = crate::input::read_input(&path, "a sweep.json")
+        .map_err(|e| match e {
+            crate::input::InputError::Read { source, .. } => SweepError::merge(
+                dir.display(),
+                format!(
+                    "cannot read sweep.json ({source}); expected a directory written by sweep \
+                     --shard K/N"
+                ),
             ),
-        )
-    })?;
+            other => SweepError::merge(dir.display(), format!("sweep.json: {}", other.reason())),
+        })
+        .and_then(|b| {
+            String::from_utf8(b).map_err(|_| {
+                SweepError::merge(
+                    dir.display(),
+                    "sweep.json is not UTF-8 text; expected the sweep.json that sweep --shard K/N \
+                     wrote",
+                )
+            })
+        })?;
     let h: ShardHeader = serde_json::from_str(&text).map_err(|e| {
         SweepError::merge(
             dir.display(),

@@ -110,8 +110,12 @@ pub fn read_dir(dir: &Path) -> Result<SweepRead, SweepError> {
         ));
     }
     let json = dir.join("sweep.json");
-    let text = std::fs::read_to_string(&json)
-        .map_err(|e| read_err(json.display(), format!("cannot read ({e}); {expected}")))?;
+    let text = crate::input::read_input(&json, "a sweep.json")
+        .map_err(|e| read_err(json.display(), format!("{}; {expected}", e.reason())))
+        .and_then(|b| {
+            String::from_utf8(b)
+                .map_err(|_| read_err(json.display(), format!("is not UTF-8 text; {expected}")))
+        })?;
     let file: FileIn = serde_json::from_str(&text)
         .map_err(|e| read_err(json.display(), format!("{e}; {expected}")))?;
     if file.format != FORMAT {
@@ -228,12 +232,22 @@ fn read_plot(dir: &Path, name: String) -> Result<(String, String), SweepError> {
             format!("is {len} bytes; expected a plot of at most {MAX_PLOT_BYTES}"),
         ));
     }
-    let svg = std::fs::read_to_string(&path).map_err(|e| {
-        read_err(
-            path.display(),
-            format!("cannot read ({e}); expected the SVG text sweep wrote"),
-        )
-    })?;
+    // Bounded again while reading: the file may have grown since (or be a pipe).
+    let svg = crate::input::read_capped(&path, MAX_PLOT_BYTES, "a plot")
+        .map_err(|e| {
+            read_err(
+                path.display(),
+                format!("{}; expected the SVG text sweep wrote", e.reason()),
+            )
+        })
+        .and_then(|b| {
+            String::from_utf8(b).map_err(|_| {
+                read_err(
+                    path.display(),
+                    "is not UTF-8 text; expected the SVG text sweep wrote",
+                )
+            })
+        })?;
     let head = svg.trim_start();
     if !(head.starts_with("<svg") || head.starts_with("<?xml")) {
         return Err(read_err(

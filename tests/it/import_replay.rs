@@ -85,7 +85,7 @@ fn the_text_replay_says_it_matches_and_is_deterministic() {
         ),
         "{text}"
     );
-    assert!(text.contains("replay matches the recording: 0 of 1 tickets with other refunds, 0 recorded facts differ"), "{text}");
+    assert!(text.contains("replay matches the recording: 0 of 1 ticket with other refunds, 0 recorded facts differ"), "{text}");
     let err = String::from_utf8(a.stderr).unwrap();
     assert!(err.starts_with("warning: tests/fixtures/incident/incident-trace-ticket-48213.log:5: truncated refund id"), "{err}");
     assert!(
@@ -124,7 +124,7 @@ fn a_replay_that_cannot_match_exits_1_and_says_what_differs() {
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
-        text.contains("REPLAY DIFFERS from the recording: 1 of 1 tickets with other refunds"),
+        text.contains("REPLAY DIFFERS from the recording: 1 of 1 ticket with other refunds"),
         "{text}"
     );
     assert!(
@@ -399,13 +399,10 @@ fn repeated_records_are_kept_once_and_impossible_times_are_refused() {
         String::from_utf8_lossy(&out.stdout)
     );
     assert!(
-        err.contains("4 tool call(s) repeated (same ticket and instant, or same call id) ignored"),
+        err.contains("4 tool calls repeated (same ticket and instant, or same call id) ignored"),
         "{err}"
     );
-    assert!(
-        err.contains("1 refund(s) repeated (same id) ignored"),
-        "{err}"
-    );
+    assert!(err.contains("1 refund repeated (same id) ignored"), "{err}");
     // A provider request sent before the service received the call.
     let text = std::fs::read_to_string(JSONL).unwrap().replace(
         r#""sent":"2024-05-14T16:41:18.061Z""#,

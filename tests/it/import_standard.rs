@@ -278,10 +278,7 @@ fn the_stripe_list_is_the_ground_truth_beside_the_trace() {
         "{t:#}"
     );
     let warnings = v["warnings"].to_string();
-    assert!(
-        warnings.contains("1 refund(s) without a ticket"),
-        "{warnings}"
-    );
+    assert!(warnings.contains("1 refund without a ticket"), "{warnings}");
 }
 
 /// A log of junk lines: a screen of warnings, not one per line.

@@ -4,6 +4,7 @@
 
 mod common;
 
+mod bounded_inputs;
 mod cli;
 mod determinism;
 mod docs_match;
@@ -17,6 +18,7 @@ mod gate_diff;
 mod gate_lint;
 mod html_report;
 mod import_counterfactual;
+mod import_inputs;
 mod import_readers;
 mod import_replay;
 mod import_spec;

@@ -51,7 +51,9 @@ use serde_json::Value;
 use wire::{AnyValue, Span, KIND_CLIENT, KIND_SERVER};
 
 use super::agent_trace::{decisions, Timed};
-use super::fields::{quoted, shown, ticket_value, TICKET_TEXT};
+use super::fields::{
+    amount_value, as_written, quoted, shown, ticket_value, AMOUNT_TEXT, TICKET_TEXT,
+};
 use super::tool_args::listed_all;
 use super::{
     ImportError, ImportOptions, Instant, ProviderRequestRec, Recording, ServiceResponseRec,
@@ -478,7 +480,13 @@ fn tool_call(s: &Span, opts: &ImportOptions) -> Result<ToolCallRec, ImportError>
     }
     let args_error = |key: &str, expected: &str, v: &Value| {
         let idx = args.as_ref().map_or(0, |(i, _)| *i);
-        let message = format!("{}: expected {expected}, got {}", quoted(key), shown(v));
+        let mut message = format!("{}: expected {expected}, got {}", quoted(key), shown(v));
+        // A number as the arguments' JSON text writes it.
+        if let Some((_, _, AnyValue::Str(text))) =
+            first_attr(s, &["gen_ai.tool.call.arguments", "input.value"])
+        {
+            message = as_written(&message, text);
+        }
         attr_error(s, idx, "gen_ai.tool.call.arguments", &message)
     };
     let names = &opts.arguments;
@@ -486,15 +494,16 @@ fn tool_call(s: &Span, opts: &ImportOptions) -> Result<ToolCallRec, ImportError>
         Some((key, v)) => Some(ticket_value(v).ok_or_else(|| args_error(key, TICKET_TEXT, v))?),
         None => ticket_attr(s, opts)?,
     };
+    let seen = || match &args {
+        Some((_, a)) if !a.is_empty() => format!(
+            "its arguments are {}",
+            listed_all(&a.keys().cloned().collect::<Vec<_>>())
+        ),
+        Some(_) => "its arguments are empty".to_string(),
+        None => "it records no `gen_ai.tool.call.arguments`".to_string(),
+    };
     let Some(ticket) = ticket else {
-        let seen = match &args {
-            Some((_, a)) if !a.is_empty() => format!(
-                "its arguments are {}",
-                listed_all(&a.keys().cloned().collect::<Vec<_>>())
-            ),
-            Some(_) => "its arguments are empty".to_string(),
-            None => "it records no `gen_ai.tool.call.arguments`".to_string(),
-        };
+        let seen = seen();
         return Err(ImportError::at(
             &s.source.file,
             s.source.line,
@@ -510,7 +519,7 @@ fn tool_call(s: &Span, opts: &ImportOptions) -> Result<ToolCallRec, ImportError>
         ));
     };
     let amount_cents = match first(&args, &names.amount) {
-        Some((key, v)) => Some(non_negative(v).ok_or_else(|| args_error(key, "integer cents", v))?),
+        Some((key, v)) => Some(amount_value(v).ok_or_else(|| args_error(key, AMOUNT_TEXT, v))?),
         None => None,
     };
     // The semantic conventions set `error.type` only on failure (and status ERROR with it).
@@ -529,6 +538,9 @@ fn tool_call(s: &Span, opts: &ImportOptions) -> Result<ToolCallRec, ImportError>
         },
         at: Instant::exact(s.start),
         amount_cents,
+        amount_missing: amount_cents
+            .is_none()
+            .then(|| format!("{}: tool span of `{}`: {}", s.path, opts.tool, seen())),
         result: Some(ToolResultRec {
             at: Instant::exact(s.end),
             ok: !failed,

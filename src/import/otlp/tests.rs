@@ -91,6 +91,7 @@ fn the_incident_fixture_reads_as_ticket_48213s_story() {
                 call_id: Some("toolu_01A".into()),
                 at: t(41, 9, 210),
                 amount_cents: Some(4200),
+                amount_missing: None,
                 result: Some(ToolResultRec {
                     at: t(41, 17, 211),
                     ok: false,
@@ -111,6 +112,7 @@ fn the_incident_fixture_reads_as_ticket_48213s_story() {
                 call_id: Some("toolu_01B".into()),
                 at: t(41, 17, 244),
                 amount_cents: Some(4200),
+                amount_missing: None,
                 result: Some(ToolResultRec {
                     at: t(41, 18, 501),
                     ok: true,
@@ -482,9 +484,25 @@ fn bad_tool_arguments_name_the_attribute() {
         )]),
         format!(
             "t.json:1: {p}.attributes[2] (gen_ai.tool.call.arguments): \"amount\": expected \
-             integer cents, got 42.5"
+             integer cents (a whole number in the currency's smallest unit, like 4200, or its \
+             decimal digits as a string, \"4200\"), got 42.5"
         )
     );
+    // A huge number as the arguments write it, not as a float.
+    for (written, tail) in [
+        ("1e30", "1e30"),
+        ("99999999999999999999", "99999999999999999999"),
+    ] {
+        let msg = err(&[span(
+            "t1",
+            "",
+            1,
+            0,
+            100,
+            tool_attrs(&format!(r#"{{"ticket":1,"amount":{written}}}"#), &[]),
+        )]);
+        assert!(msg.ends_with(&format!("got {tail}")), "{msg}");
+    }
     assert_eq!(
         err(&[span(
             "t1",

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::import::fields::{bare_message, shown, Lines};
+use crate::import::fields::{as_written, bare_message, shown, Lines};
 use crate::import::{ImportError, Source, UnixNs};
 
 /// `kind` of a span that handles a request (OTLP `SPAN_KIND_SERVER`).
@@ -490,7 +490,7 @@ fn parse<'a, T: Deserialize<'a>>(
             (false, rel) if rel.starts_with('[') => format!("{prefix}{rel}"),
             (false, rel) => format!("{prefix}.{rel}"),
         };
-        let message = bare_message(inner);
+        let message = as_written(&bare_message(inner), raw);
         if path.is_empty() {
             ImportError::at(name, at, message)
         } else {
