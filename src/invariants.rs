@@ -955,12 +955,28 @@ pub struct ExpectationResult {
     pub max: Option<f64>,
     /// Whether the value is within the bounds.
     pub ok: bool,
+    /// `ok`, `reproduced` (within bounds that assert a failure: a `min` above 0 on a metric
+    /// that counts harm, as the incident's `duplicate_refund_tickets ≥ 1` does) or `failed`.
+    pub verdict: &'static str,
     /// The bound's parts over seeds (`mean_min`, `mean_max`, `p90_max`,
     /// `violating_seeds_max`), which one run cannot check: only `refundsim check` over several
     /// seeds does. Left out of JSON when there are none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub over_seeds: Vec<String>,
 }
+
+/// Metrics that count harm (an invariant's violations): a lower bound on one asserts that the
+/// scenario reproduces a failure.
+pub const HARM_METRICS: &[&str] = &[
+    "duplicate_refund_tickets",
+    "extra_refunds",
+    "over_refund_cents",
+    "lost_refunds",
+    "false_failures",
+    "untruthful_probes",
+    "refunds_failed_after_200",
+    "conservation_violations",
+];
 
 /// Checks each bound against `metrics`. An unknown metric name fails its bound (value NaN);
 /// the loader rejects those before a run.
@@ -981,12 +997,19 @@ pub fn expectations(metrics: &Metrics, expect: &BTreeMap<String, Bound>) -> Vec<
             .into_iter()
             .filter_map(|(k, v)| v.map(|v| format!("{k} {v}")))
             .collect();
+            let asserts_harm = HARM_METRICS.contains(&name.as_str())
+                && (b.min.is_some_and(|lo| lo > 0.0) || b.mean_min.is_some_and(|lo| lo > 0.0));
             ExpectationResult {
                 metric: name.clone(),
                 value,
                 min: b.min,
                 max: b.max,
                 ok,
+                verdict: match (ok, asserts_harm) {
+                    (false, _) => "failed",
+                    (true, true) => "reproduced",
+                    (true, false) => "ok",
+                },
                 over_seeds,
             }
         })

@@ -95,6 +95,10 @@ pub struct RunReport {
     pub expectations: Vec<ExpectationResult>,
     /// Whether every expectation holds.
     pub expectations_met: bool,
+    /// Why each violated invariant broke, one sentence each, from the run's counts (see
+    /// [`crate::cause`]). Empty when every invariant holds.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub causes: Vec<crate::cause::Cause>,
     /// Tickets whose story has the incident's shape (see [`crate::report::incident_shaped`]),
     /// ascending, at most [`crate::invariants::MAX_LISTED_IDS`].
     pub incident_shaped_tickets: Vec<u64>,
@@ -358,6 +362,7 @@ pub fn run_recorded_with(
         expectations_met: expectations.iter().all(|e| e.ok),
         expectations,
         incident_shaped_tickets: rec.shapes.finish(),
+        causes: crate::cause::causes(scenario, &metrics),
         metrics,
         sim_events: stats.events,
         sim_end_ns: stats.end.as_nanos(),

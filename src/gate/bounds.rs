@@ -255,6 +255,7 @@ mod tests {
             },
             expectations: Vec::new(),
             expectations_met: true,
+            causes: Vec::new(),
             incident_shaped_tickets: Vec::new(),
             sim_events: 0,
             sim_end_ns: 0,

@@ -14,6 +14,7 @@ pub mod stripe_list;
 mod summary;
 
 pub use story::{incident_shaped, story, story_as, IncidentShapes};
+pub(crate) use summary::dollars;
 pub use summary::{summary, summary_with_oracle, LISTED_DUPLICATES};
 
 pub use cli::cli_run;

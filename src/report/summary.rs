@@ -228,13 +228,22 @@ fn verdicts(rows: &mut Rows, r: &RunReport) {
         };
         rows.row(&format!("invariant {}", inv.name), v);
     }
+    for c in &r.causes {
+        rows.row(
+            &format!("why {}", c.invariant),
+            without_controls(&c.text).into_owned(),
+        );
+    }
     for e in &r.expectations {
         rows.row(
             &format!("expect {}", e.metric),
             format!(
                 "{} {} ({}){}",
                 e.value,
-                if e.ok { "ok" } else { "FAILED" },
+                match e.verdict {
+                    "failed" => "FAILED",
+                    v => v,
+                },
                 bound(e.min, e.max),
                 if e.over_seeds.is_empty() {
                     String::new()

@@ -40,5 +40,6 @@ mod prop_safety;
 mod queueing;
 mod recipes;
 mod streaming;
+mod summary_causes;
 mod sweep;
 mod trace_digest;

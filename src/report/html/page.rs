@@ -172,10 +172,21 @@ impl Page<'_> {
     fn header(&self, h: &mut String) {
         let r = self.report;
         let violated = r.metrics.invariants.iter().filter(|i| !i.holds).count();
-        let (class, verdict) = if r.expectations_met {
-            ("ok", "every expect bound holds")
-        } else {
+        let reproduced: Vec<String> = r
+            .expectations
+            .iter()
+            .filter(|e| e.verdict == "reproduced")
+            .map(|e| e.metric.clone())
+            .collect();
+        let verdict_text;
+        let (class, verdict) = if !r.expectations_met {
             ("bad", "an expect bound FAILED")
+        } else if !reproduced.is_empty() {
+            // The scenario demonstrates a failure and it happened: not a green "ok".
+            verdict_text = format!("incident reproduced ({})", reproduced.join(", "));
+            ("bad", verdict_text.as_str())
+        } else {
+            ("ok", "every expect bound holds")
         };
         let _ = write!(
             h,
@@ -185,7 +196,7 @@ impl Page<'_> {
              <span id=\"expectations-met\" class=\"{class}\" data-value=\"{}\">{verdict}</span> · \
              <span id=\"invariants-violated\" class=\"{}\" data-value=\"{violated}\">{violated} \
              invariant{} violated</span></p>\n\
-             <p>replay: <code id=\"replay\">{}</code></p>\n\
+             {}{}<p>replay: <code id=\"replay\">{}</code></p>\n\
              <nav><a href=\"#summary\">Summary</a><a href=\"#timelines\">Over time</a>\
              <a href=\"#stories\">Stories</a>{}<a href=\"#scenario\">Scenario</a></nav>\n</header>\n",
             esc(&r.scenario),
@@ -196,6 +207,8 @@ impl Page<'_> {
             r.expectations_met,
             if violated > 0 { "bad" } else { "ok" },
             if violated == 1 { "" } else { "s" },
+            self.policy_line(),
+            causes_list(&r.causes),
             esc(&r.replay),
             if self.sweep.is_some() {
                 "<a href=\"#sweep\">Sweep</a>"
@@ -203,6 +216,27 @@ impl Page<'_> {
                 ""
             },
         );
+    }
+
+    /// The policy and `--set`s applied, with the policy's own `$comment` (what it changes and
+    /// leaves open), or that the page shows the scenario as written.
+    fn policy_line(&self) -> String {
+        let mut applied: Vec<String> = self.how.policies.clone();
+        applied.extend(self.how.sets.iter().map(|s| format!("--set {s}")));
+        if applied.is_empty() {
+            return "<p id=\"policy\">policy: none (the scenario as written)</p>\n".into();
+        }
+        let comment = self
+            .sc
+            .comment
+            .as_deref()
+            .filter(|_| !self.how.policies.is_empty())
+            .map(|c| format!(" — {}", esc(c)))
+            .unwrap_or_default();
+        format!(
+            "<p id=\"policy\">policy: <code>{}</code>{comment}</p>\n",
+            esc(&applied.join(" "))
+        )
     }
 
     fn summary(&self, h: &mut String) {
@@ -359,8 +393,11 @@ impl Page<'_> {
                 e.ok,
                 num(e.value),
                 esc(&bound),
-                if e.ok { "ok" } else { "bad" },
-                if e.ok { "ok" } else { "FAILED" },
+                if e.verdict == "ok" { "ok" } else { "bad" },
+                match e.verdict {
+                    "failed" => "FAILED",
+                    v => v,
+                },
                 esc(&e.over_seeds.join(", ")),
                 m = esc(&e.metric),
             );
@@ -706,6 +743,25 @@ fn flatten(prefix: &str, v: &Value, out: &mut Vec<(String, String)>) {
         Value::String(s) => out.push((prefix.to_string(), s.clone())),
         other => out.push((prefix.to_string(), other.to_string())),
     }
+}
+
+/// Why each violated invariant broke (see [`crate::cause`]), as a list under the header.
+fn causes_list(causes: &[crate::cause::Cause]) -> String {
+    if causes.is_empty() {
+        return String::new();
+    }
+    let mut h = String::from("<ul id=\"causes\">\n");
+    for c in causes {
+        let _ = writeln!(
+            h,
+            "<li data-invariant=\"{}\"><strong>{}</strong>: {}</li>",
+            esc(&c.invariant),
+            esc(&c.invariant),
+            esc(&c.text)
+        );
+    }
+    h.push_str("</ul>\n");
+    h
 }
 
 #[cfg(test)]
