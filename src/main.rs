@@ -394,7 +394,7 @@ struct CheckArgs {
     /// Cases of the bounded `explore` of each case that claims safety (or asserts a hole with
     /// `exploration.finds`); 0 turns it off [default: the scenario's `gate.explore_cases`, 256
     /// unless set].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=100_000))]
     explore_cases: Option<u32>,
     /// Write a JUnit XML report to FILE (whole or not at all).
     #[arg(long, value_name = "FILE")]
@@ -415,14 +415,10 @@ struct DiffArgs {
     /// Candidate policy file.
     #[arg(long, value_name = "FILE")]
     candidate: PathBuf,
-    /// Seeds `A..B` (inclusive), the same for both policies.
-    #[arg(
-        long,
-        value_name = "A..B",
-        default_value = "1..30",
-        allow_hyphen_values = true
-    )]
-    seeds: String,
+    /// Seeds `A..B` (inclusive), the same for both policies [default: 1..N, N the scenario's
+    /// `gate.seeds`, 30 unless set].
+    #[arg(long, value_name = "A..B", allow_hyphen_values = true)]
+    seeds: Option<String>,
     /// Run the candidate on other seeds: an unpaired comparison (to measure what pairing buys).
     #[arg(long, value_name = "A..B", allow_hyphen_values = true)]
     candidate_seeds: Option<String>,
@@ -443,7 +439,7 @@ struct DiffArgs {
     require_safe: bool,
     /// Cases of the bounded `explore` of the candidate; 0 turns it off [default: the
     /// scenario's `gate.explore_cases`, 256 unless set].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=100_000))]
     explore_cases: Option<u32>,
     /// Print the report as JSON instead of text.
     #[arg(long)]
@@ -798,14 +794,16 @@ fn cmd_check(a: CheckArgs) -> anyhow::Result<ExitCode> {
     let report = gate::check_with_progress(&opts, &bar);
     bar.0.finish_and_clear();
     let report = report?;
-    if let Some(path) = &a.junit {
-        gate::write_atomically(path, &gate::junit_xml(&report))
-            .map_err(|e| anyhow::anyhow!("--junit {}: {e}", display(path)))?;
-    }
+    // stdout first: a run that cannot print its report (exit 2) leaves no JUnit file that a
+    // CI step with `if: always()` would publish as a verdict.
     if a.json {
         print_json(&report)?;
     } else {
         emit(gate::check_text(&report))?;
+    }
+    if let Some(path) = &a.junit {
+        gate::write_atomically(path, &gate::junit_xml(&report))
+            .map_err(|e| anyhow::anyhow!("--junit {}: {e}", display(path)))?;
     }
     Ok(exit(report.passed))
 }
@@ -815,7 +813,10 @@ fn cmd_diff(a: DiffArgs) -> anyhow::Result<ExitCode> {
         scenarios: a.scenarios,
         baseline: a.baseline,
         candidate: a.candidate,
-        seeds: gate::SeedRange::parse("--seeds", &a.seeds)?,
+        seeds: a
+            .seeds
+            .map(|s| gate::SeedRange::parse("--seeds", &s))
+            .transpose()?,
         candidate_seeds: a
             .candidate_seeds
             .map(|s| gate::SeedRange::parse("--candidate-seeds", &s))

@@ -71,6 +71,10 @@ pub struct CaseReport {
     /// The bounded exploration, when the case claims safety or asserts a hole and it is on.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub explore: Option<ExploreCheck>,
+    /// The case would be explored but the exploration is off (`--explore-cases 0` or the
+    /// scenario's `gate.explore_cases` 0): its safety rests on the seeds alone.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub explore_off: bool,
     /// Every check holds (and the exploration's verdict, when there is one).
     pub passed: bool,
 }
@@ -271,6 +275,7 @@ fn case_report(c: &Case, runs: &[&RunReport], explore: Option<ExploreCheck>) -> 
         checks,
         invariants,
         violations,
+        explore_off: explore.is_none() && explores(&c.scenario),
         explore,
     }
 }

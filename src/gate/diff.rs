@@ -38,8 +38,9 @@ pub struct DiffOptions {
     pub baseline: PathBuf,
     /// Candidate policy file.
     pub candidate: PathBuf,
-    /// Seeds (both sides, paired). Default in the CLI: 1..30.
-    pub seeds: SeedRange,
+    /// Seeds (both sides, paired); `None`: `1..=gate.seeds` of the first scenario as the
+    /// baseline loads it (30 unless set).
+    pub seeds: Option<SeedRange>,
     /// Other seeds for the candidate: an unpaired comparison (Welch), to measure what pairing
     /// buys. Default: the same seeds, paired.
     pub candidate_seeds: Option<SeedRange>,
@@ -204,9 +205,21 @@ pub fn diff_with_progress(
     progress: &dyn Progress,
 ) -> Result<DiffReport, GateError> {
     let tol = tolerances(&opts.tolerances)?;
-    let cseeds = opts.candidate_seeds.unwrap_or(opts.seeds);
+    let files = scenario_files(&opts.scenarios)?;
+    let mut loaded: Vec<(Scenario, Scenario)> = Vec::new();
+    for path in &files {
+        let side =
+            |policy: &PathBuf| scenario::load(path, std::slice::from_ref(policy), &opts.sets);
+        loaded.push((side(&opts.baseline)?, side(&opts.candidate)?));
+    }
+    // Without --seeds: the first scenario's `gate.seeds` (as the baseline loads it), 1..=N.
+    let seeds = opts.seeds.unwrap_or_else(|| SeedRange {
+        first: 1,
+        last: loaded.first().map_or(30, |(b, _)| b.gate.seeds),
+    });
+    let cseeds = opts.candidate_seeds.unwrap_or(seeds);
     // A 95 % interval needs a sample variance: at least two seeds on each side.
-    for (flag, r) in [("--seeds", opts.seeds), ("--candidate-seeds", cseeds)] {
+    for (flag, r) in [("--seeds", seeds), ("--candidate-seeds", cseeds)] {
         if r.seeds().len() < 2 {
             return Err(GateError::Seeds {
                 flag,
@@ -217,13 +230,13 @@ pub fn diff_with_progress(
             });
         }
     }
-    let paired_seeds = cseeds == opts.seeds;
+    let paired_seeds = cseeds == seeds;
     let mut sides: Vec<Side> = Vec::new();
-    let files = scenario_files(&opts.scenarios)?;
-    for path in &files {
-        for (policy, seeds) in [(&opts.baseline, opts.seeds), (&opts.candidate, cseeds)] {
+    for (path, (b, c)) in files.iter().zip(loaded) {
+        for (policy, seeds, scenario) in [(&opts.baseline, seeds, b), (&opts.candidate, cseeds, c)]
+        {
             sides.push(Side {
-                scenario: scenario::load(path, std::slice::from_ref(policy), &opts.sets)?,
+                scenario,
                 how: Invocation {
                     scenario_path: path.display().to_string(),
                     policies: vec![policy.display().to_string()],
@@ -258,8 +271,12 @@ pub fn diff_with_progress(
             let cases = opts
                 .explore_cases
                 .unwrap_or(side.scenario.gate.explore_cases);
-            (cases > 0 && claims(&side.scenario))
-                .then(|| explore_check(&side.scenario, &side.how, cases))
+            (cases > 0 && (claims(&side.scenario) || opts.require_safe)).then(|| {
+                // The candidate in itself: the safety property, whatever hole it asserts.
+                let mut sc = side.scenario.clone();
+                sc.exploration.finds = None;
+                explore_check(&sc, &side.how, cases)
+            })
         })
         .collect();
     let mut scenarios = Vec::new();
@@ -304,7 +321,7 @@ pub fn diff_with_progress(
         baseline: opts.baseline.display().to_string(),
         candidate: opts.candidate.display().to_string(),
         sets: opts.sets.clone(),
-        seeds: opts.seeds.to_string(),
+        seeds: seeds.to_string(),
         candidate_seeds: cseeds.to_string(),
         paired: paired_seeds,
         passed: scenarios.iter().all(|s| s.passed),

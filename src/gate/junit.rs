@@ -117,6 +117,7 @@ mod tests {
                 }]
             },
             explore: None,
+            explore_off: false,
             passed,
         }
     }

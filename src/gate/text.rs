@@ -16,9 +16,23 @@ pub fn check_text(r: &CheckReport) -> String {
         s.push('\n');
     }
     let failed = r.cases.iter().filter(|c| !c.passed).count();
+    let first = r
+        .cases
+        .iter()
+        .find(|c| !c.passed)
+        .map(|c| {
+            let why = c
+                .violations
+                .first()
+                .map(|v| v.headline())
+                .or_else(|| c.explore.as_ref().filter(|e| !e.ok).map(|e| e.headline()))
+                .unwrap_or_else(|| "failed".into());
+            format!("; first: {} × {}: {why}", c.scenario_path, c.variant())
+        })
+        .unwrap_or_default();
     let _ = writeln!(
         s,
-        "check {}: {} scenario × policy cases, {} passed, {failed} failed",
+        "check {}: {} scenario × policy cases, {} passed, {failed} failed{first}",
         if r.passed { "ok" } else { "FAILED" },
         r.cases.len(),
         r.cases.len() - failed
@@ -68,6 +82,12 @@ fn case_text(s: &mut String, c: &CaseReport) {
     }
     if let Some(e) = &c.explore {
         explore_text(s, e);
+    } else if c.explore_off {
+        let _ = writeln!(
+            s,
+            "  explore: off (--explore-cases 0 or the scenario's gate.explore_cases 0): safety \
+             rests on the seeds alone"
+        );
     }
 }
 
@@ -210,7 +230,7 @@ fn safety_text(s: &mut String, sc: &ScenarioDiff) {
         .collect();
     let _ = writeln!(
         s,
-        "  candidate in itself: {} (safety invariants violated: {}){}",
+        "  candidate in itself: {} (on its seeds, safety invariants violated: {}){}",
         if sc.candidate_safe { "safe" } else { "UNSAFE" },
         counts.join(", "),
         if sc.candidate_claims_safety {
@@ -221,6 +241,12 @@ fn safety_text(s: &mut String, sc: &ScenarioDiff) {
     );
     if let Some((seed, cmd)) = sc.candidate_safety.iter().find_map(|c| c.first.as_ref()) {
         let _ = writeln!(s, "    first unsafe seed {seed}: {cmd}");
+    }
+    if sc.candidate_explore.is_none() && !sc.candidate_claims_safety {
+        let _ = writeln!(
+            s,
+            "    not explored: its expect states what it leaves open (--require-safe explores it)"
+        );
     }
     if let Some(e) = &sc.candidate_explore {
         let verdict = if e.found.is_none() && e.aborted.is_none() {

@@ -111,15 +111,25 @@ fn retry_non_idempotent(s: &Scenario, tool: &ToolFacts) -> Vec<Finding> {
     }
     let r = &s.agent.retry;
     if r.max_retries > 0 && r.applies_to == AppliesTo::AnyTool {
+        // With a per-ticket key (or business id) the provider recognises the repeat, so the
+        // retry cannot refund twice (policies/keys-and-probe.json, the headline claim): a
+        // warning that the tool's annotations do not say so, not an error that blocks the
+        // safe policy in a pipeline.
+        let recognised = ticket_id_recognised(s);
         out.push(Finding::new(
             "retry-non-idempotent",
-            Severity::Error,
+            if recognised { Severity::Warning } else { Severity::Error },
             "agent.retry.applies_to",
             format!(
-                "the agent may retry `{}` ({} retr{} on any tool), which is neither readOnlyHint nor idempotentHint: a call that timed out but succeeded is repeated",
+                "the agent may retry `{}` ({} retr{} on any tool), which is neither readOnlyHint nor idempotentHint: {}",
                 tool.name,
                 r.max_retries,
-                if r.max_retries == 1 { "y" } else { "ies" }
+                if r.max_retries == 1 { "y" } else { "ies" },
+                if recognised {
+                    "the provider recognises the repeat by the per-ticket key, so a call that timed out but succeeded is replayed, not refunded again; the tool's annotations do not say so"
+                } else {
+                    "a call that timed out but succeeded is repeated"
+                }
             ),
             "set agent.retry.applies_to to \"idempotent_tools\" (or agent.retry.max_retries to 0)",
         ).with_fix(["agent.retry.applies_to=idempotent_tools"]));

@@ -268,7 +268,42 @@ fn read_policy(path: &Path) -> Result<Value, ScenarioError> {
             ),
         });
     }
+    gate_untouched(&patch, &text, &origin)?;
     Ok(patch)
+}
+
+/// A policy is the candidate the gate judges: it may assert the hole it leaves
+/// (`exploration.finds`) but not change the gate itself (`gate`, or the exploration's bounds),
+/// or a candidate could switch off or narrow its own exploration (issue 27). The scenario file
+/// and `--set`/`--explore-cases` set those.
+fn gate_untouched(patch: &Value, text: &str, origin: &str) -> Result<(), ScenarioError> {
+    let mut found: Option<Vec<String>> = None;
+    if patch.get("gate").is_some() {
+        found = Some(vec!["gate".into()]);
+    } else if let Some(e) = patch.get("exploration") {
+        match e.as_object() {
+            Some(map) => {
+                if let Some(k) = map.keys().find(|k| k.as_str() != "finds") {
+                    found = Some(vec!["exploration".into(), k.clone()]);
+                }
+            }
+            None => found = Some(vec!["exploration".into()]),
+        }
+    }
+    let Some(path) = found else {
+        return Ok(());
+    };
+    let at = locate(text, &path).map(|o| offset_to_line_col(text, o));
+    Err(ScenarioError::Syntax {
+        at: Location::new(origin, at),
+        message: format!(
+            "invalid policy: {}: a policy is the candidate the gate judges and cannot change \
+             the gate (`gate`, or the exploration's bounds); expected only \
+             `exploration.finds` here: set the gate in the scenario file, or with \
+             --seeds, --explore-cases or --set",
+            path.join(".")
+        ),
+    })
 }
 
 /// Validates, then maps a validation error to a located [`ScenarioError`]. `patched` holds the

@@ -35,7 +35,8 @@ pub use deliveries::{ConsumerDedup, Deliveries};
 pub(crate) use error::{shorten_backquoted, shorten_quoted};
 pub use error::{Location, ScenarioError, ValidationError};
 pub use gate_config::{
-    Exploration, GateConfig, DEFAULT_EXPLORE_CASES, DEFAULT_GATE_SEEDS, SAFETY_INVARIANTS,
+    Exploration, GateConfig, DEFAULT_EXPLORE_CASES, DEFAULT_GATE_SEEDS, MAX_EXPLORE_CASES,
+    SAFETY_INVARIANTS,
 };
 pub use gate_expect::ExpectSource;
 pub use layers::{

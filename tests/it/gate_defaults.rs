@@ -62,14 +62,14 @@ fn a_15s_timeout_without_a_key_passes_the_seeds_and_fails_the_exploration() {
         (&e["ok"], &e["cases"], &e["found"]["invariant"]),
         (
             &serde_json::json!(false),
-            &serde_json::json!(256),
+            &serde_json::json!(1024),
             &serde_json::json!("at_most_one_refund_per_ticket")
         )
     );
     assert_eq!(
         e["replay"],
         format!(
-            "refundsim explore scenarios/carrier-outage.json --policy {cand} --cases 256 --seed 1"
+            "refundsim explore scenarios/carrier-outage.json --policy {cand} --cases 1024 --seed 1"
         )
     );
     // The minimal scenario is in the report and replays the violation.
@@ -166,7 +166,7 @@ fn diff_fails_an_unsafe_candidate_and_says_why_on_its_last_line() {
     assert_eq!(code, 1, "{text}");
     let last = text.lines().last().unwrap();
     assert!(
-        last.starts_with("diff FAILED: scenarios/carrier-outage.json: candidate unsafe: duplicate_refund_tickets on 4 of 30 seeds; worst seed 10: 28; explore (256 cases, seed 1): at_most_one_refund_per_ticket violated"),
+        last.starts_with("diff FAILED: scenarios/carrier-outage.json: candidate unsafe: duplicate_refund_tickets on 4 of 30 seeds; worst seed 10: 28; explore (1024 cases, seed 1): at_most_one_refund_per_ticket violated"),
         "{last}"
     );
     // --allow-unsafe: the comparison alone (fewer duplicates than the incident) decides.
@@ -219,4 +219,128 @@ fn clock_origin_is_display_only_and_keeps_the_incidents_own_expect() {
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["cases"][0]["expect_source"], "scenario");
     assert!(v["cases"][0].get("explore").is_none());
+}
+
+#[test]
+fn a_candidate_cannot_change_the_gate_that_judges_it() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text, path) in [
+        (
+            "gate.json",
+            "{\"executor\":{\"timeout\":\"15s\"},\n \"gate\":{\"explore_cases\":0}}",
+            "gate",
+        ),
+        (
+            "narrow.json",
+            "{\"executor\":{\"timeout\":\"15s\"},\n \"exploration\":{\"max_tickets\":1}}",
+            "exploration.max_tickets",
+        ),
+    ] {
+        let p = policy(&dir, name, text);
+        let out = refundsim()
+            .args(["check", INCIDENT, "--policy", &p])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.contains(&format!("{p}:2:")), "the line: {err}");
+        assert!(
+            err.contains(&format!(
+                ": invalid policy: {path}: a policy is the candidate the gate judges and cannot change the gate"
+            )),
+            "{err}"
+        );
+    }
+    // Turning the exploration off is the caller's choice, and the table says so.
+    let cand = policy(&dir, "cand.json", r#"{"executor":{"timeout":"15s"}}"#);
+    let (code, text) = stdout(&["check", INCIDENT, "--policy", &cand, "--explore-cases", "0"]);
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains("  explore: off (--explore-cases 0 or the scenario's gate.explore_cases 0): safety rests on the seeds alone\n"),
+        "{text}"
+    );
+    let out = refundsim()
+        .args(["check", INCIDENT, "--explore-cases", "100001"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn checks_last_line_names_the_first_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let cand = policy(&dir, "cand.json", r#"{"executor":{"timeout":"15s"}}"#);
+    let (code, text) = stdout(&["check", INCIDENT, "--policy", &cand]);
+    assert_eq!(code, 1);
+    let last = text.lines().last().unwrap();
+    assert_eq!(
+        last,
+        format!(
+            "check FAILED: 2 scenario × policy cases, 1 passed, 1 failed; first: scenarios/carrier-outage.json × {cand}: explore (1024 cases, seed 1): at_most_one_refund_per_ticket violated (ticket 3) in a minimal world of 1 ticket"
+        )
+    );
+}
+
+#[test]
+fn require_safe_explores_a_candidate_that_asserts_its_hole_and_seeds_follow_the_gate() {
+    // fixed.json states its hole, so by default diff judges it by the comparison alone;
+    // --require-safe explores it and fails it.
+    let args = [
+        "diff",
+        INCIDENT,
+        "--baseline",
+        "policies/key-only.json",
+        "--candidate",
+        "policies/fixed.json",
+    ];
+    let (code, text) = stdout(&args);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("    not explored: its expect states what it leaves open (--require-safe explores it)\n"), "{text}");
+    let (code, text) = stdout(&[&args[..], &["--require-safe"][..]].concat());
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.lines().last().unwrap().contains(": candidate unsafe: explore (1024 cases, seed 1): at_most_one_refund_per_ticket violated"),
+        "{text}"
+    );
+    // Without --seeds, diff runs the scenario's gate.seeds.
+    let (_, v) = command_json(
+        "diff",
+        &[
+            INCIDENT,
+            "--baseline",
+            "policies/key-only.json",
+            "--candidate",
+            "policies/fixed.json",
+            "--set",
+            "gate.seeds=5",
+            "--explore-cases",
+            "0",
+        ],
+    );
+    assert_eq!(v["seeds"], "1..5");
+}
+
+#[test]
+fn a_device_as_a_scenario_is_refused_by_the_size_cap_and_no_junit_survives_a_failed_stdout() {
+    let out = refundsim()
+        .args(["check", "/dev/zero", "--explore-cases", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("/dev/zero: more than the 16 MiB"), "{err}");
+    if std::path::Path::new("/dev/full").exists() {
+        let dir = tempfile::tempdir().unwrap();
+        let junit = dir.path().join("j.xml");
+        let status = std::process::Command::new(env!("CARGO_BIN_EXE_refundsim"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(["check", INCIDENT, "--seeds", "157", "--junit"])
+            .arg(&junit)
+            .stdout(std::fs::File::create("/dev/full").unwrap())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert_eq!(status.code(), Some(2));
+        assert!(!junit.exists(), "a JUnit file left after exit 2");
+    }
 }

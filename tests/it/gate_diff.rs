@@ -154,7 +154,7 @@ fn text_output_is_a_table_with_a_verdict() {
         assert_eq!(row.chars().count(), width, "{row}\n{header}");
     }
     assert!(
-        text.contains("  candidate in itself: safe (safety invariants violated: at_most_one_refund_per_ticket 0/3, no_over_refund 0/3, no_lost_refund 0/3, conservation 0/3); its expect states what it leaves open, so the comparison alone decides\n"),
+        text.contains("  candidate in itself: safe (on its seeds, safety invariants violated: at_most_one_refund_per_ticket 0/3, no_over_refund 0/3, no_lost_refund 0/3, conservation 0/3); its expect states what it leaves open, so the comparison alone decides\n"),
         "{text}"
     );
     assert!(text.ends_with("\ndiff ok\n"), "{text}");
@@ -279,7 +279,7 @@ fn text_shows_units_money_in_dollars_and_latency_in_ms() {
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert_eq!(out.status.code(), Some(0), "{text}");
-    assert!(text.contains("  candidate in itself: UNSAFE (safety invariants violated: at_most_one_refund_per_ticket 3/3, no_over_refund 3/3, no_lost_refund 0/3, conservation 0/3); its expect states what it leaves open, so the comparison alone decides\n"), "{text}");
+    assert!(text.contains("  candidate in itself: UNSAFE (on its seeds, safety invariants violated: at_most_one_refund_per_ticket 3/3, no_over_refund 3/3, no_lost_refund 0/3, conservation 0/3); its expect states what it leaves open, so the comparison alone decides\n"), "{text}");
     // over_refund_cents on seeds 2, 3, 4: 342937, 1586106, 1470284 cents, mean $11331.09
     // (tests/pinned/carrier-outage.csv).
     let money = text

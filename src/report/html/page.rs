@@ -180,7 +180,14 @@ impl Page<'_> {
             .collect();
         let verdict_text;
         let (class, verdict) = if !r.expectations_met {
-            ("bad", "an expect bound FAILED")
+            let failed: Vec<&str> = r
+                .expectations
+                .iter()
+                .filter(|e| !e.ok)
+                .map(|e| e.metric.as_str())
+                .collect();
+            verdict_text = format!("expect FAILED ({})", failed.join(", "));
+            ("bad", verdict_text.as_str())
         } else if !reproduced.is_empty() {
             // The scenario demonstrates a failure and it happened: not a green "ok".
             verdict_text = format!("incident reproduced ({})", reproduced.join(", "));

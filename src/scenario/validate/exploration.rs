@@ -64,6 +64,16 @@ fn bounds(s: &Scenario) -> Check {
             );
         }
     }
+    if s.gate.explore_cases > crate::scenario::MAX_EXPLORE_CASES {
+        return fail(
+            "gate.explore_cases",
+            format!(
+                "invalid value: expected 0 to {} cases, got {}",
+                crate::scenario::MAX_EXPLORE_CASES,
+                s.gate.explore_cases
+            ),
+        );
+    }
     if !(1..=10_000).contains(&s.gate.seeds) {
         return fail(
             "gate.seeds",
