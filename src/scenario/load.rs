@@ -277,32 +277,35 @@ fn read_policy(path: &Path) -> Result<Value, ScenarioError> {
 /// or a candidate could switch off or narrow its own exploration (issue 27). The scenario file
 /// and `--set`/`--explore-cases` set those.
 fn gate_untouched(patch: &Value, text: &str, origin: &str) -> Result<(), ScenarioError> {
-    let mut found: Option<Vec<String>> = None;
-    if patch.get("gate").is_some() {
-        found = Some(vec!["gate".into()]);
-    } else if let Some(e) = patch.get("exploration") {
-        match e.as_object() {
-            Some(map) => {
-                if let Some(k) = map.keys().find(|k| k.as_str() != "finds") {
-                    found = Some(vec!["exploration".into(), k.clone()]);
-                }
-            }
-            None => found = Some(vec!["exploration".into()]),
-        }
-    }
-    let Some(path) = found else {
+    // The fields that set the gate; anything else under `gate` or `exploration` (an unknown
+    // field, a wrong type) is left to deserialization, which names it as for any section.
+    const BOUNDS: &[&str] = &[
+        "max_tickets",
+        "arrival_window",
+        "fault_probability_max",
+        "add_layers",
+    ];
+    const GATE: &[&str] = &["seeds", "explore_cases"];
+    let set_in = |section: &str, keys: &[&str]| {
+        patch
+            .get(section)
+            .and_then(Value::as_object)
+            .and_then(|m| m.keys().find(|k| keys.contains(&k.as_str())).cloned())
+            .map(|k| vec![section.to_string(), k])
+    };
+    let Some(path) = set_in("gate", GATE).or_else(|| set_in("exploration", BOUNDS)) else {
         return Ok(());
     };
     let at = locate(text, &path).map(|o| offset_to_line_col(text, o));
-    Err(ScenarioError::Syntax {
+    Err(ScenarioError::Invalid {
         at: Location::new(origin, at),
-        message: format!(
-            "invalid policy: {}: a policy is the candidate the gate judges and cannot change \
-             the gate (`gate`, or the exploration's bounds); expected only \
-             `exploration.finds` here: set the gate in the scenario file, or with \
-             --seeds, --explore-cases or --set",
-            path.join(".")
-        ),
+        path: path.join("."),
+        message: "a policy is the candidate the gate judges and cannot change the gate \
+                  (`gate`, or the exploration's bounds); expected only `exploration.finds` \
+                  in a policy: set the gate in the scenario file, or with --seeds, \
+                  --explore-cases or --set"
+            .into(),
+        applied: Vec::new(),
     })
 }
 

@@ -228,7 +228,7 @@ fn a_candidate_cannot_change_the_gate_that_judges_it() {
         (
             "gate.json",
             "{\"executor\":{\"timeout\":\"15s\"},\n \"gate\":{\"explore_cases\":0}}",
-            "gate",
+            "gate.explore_cases",
         ),
         (
             "narrow.json",
@@ -246,7 +246,7 @@ fn a_candidate_cannot_change_the_gate_that_judges_it() {
         assert!(err.contains(&format!("{p}:2:")), "the line: {err}");
         assert!(
             err.contains(&format!(
-                ": invalid policy: {path}: a policy is the candidate the gate judges and cannot change the gate"
+                ": {path}: a policy is the candidate the gate judges and cannot change the gate"
             )),
             "{err}"
         );
