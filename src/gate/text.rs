@@ -134,8 +134,21 @@ fn check_row(s: &mut String, k: &BoundCheck, n: usize) {
         k.describe(),
         value,
         failing,
-        if k.ok { "ok" } else { "FAILED" }
+        verdict(k)
     );
+}
+
+/// `ok`, `FAILED`, or `reproduced` for a lower bound on a metric that counts harm: the case
+/// asserts a failure (the incident's `duplicate_refund_tickets ≥ 1`) and it happened.
+fn verdict(k: &BoundCheck) -> &'static str {
+    let asserts_harm = matches!(k.rule, Rule::Min | Rule::MeanMin)
+        && k.limit > 0.0
+        && crate::invariants::HARM_METRICS.contains(&k.metric.as_str());
+    match (k.ok, asserts_harm) {
+        (false, _) => "FAILED",
+        (true, true) => "reproduced",
+        (true, false) => "ok",
+    }
 }
 
 fn violation_text(s: &mut String, v: &Violation) {

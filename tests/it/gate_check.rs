@@ -74,7 +74,7 @@ fn shipped_scenarios_pass_bare_and_under_the_fixed_policy_with_junit() {
         text.contains("carrier-outage (scenarios/carrier-outage.json) × no policy — seed 157 — ok"),
         "{text}"
     );
-    assert!(text.contains("  duplicate_refund_tickets   ≥ 1 on ≥ 75% of seeds                    43            0/1  ok\n"), "{text}");
+    assert!(text.contains("  duplicate_refund_tickets   ≥ 1 on ≥ 75% of seeds                    43            0/1  reproduced\n"), "{text}");
     assert!(
         text.ends_with("check ok: 2 scenario × policy cases, 2 passed, 0 failed\n"),
         "{text}"
