@@ -344,3 +344,28 @@ fn a_device_as_a_scenario_is_refused_by_the_size_cap_and_no_junit_survives_a_fai
         assert!(!junit.exists(), "a JUnit file left after exit 2");
     }
 }
+
+#[test]
+fn a_policy_that_states_what_it_leaves_open_is_checked_over_its_seeds_and_not_explored() {
+    // key-only allows duplicates on average (`mean_max` 5, no per-seed max) and drops the
+    // over-refund bound: it claims no safety, so the gate checks its bounds over the seeds and
+    // does not explore it (an exploration would find the humans' manual refunds it states).
+    let (code, v) = command_json("check", &[INCIDENT, "--policy", "policies/key-only.json"]);
+    assert_eq!(code, 0, "{v}");
+    assert!(v["cases"][1].get("explore").is_none(), "{}", v["cases"][1]);
+    assert!(v["cases"][1].get("explore_off").is_none());
+    // A safety bound tolerated on some seeds is not a claim of safety either.
+    let (_, v) = command_json(
+        "check",
+        &[
+            INCIDENT,
+            "--set",
+            "executor.timeout=15s",
+            "--set",
+            "expect.lost_refunds.violating_seeds_max=0.1",
+            "--seeds",
+            "1..3",
+        ],
+    );
+    assert!(v["cases"][0].get("explore").is_none(), "{}", v["cases"][0]);
+}
