@@ -369,3 +369,28 @@ fn a_policy_that_states_what_it_leaves_open_is_checked_over_its_seeds_and_not_ex
     );
     assert!(v["cases"][0].get("explore").is_none(), "{}", v["cases"][0]);
 }
+
+#[test]
+fn the_default_exploration_finds_the_humans_who_do_not_check_the_service() {
+    // keys-and-probe with humans who check Stripe but not the service's status (the
+    // zombie-behind-saturated-pool finding): 256 cases miss it, the default 1,024 find it.
+    let args = [
+        INCIDENT,
+        "--policy",
+        "policies/keys-and-probe.json",
+        "--set",
+        "humans.check_service_status=false",
+    ];
+    let (code, v) = command_json("check", &args);
+    assert_eq!(code, 1, "{v}");
+    let e = &v["cases"][1]["explore"];
+    assert_eq!(
+        e["found"]["invariant"], "at_most_one_refund_per_ticket",
+        "{e}"
+    );
+    let (code, _) = command_json(
+        "check",
+        &[&args[..], &["--explore-cases", "256"][..]].concat(),
+    );
+    assert_eq!(code, 0, "256 cases miss it (why the default is 1,024)");
+}
