@@ -978,6 +978,13 @@ pub const HARM_METRICS: &[&str] = &[
     "conservation_violations",
 ];
 
+/// Whether a lower bound `lower` on `metric` asserts a failure: `lower` above 0 on one of
+/// [`HARM_METRICS`] (the incident's `duplicate_refund_tickets ≥ 1`). Such a bound that holds
+/// reads `reproduced`, not `ok`, in `run`, `check`, `--json` and the HTML.
+pub fn asserts_harm(metric: &str, lower: f64) -> bool {
+    lower > 0.0 && HARM_METRICS.contains(&metric)
+}
+
 /// Checks each bound against `metrics`. An unknown metric name fails its bound (value NaN);
 /// the loader rejects those before a run.
 pub fn expectations(metrics: &Metrics, expect: &BTreeMap<String, Bound>) -> Vec<ExpectationResult> {
@@ -997,8 +1004,10 @@ pub fn expectations(metrics: &Metrics, expect: &BTreeMap<String, Bound>) -> Vec<
             .into_iter()
             .filter_map(|(k, v)| v.map(|v| format!("{k} {v}")))
             .collect();
-            let asserts_harm = HARM_METRICS.contains(&name.as_str())
-                && (b.min.is_some_and(|lo| lo > 0.0) || b.mean_min.is_some_and(|lo| lo > 0.0));
+            let asserts_harm = [b.min, b.mean_min]
+                .into_iter()
+                .flatten()
+                .any(|lo| asserts_harm(name, lo));
             ExpectationResult {
                 metric: name.clone(),
                 value,

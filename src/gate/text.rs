@@ -142,8 +142,7 @@ fn check_row(s: &mut String, k: &BoundCheck, n: usize) {
 /// asserts a failure (the incident's `duplicate_refund_tickets ≥ 1`) and it happened.
 fn verdict(k: &BoundCheck) -> &'static str {
     let asserts_harm = matches!(k.rule, Rule::Min | Rule::MeanMin)
-        && k.limit > 0.0
-        && crate::invariants::HARM_METRICS.contains(&k.metric.as_str());
+        && crate::invariants::asserts_harm(&k.metric, k.limit);
     match (k.ok, asserts_harm) {
         (false, _) => "FAILED",
         (true, true) => "reproduced",

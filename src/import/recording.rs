@@ -366,23 +366,13 @@ pub fn compact_warnings(
     for (kind, (n, source)) in extra {
         out.push(Warning {
             source,
-            message: format!("… and {} more like this: {kind}", thousands(n)),
+            message: format!(
+                "… and {} more like this: {kind}",
+                crate::scenario::group_thousands(n)
+            ),
         });
     }
     out.sort();
-    out
-}
-
-/// `455899` → `455,899`.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
     out
 }
 

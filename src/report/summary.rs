@@ -14,15 +14,11 @@ pub const LISTED_DUPLICATES: usize = 10;
 
 /// `$1,234.56` from cents.
 pub(crate) fn dollars(cents: u64) -> String {
-    let whole = (cents / 100).to_string();
-    let mut grouped = String::new();
-    for (i, c) in whole.chars().enumerate() {
-        if i > 0 && (whole.len() - i) % 3 == 0 {
-            grouped.push(',');
-        }
-        grouped.push(c);
-    }
-    format!("${grouped}.{:02}", cents % 100)
+    format!(
+        "${}.{:02}",
+        crate::scenario::group_thousands(cents / 100),
+        cents % 100
+    )
 }
 
 fn pct(p: &Percentiles) -> String {

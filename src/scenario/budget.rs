@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::config::{OnTimeout, Scenario};
 use super::latency::LatencyDist;
-use super::rules::{fail, Check};
+use super::rules::{fail, group_thousands, Check};
 
 /// Default budget: 300 million engine events per run (admits a 30-day horizon at 1 ticket/s
 /// with the incident's background load, about 10^8 events).
@@ -119,8 +119,8 @@ pub fn stop_over_budget(s: &Scenario, seed: u64, e: &crate::sim::Exceeded) {
         format!(
             "it ran {} engine events, past the budget of {} (the estimate before the run was {}); \
              raise it with --max-events N if you mean it",
-            exact(e.events),
-            exact(max_events()),
+            group_thousands(e.events),
+            group_thousands(max_events()),
             about(est.events),
         )
     } else {
@@ -130,11 +130,11 @@ pub fn stop_over_budget(s: &Scenario, seed: u64, e: &crate::sim::Exceeded) {
              estimate does not count stays in flight, such as long think times, delays, hold \
              times or acquire timeouts); raise it with --max-memory-mb MB if you mean it",
             megabytes(mb(e.bytes)),
-            exact(e.tasks as u64),
+            group_thousands(e.tasks as u64),
             megabytes(mb(e.task_bytes)),
-            exact(e.timers as u64),
+            group_thousands(e.timers as u64),
             megabytes(mb(e.model_bytes)),
-            exact(max_memory_mb()),
+            group_thousands(max_memory_mb()),
             megabytes(est.peak_mb),
         )
     };
@@ -717,9 +717,9 @@ pub fn check_budget(s: &Scenario) -> Check {
         format!(
             "over the run budget: {what}; the budget is {} engine event{} and {} MB of memory. \
              {raise} {}",
-            exact(limit),
+            group_thousands(limit),
             if limit == 1 { "" } else { "s" },
-            exact(mem_limit),
+            group_thousands(mem_limit),
             advice(events_over, &drivers[0].0),
         ),
     )
@@ -764,12 +764,12 @@ pub fn about(x: f64) -> String {
 fn over(x: f64, limit: u64) -> String {
     if x.is_nan() || x >= SATURATE {
         if limit as f64 >= SATURATE {
-            format!("more than {}", exact(limit))
+            format!("more than {}", group_thousands(limit))
         } else {
             "more than 10^12".to_string()
         }
     } else if x.round() <= limit as f64 {
-        format!("just over {}", exact(limit))
+        format!("just over {}", group_thousands(limit))
     } else {
         about(x)
     }
@@ -800,20 +800,7 @@ pub fn thousands(x: f64) -> String {
     if x.is_nan() || x >= SATURATE {
         return "more than 10^12".to_string();
     }
-    exact(if x > 0.0 { x.round() as u64 } else { 0 })
-}
-
-/// `1,234,567`: an exact count with thousands separators.
-fn exact(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    group_thousands(if x > 0.0 { x.round() as u64 } else { 0 })
 }
 
 /// `about 56,262 MB`, `more than 10^12 MB`.

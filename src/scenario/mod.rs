@@ -16,6 +16,7 @@ pub mod provider;
 pub mod replay;
 mod rules;
 
+pub(crate) use rules::group_thousands;
 pub use rules::short_numbers;
 
 /// `text` fit to echo in a message: numbers over 24 characters in scientific notation, then

@@ -20,6 +20,20 @@ pub(super) fn fail(path: impl Into<String>, message: impl Into<String>) -> Check
     })
 }
 
+/// `1234567` → `1,234,567`: an exact count with thousands separators (budget messages, the
+/// capped warnings' "… and 455,899 more", dollars in summaries).
+pub(crate) fn group_thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// `message` with each run of digits (with an optional `.` and fraction) longer than 24
 /// characters replaced by the number in scientific notation with at most 6 significant
 /// digits (`1e300`, `1.23457e40`).
