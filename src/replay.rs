@@ -45,12 +45,31 @@ struct Seen {
 #[derive(Debug, Default)]
 pub struct ReplayObserver {
     tickets: BTreeMap<u64, Seen>,
+    findings: Vec<RecordingFinding>,
+}
+
+/// A recorded provider answer that Stripe's rules would have given otherwise: in an exact
+/// replay the run follows the recording, and this is reported as a finding about the
+/// recording (a provider that does not keep Stripe's idempotency rules, or a recording that
+/// misreads an idempotent replay). From
+/// [`EventKind::RecordingDisagrees`](crate::history::EventKind::RecordingDisagrees).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RecordingFinding {
+    /// The ticket.
+    pub ticket: u64,
+    /// The request, `TICKET/ATTEMPT/TRY`.
+    pub request: String,
+    /// What the recording says happened.
+    pub recorded: String,
+    /// What Stripe's rules would have answered.
+    pub provider_rules: String,
 }
 
 impl ReplayObserver {
     /// An observer of `replay`'s tickets.
     pub fn new(replay: &Replay) -> Self {
         ReplayObserver {
+            findings: Vec::new(),
             tickets: replay
                 .tickets
                 .keys()
@@ -64,6 +83,20 @@ impl ReplayObserver {
         let Some(seen) = e.ticket.and_then(|t| self.tickets.get_mut(&t)) else {
             return;
         };
+        if let EventKind::RecordingDisagrees {
+            request,
+            recorded,
+            rules,
+        } = &e.kind
+        {
+            self.findings.push(RecordingFinding {
+                ticket: e.ticket.unwrap_or_default(),
+                request: request.clone(),
+                recorded: recorded.clone(),
+                provider_rules: rules.clone(),
+            });
+            return;
+        }
         if let EventKind::RefundCreated { moves_money, .. } = &e.kind {
             seen.refunds += u32::from(*moves_money);
             return;
@@ -182,6 +215,10 @@ pub struct Comparison {
     /// recorded keys, a pool counterfactual's scaled waits), one sentence each; empty in an
     /// exact replay. See [`replaced_facts`].
     pub replaced: Vec<String>,
+    /// Recorded provider answers Stripe's rules would have given otherwise, in the order the
+    /// run met them; the exact replay followed the recording. Empty in a counterfactual
+    /// (Stripe's rules decide there).
+    pub recording_findings: Vec<RecordingFinding>,
 }
 
 fn row(
@@ -283,6 +320,18 @@ pub fn compare(replay: &Replay, seen: ReplayObserver) -> Comparison {
         replayed_refunds: tickets.iter().map(|t| u64::from(t.replayed_refunds)).sum(),
         tickets,
         replaced: Vec::new(),
+        recording_findings: seen
+            .findings
+            .into_iter()
+            .map(|mut f| {
+                if let Some(label) = replay.ticket_labels.get(&f.ticket) {
+                    if let Some((_, rest)) = f.request.split_once('/') {
+                        f.request = format!("{label}/{rest}");
+                    }
+                }
+                f
+            })
+            .collect(),
     }
 }
 
@@ -401,6 +450,21 @@ pub fn render_exact(c: &Comparison, origin: Option<SystemTime>) -> String {
                 when(r.recorded_ns, origin),
                 when(r.replayed_ns, origin),
                 diff
+            );
+        }
+    }
+    if !c.recording_findings.is_empty() {
+        let _ = writeln!(
+            out,
+            "findings about the recording: Stripe's rules would have answered {} otherwise; \
+             the replay follows the recording",
+            plural(c.recording_findings.len(), "request", "requests")
+        );
+        for f in &c.recording_findings {
+            let _ = writeln!(
+                out,
+                "  request {}: recorded {}; Stripe's rules: {}",
+                f.request, f.recorded, f.provider_rules
             );
         }
     }

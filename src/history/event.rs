@@ -461,6 +461,19 @@ pub enum EventKind {
         /// What they did.
         action: HumanAction,
     },
+    /// In an exact replay ([`crate::model::World::recording_wins`]), Stripe's rules would have
+    /// answered a recorded provider request otherwise than the recording says; the run
+    /// followed the recording. A finding about the recording (a provider that does not keep
+    /// Stripe's idempotency rules, or a recording that misreads a replay), reported by
+    /// `refundsim replay`.
+    RecordingDisagrees {
+        /// The request, `TICKET/ATTEMPT/TRY` (see [`crate::scenario::RequestKey`]).
+        request: String,
+        /// What the recording says happened, e.g. `200 with a new refund`.
+        recorded: String,
+        /// What Stripe's rules would have answered, e.g. `200 as an idempotent replay`.
+        rules: String,
+    },
     /// The reconciliation job found tickets with more than one refund.
     ReconciliationAlert {
         /// Newly found tickets.

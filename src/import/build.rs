@@ -251,23 +251,55 @@ fn check_order(c: &ToolCallRec) -> Result<(), ImportError> {
 /// its `Idempotency-Key` (Stripe replays the saved answer of a reused key: no new refund).
 /// `None` when no request of the ticket is recorded.
 fn provider_refunds<'a>(requests: impl Iterator<Item = &'a ProviderRequestRec>) -> Option<usize> {
-    let mut any = false;
+    let all: Vec<&ProviderRequestRec> = requests.collect();
+    if all.is_empty() {
+        return None;
+    }
+    let repeated = repeats(&all, &[]);
+    Some(
+        all.iter()
+            .zip(&repeated)
+            .filter(|(r, &again)| !again && is_2xx(r.status))
+            .count(),
+    )
+}
+
+fn is_2xx(status: Option<u16>) -> bool {
+    status.is_some_and(|s| (200..300).contains(&s))
+}
+
+/// Which of one ticket's requests (in any order; the answer is in the same order) are 2xx
+/// answers that return an earlier 2xx's refund: the same refund id, or without ids the same
+/// `Idempotency-Key` (Stripe replays the saved answer of a reused key). Earlier means sent
+/// earlier (ties in source order). A failed request whose `made` flag is set (the export shows
+/// it made a refund) holds its key as a 2xx does. Such a request made no refund: it is imported with
+/// `commits: false`, and [`provider_refunds`] does not count it.
+fn repeats(requests: &[&ProviderRequestRec], made: &[bool]) -> Vec<bool> {
+    let mut order: Vec<usize> = (0..requests.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (a, b) = (requests[a], requests[b]);
+        (a.sent.at, &a.source).cmp(&(b.sent.at, &b.source))
+    });
     let mut seen = std::collections::BTreeSet::new();
-    let mut n = 0;
-    let mut sorted: Vec<&ProviderRequestRec> = requests.inspect(|_| any = true).collect();
-    sorted.sort_by(|a, b| (a.sent.at, &a.source).cmp(&(b.sent.at, &b.source)));
-    for r in sorted {
-        if !r.status.is_some_and(|s| (200..300).contains(&s)) {
+    let mut out = vec![false; requests.len()];
+    for k in order {
+        let r = requests[k];
+        if !is_2xx(r.status) {
+            // A failed request that made a refund (the export says so) holds its key.
+            if made.get(k).copied().unwrap_or(false) {
+                if let Some(Some(key)) = &r.idempotency_key {
+                    seen.insert(format!("key {key}"));
+                }
+            }
             continue;
         }
-        let same = match (&r.refund_id, &r.idempotency_key) {
+        out[k] = match (&r.refund_id, &r.idempotency_key) {
             (Some(id), _) => !seen.insert(format!("id {id}")),
             (None, Some(Some(key))) => !seen.insert(format!("key {key}")),
             _ => false,
         };
-        n += usize::from(!same);
     }
-    any.then_some(n)
+    out
 }
 
 /// Numeric ticket ids for the recorded ticket texts (see [`TicketIds::of`]).
@@ -697,6 +729,51 @@ pub fn build(
                 }
             }
         }
+        // 2xx answers that returned an earlier request's refund: no refund of their own (the
+        // same refund id, or the same key as an earlier 2xx or as a failed request the export
+        // shows made a refund). With an export, a 2xx without a refund id made one only when
+        // the export has a refund left that nothing else made (the nearest to its answer).
+        let mut repeated: std::collections::BTreeSet<(u32, usize)> = {
+            let all: Vec<((u32, usize), &ProviderRequestRec)> = requests_of
+                .range((id, 0)..=(id, u32::MAX))
+                .flat_map(|(&(_, a), rs)| rs.iter().enumerate().map(move |(n, r)| ((a, n), *r)))
+                .collect();
+            let reqs: Vec<&ProviderRequestRec> = all.iter().map(|(_, r)| *r).collect();
+            let made: Vec<bool> = all.iter().map(|(at, _)| committed.contains(at)).collect();
+            all.iter()
+                .zip(repeats(&reqs, &made))
+                .filter(|(_, again)| *again)
+                .map(|((at, _), _)| *at)
+                .collect()
+        };
+        if have_export {
+            // The export's refunds that no request with a refund id returned and no failed
+            // request made are what 2xx answers without an id made: the earliest answers made
+            // them, later ones replayed.
+            let by_id: std::collections::BTreeSet<&str> = requests_of
+                .range((id, 0)..=(id, u32::MAX))
+                .flat_map(|(_, rs)| rs.iter())
+                .filter_map(|r| r.refund_id.as_deref())
+                .collect();
+            let left = export
+                .iter()
+                .filter(|r| moves_money(&r.status) && !by_id.contains(r.id.as_str()))
+                .count()
+                .saturating_sub(committed.len());
+            let mut anonymous: Vec<(i64, u32, usize)> = requests_of
+                .range((id, 0)..=(id, u32::MAX))
+                .flat_map(|(&(_, a), rs)| rs.iter().enumerate().map(move |(n, r)| (a, n, r)))
+                .filter(|(a, n, r)| {
+                    is_2xx(r.status) && r.refund_id.is_none() && !repeated.contains(&(*a, *n))
+                })
+                .map(|(a, n, r)| {
+                    let answer = r.sent.at + i64::try_from(r.latency_ns.unwrap_or(0)).unwrap_or(0);
+                    (answer, a, n)
+                })
+                .collect();
+            anonymous.sort_unstable();
+            repeated.extend(anonymous.into_iter().skip(left).map(|(_, a, n)| (a, n)));
+        }
         let mut recorded_calls = Vec::new();
         let mut previous_end: Option<UnixNs> = None;
         for (i, c) in calls.iter().enumerate() {
@@ -804,7 +881,8 @@ pub fn build(
                         let reach = since(call_at, r.sent.at);
                         let latency = Duration::from_nanos(r.latency_ns.unwrap_or(0));
                         let ok = r.status.is_some_and(|s| (200..300).contains(&s));
-                        let commits = ok || committed.contains(&(attempt, n));
+                        let commits = (ok && !repeated.contains(&(attempt, n)))
+                            || committed.contains(&(attempt, n));
                         // Only answered requests measure the provider's latency.
                         if r.latency_ns.is_some() && r.status.is_some() {
                             latencies.push(latency);
@@ -1144,6 +1222,19 @@ mod tests {
             refund_id: id.map(str::to_string),
             source: Source::default(),
         }
+    }
+
+    /// A failed request the export shows made a refund holds its key: a later 2xx with that
+    /// key is Stripe's replay of it. A failed request that made nothing does not.
+    #[test]
+    fn a_failed_request_that_made_a_refund_holds_its_key() {
+        let lost = req(1, None, None, Some(Some("k")));
+        let ok = req(2, Some(200), None, Some(Some("k")));
+        assert_eq!(repeats(&[&lost, &ok], &[true, false]), [false, true]);
+        assert_eq!(repeats(&[&ok, &lost], &[false, true]), [true, false]);
+        assert_eq!(repeats(&[&lost, &ok], &[false, false]), [false, false]);
+        let other = req(2, Some(200), None, Some(Some("j")));
+        assert_eq!(repeats(&[&lost, &other], &[true, false]), [false, false]);
     }
 
     /// Each 2xx is a refund, except one that repeats an earlier 2xx's refund id or, without

@@ -169,6 +169,11 @@ pub enum CommitFault {
     /// Nothing created and no answer: the connection drops. Only a replay uses it: a recorded
     /// request without an answer for which the refund export lists no refund.
     LostBeforeCommit,
+    /// Nothing created: the answer is 200 with the charge's latest refund, marked as an
+    /// idempotent replay (or, when the charge has none, Stripe's `resource_missing`). Only an
+    /// exact replay uses it: a recorded 2xx that returned a refund an earlier request made
+    /// (the same refund id), where Stripe's rules would have executed it.
+    AnswersExisting,
 }
 
 /// What the client sees after a commit.
@@ -508,9 +513,26 @@ impl FakeStripe {
         {
             return Begin::Respond(self.lock_timeout());
         }
+        self.start(now, req, dedup.map(|(k, _)| k))
+    }
+
+    /// Starts executing `req` at `now` whatever the admission checks of
+    /// [`FakeStripe::begin`] answered (already counted at the edge by that call): the key (if
+    /// any) is recorded as executing with these parameters, replacing an entry it had. Only
+    /// an exact replay uses it, where the recording shows that the request created a refund
+    /// while Stripe's rules would have answered it without executing (a provider that did not
+    /// keep the rules; [`crate::model::World::recording_wins`]).
+    pub fn begin_as_recorded(&mut self, now: SimTime, req: StripeRequest) -> ExecToken {
+        let key = self.dedup_key(&req).map(|(k, _)| k);
+        match self.start(now, req, key) {
+            Begin::Execute(token) => token,
+            Begin::Respond(_) => unreachable!("start always executes"),
+        }
+    }
+
+    fn start(&mut self, now: SimTime, req: StripeRequest, dedup_key: Option<String>) -> Begin {
         self.execs += 1;
         let exec = self.execs;
-        let dedup_key = dedup.map(|(k, _)| k);
         if let Some(key) = &dedup_key {
             let entry = KeyEntry {
                 exec,
@@ -582,6 +604,22 @@ impl FakeStripe {
                 None,
                 format!("The recorded request failed with HTTP {code}."),
             ),
+            CommitFault::AnswersExisting => {
+                let latest = self
+                    .charges
+                    .get(&*req.params.charge)
+                    .and_then(|c| c.refunds.last().cloned());
+                match latest {
+                    Some(refund) => Response {
+                        status: 200,
+                        body: Body::Refund(refund),
+                        idempotent_replayed: true,
+                        should_retry: None,
+                        retry_after: None,
+                    },
+                    None => Self::no_such_charge(&req.params.charge),
+                }
+            }
             CommitFault::LostBeforeCommit => {
                 // Nothing executed, so nothing is saved under the key (Stripe saves a result
                 // only once the endpoint starts executing): a retry with the same key runs as a
@@ -615,9 +653,10 @@ impl FakeStripe {
         }
         match fault {
             CommitFault::ResponseLost | CommitFault::LostBeforeCommit => Delivered::ConnectionLost,
-            CommitFault::None | CommitFault::Error500 | CommitFault::FailsWith(_) => {
-                Delivered::Response(resp)
-            }
+            CommitFault::None
+            | CommitFault::Error500
+            | CommitFault::FailsWith(_)
+            | CommitFault::AnswersExisting => Delivered::Response(resp),
         }
     }
 

@@ -172,7 +172,21 @@ pub async fn serve(
     key: RequestKey,
 ) -> Delivered {
     let d = draw(&w, &mut rng, &key);
-    let begun = w.stripe.borrow_mut().begin(w.now(), req, d.lock_timeout);
+    let mut fault = d.fault;
+    let recorded = w
+        .cfg
+        .replay
+        .as_ref()
+        .and_then(|r| r.requests.get(&key))
+        .filter(|_| w.recording_wins);
+    let begun = match recorded {
+        None => w.stripe.borrow_mut().begin(w.now(), req, d.lock_timeout),
+        Some(rec) => {
+            let again = req.clone();
+            let begun = w.stripe.borrow_mut().begin(w.now(), req, d.lock_timeout);
+            as_recorded(&w, ids, &key, rec, begun, again, &mut fault)
+        }
+    };
     match begun {
         Begin::Respond(r) => {
             // A recorded request (an idempotent replay, a 409, a 400) is answered in its
@@ -191,7 +205,7 @@ pub async fn serve(
             w.sim.sleep(d.latency).await;
             let (delivered, created) = {
                 let mut stripe = w.stripe.borrow_mut();
-                let delivered = stripe.commit(w.now(), token, d.status, d.fault);
+                let delivered = stripe.commit(w.now(), token, d.status, fault);
                 (delivered, stripe.take_created())
             };
             if let Some(mut r) = created {
@@ -242,6 +256,90 @@ pub async fn serve(
             }
             delivered
         }
+    }
+}
+
+/// In an exact replay, the recording's answer over Stripe's rules where they disagree
+/// (`begun` is what the rules decided for `req`): a request the recording has create a refund
+/// executes even where the rules answer without executing (an idempotent replay, a 409, a
+/// 429); a recorded answer that made nothing replaces the rules' other answer; a recorded 2xx
+/// that returned an earlier request's refund answers with it (`fault` becomes
+/// [`CommitFault::AnswersExisting`]) where the rules would make a new one. Each disagreement
+/// is recorded as [`EventKind::RecordingDisagrees`], a finding about the recording.
+fn as_recorded(
+    w: &World,
+    ids: Ids,
+    key: &RequestKey,
+    rec: &crate::scenario::RecordedRequest,
+    begun: Begin,
+    req: StripeRequest,
+    fault: &mut CommitFault,
+) -> Begin {
+    let ok = rec.status.is_some_and(|s| (200..300).contains(&s));
+    match begun {
+        Begin::Respond(r) => {
+            let agrees = !rec.commits && rec.status == Some(r.status);
+            if agrees {
+                return Begin::Respond(r);
+            }
+            w.record(
+                ids,
+                EventKind::RecordingDisagrees {
+                    request: key.to_string(),
+                    recorded: recorded_answer(rec),
+                    rules: rules_answer(&r),
+                },
+            );
+            if ok && !rec.commits {
+                *fault = CommitFault::AnswersExisting;
+            }
+            Begin::Execute(w.stripe.borrow_mut().begin_as_recorded(w.now(), req))
+        }
+        Begin::Execute(token) if ok && !rec.commits => {
+            let rules = match &req.idempotency_key {
+                Some(_) => "a new refund (no earlier request with this Idempotency-Key)",
+                None => "a new refund (no Idempotency-Key sent)",
+            };
+            w.record(
+                ids,
+                EventKind::RecordingDisagrees {
+                    request: key.to_string(),
+                    recorded: recorded_answer(rec),
+                    rules: rules.to_string(),
+                },
+            );
+            *fault = CommitFault::AnswersExisting;
+            Begin::Execute(token)
+        }
+        b => b,
+    }
+}
+
+/// What a recorded request's answer was, in words.
+fn recorded_answer(rec: &crate::scenario::RecordedRequest) -> String {
+    let ok = rec.status.is_some_and(|s| (200..300).contains(&s));
+    match (rec.status, rec.commits) {
+        (Some(s), true) if ok => format!("{s} with a new refund"),
+        (Some(s), true) => format!("{s}, and the provider lists a refund it made"),
+        (Some(s), false) if ok => format!("{s} returning an earlier request's refund"),
+        (Some(s), false) => format!("{s}, nothing made"),
+        (None, true) => "no answer, and the provider lists a refund it made".to_string(),
+        (None, false) => "no answer, nothing made".to_string(),
+    }
+}
+
+/// What Stripe's rules answered without executing, in words.
+fn rules_answer(r: &super::stripe::Response) -> String {
+    if r.idempotent_replayed {
+        return format!(
+            "{} as an idempotent replay of the first request with this Idempotency-Key \
+             (Stripe keeps a key 24 h)",
+            r.status
+        );
+    }
+    match r.error_code() {
+        Some(code) => format!("{} {code}", r.status),
+        None => r.status.to_string(),
     }
 }
 

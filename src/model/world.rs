@@ -189,6 +189,12 @@ pub struct World {
     /// reach the provider beyond `baseline`, times `factor`; see
     /// [`crate::scenario::Replay::wait_scale`]); `None` at the recorded pool size.
     pub reach_scale: Option<(SimTime, f64)>,
+    /// Whether recorded provider answers win over the fake provider's rules: a `replay`
+    /// section run with the recorded key mode and pool size (an exact replay; see
+    /// [`crate::scenario::Replay::replayed_as_recorded`]). Where the rules disagree with a
+    /// recorded answer, the run follows the recording and records
+    /// [`EventKind::RecordingDisagrees`](crate::history::EventKind::RecordingDisagrees).
+    pub recording_wins: bool,
 }
 
 /// The scenario's latency distributions that are drawn per request or per model decision,
@@ -262,6 +268,12 @@ impl World {
                 let baseline = r.pool_calibration(overhead)?.baseline;
                 Some((SimTime::from_duration(baseline), factor))
             });
+        let recording_wins = cfg.replay.as_ref().is_some_and(|r| {
+            r.replayed_as_recorded(
+                cfg.refunds_service.idempotency_key,
+                cfg.refunds_service.pool_size,
+            )
+        });
         Rc::new(World {
             sim,
             cfg,
@@ -281,6 +293,7 @@ impl World {
             latencies,
             replays_pool,
             reach_scale,
+            recording_wins,
         })
     }
 

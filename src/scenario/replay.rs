@@ -78,8 +78,10 @@ pub struct RecordedRequest {
     pub latency: Duration,
     /// The HTTP status answered; `null` when no answer came (connection lost).
     pub status: Option<u16>,
-    /// Whether the request created a refund: a 2xx did; a 5xx or a lost answer did only when the
-    /// refund export lists a refund for it.
+    /// Whether the request created a refund: a 2xx did, unless it returned an earlier
+    /// request's refund (Stripe's replay of a saved answer); a 5xx or a lost answer did only
+    /// when the refund export lists a refund for it. In an exact replay this wins over
+    /// Stripe's rules (see [`Replay::replayed_as_recorded`]).
     pub commits: bool,
     /// The `Idempotency-Key` header sent: absent when the recording does not say (the
     /// scenario's `refunds_service.idempotency_key` decides), `null` when none was sent.
@@ -206,6 +208,15 @@ pub struct RecordedCall {
 }
 
 impl Replay {
+    /// Whether a run with these settings replays the recording exactly, so that recorded
+    /// answers win over the fake provider's rules: the refunds service's
+    /// `idempotency_key` mode is the one the recording was imported with (or the recording
+    /// does not say), and `pool_size` is the recorded one. A policy that changes either is a
+    /// counterfactual, where Stripe's rules decide (see [`crate::replay::replaced_facts`]).
+    pub fn replayed_as_recorded(&self, key_mode: super::config::KeyMode, pool_size: u32) -> bool {
+        self.key_mode.is_none_or(|m| m == key_mode) && self.pool_size == pool_size
+    }
+
     /// The ticket's id as recorded: its label (`T-100001`), else its number.
     pub fn ticket_text(&self, ticket: u64) -> String {
         self.ticket_labels

@@ -39,6 +39,7 @@ mod prop_round_trip;
 mod prop_safety;
 mod queueing;
 mod recipes;
+mod recording_wins;
 mod streaming;
 mod summary_causes;
 mod sweep;

@@ -333,11 +333,30 @@ impl Page<'_> {
                 c.tickets_with_other_refunds, c.rows_differing
             )
         };
+        let mut findings = String::new();
+        if !c.recording_findings.is_empty() {
+            let _ = write!(
+                findings,
+                "<div id=\"recording-findings\"><p>Findings about the recording: Stripe's rules \
+                 would have answered {} otherwise; the replay follows the recording.</p>\n<ul>\n",
+                crate::import::fields::plural(c.recording_findings.len(), "request", "requests")
+            );
+            for f in &c.recording_findings {
+                let _ = writeln!(
+                    findings,
+                    "<li>request {}: recorded {}; Stripe's rules: {}</li>",
+                    esc(&f.request),
+                    esc(&f.recorded),
+                    esc(&f.provider_rules)
+                );
+            }
+            findings.push_str("</ul></div>\n");
+        }
         let _ = write!(
             h,
             "<section id=\"recording\" data-mode=\"{}\" data-matches=\"{}\" \
              data-recorded-refunds=\"{}\" data-replayed-refunds=\"{}\">\n<h2>{title}</h2>\n\
-             <p class=\"muted\">From {}.</p>\n{verdict}<table>\n<tr><th class=\"n\">ticket</th>\
+             <p class=\"muted\">From {}.</p>\n{verdict}{findings}<table>\n<tr><th class=\"n\">ticket</th>\
              <th class=\"n\">recorded refunds</th><th class=\"n\">{other} refunds</th>\
              <th class=\"n\">recorded tool calls</th><th class=\"n\">{other} tool calls</th>\
              <th class=\"n\">facts that differ</th></tr>\n",
