@@ -14,7 +14,8 @@
 //!   (its SERVER span, else the tool call) to the request; its latency, status and
 //!   `Idempotency-Key` are as recorded. A recording without provider requests (a tool log)
 //!   gives only the service's response time: the provider's latency is taken as the smaller of
-//!   that time and the base's `stripe.latency` median, the rest as the time to reach it.
+//!   that time and the median of the base's provider latency (its `stripe.latency_choices`
+//!   when set, as the run draws them, else `stripe.latency`), the rest as the time to reach it.
 //! - An error or a lost answer created a refund only when the refund export lists, for that
 //!   ticket, a refund no 2xx answer returned, created between one second before the request
 //!   and one second after its answer; in order of their answers, each such request takes the
@@ -560,7 +561,7 @@ pub fn build(
     }
     let timeout = out.executor.timeout;
     let overhead = out.agent.call_overhead;
-    let provider_p50 = out.stripe.latency.median();
+    let (provider_p50, p50_source) = base_provider_median(&out);
 
     let mut exported: BTreeMap<u64, Vec<&super::ExportedRefund>> = BTreeMap::new();
     let mut seen_refunds = std::collections::BTreeSet::new();
@@ -1037,6 +1038,7 @@ pub fn build(
             .count(),
         base: &out,
         base_p50: provider_p50,
+        p50_source,
     });
     let report = ImportReport {
         tickets: tickets.len(),
@@ -1091,8 +1093,23 @@ struct Lacked<'a> {
     keys_said: usize,
     /// The replay scenario (the base's sections, the executor timeout as imported).
     base: &'a Scenario,
-    /// The median of the base's `stripe.latency` (before any fit).
+    /// The median of the base's provider latency (before any fit), and the field it is of.
     base_p50: Duration,
+    p50_source: &'static str,
+}
+
+/// The median of the base scenario's provider latency and the field it comes from: of
+/// `stripe.latency_choices` when set (each request takes one of them, not a `stripe.latency`
+/// draw; the lower median of an even count), else of `stripe.latency`.
+fn base_provider_median(s: &Scenario) -> (Duration, &'static str) {
+    let choices = &s.stripe.latency_choices;
+    if choices.is_empty() {
+        (s.stripe.latency.median(), "stripe.latency")
+    } else {
+        let mut c = choices.clone();
+        c.sort();
+        (c[(c.len() - 1) / 2], "stripe.latency_choices")
+    }
 }
 
 /// The facts of the replay drawn from the base scenario instead of recorded (see
@@ -1105,15 +1122,29 @@ fn drawn(l: &Lacked<'_>) -> Vec<Drawn> {
     let dur = |t: Duration| humantime::format_duration(t).to_string();
     let base = l.base;
     let p50 = dur(l.base_p50);
-    let dist = format!(
-        "{}stripe.latency {}",
-        if l.recorded_requests == 0 {
-            "the base's "
-        } else {
-            "the fitted "
-        },
-        serde_json::to_string(&base.stripe.latency).unwrap_or_default()
-    );
+    let source = l.p50_source;
+    let dist = if base.stripe.latency_choices.is_empty() {
+        format!(
+            "{}stripe.latency {}",
+            if l.recorded_requests == 0 {
+                "the base's "
+            } else {
+                "the fitted "
+            },
+            serde_json::to_string(&base.stripe.latency).unwrap_or_default()
+        )
+    } else {
+        let choices: Vec<String> = base
+            .stripe
+            .latency_choices
+            .iter()
+            .map(|&t| dur(t))
+            .collect();
+        format!(
+            "the base's stripe.latency_choices {}",
+            serde_json::to_string(&choices).unwrap_or_default()
+        )
+    };
     let mut out = Vec::new();
     if !l.timeout_stated {
         out.push(d(
@@ -1150,7 +1181,7 @@ fn drawn(l: &Lacked<'_>) -> Vec<Drawn> {
             "provider requests",
             format!(
                 "{which}: each answered call's time at the provider is the smaller of its \
-                 answer time and the median of the base's stripe.latency ({p50}), the rest its \
+                 answer time and the median of the base's {source} ({p50}), the rest its \
                  time to reach the provider; a request the recording does not hold (a \
                  counterfactual's retry) draws from {dist}"
             ),
@@ -1177,7 +1208,7 @@ fn drawn(l: &Lacked<'_>) -> Vec<Drawn> {
             "the service's answers",
             format!(
                 "{} without a recorded answer from the service: each replayed as an answer \
-                 1 ms and the median of the base's stripe.latency ({p50}) after the executor \
+                 1 ms and the median of the base's {source} ({p50}) after the executor \
                  gave up, {refunds}",
                 plural(l.unanswered, "timed-out call", "timed-out calls")
             ),

@@ -33,6 +33,7 @@ mod pinned_outcomes;
 mod probe;
 mod prop_deliveries;
 mod prop_exhaustive;
+mod prop_format_equivalence;
 mod prop_holes;
 mod prop_providers;
 mod prop_round_trip;

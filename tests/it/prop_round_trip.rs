@@ -14,119 +14,12 @@
 //! `cargo test` runs 24 worlds; `PROPTEST_CASES=200 cargo test --release --test it
 //! prop_round_trip` runs more.
 
-use std::collections::BTreeMap;
-
 use proptest::prelude::*;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::common::prop::runner;
 use crate::common::refundsim;
-
-#[derive(Clone, Debug)]
-struct World {
-    tickets: Vec<(u64, u64)>,
-    pool: u32,
-    timeout_s: u64,
-    probe: bool,
-    key: bool,
-    latencies_ms: Vec<u64>,
-    lost: f64,
-    error_500: f64,
-    seed: u64,
-    capture: &'static str,
-}
-
-fn world() -> impl Strategy<Value = World> {
-    (
-        prop::collection::vec((0u64..20_000, 1u64..50_000), 1..=5),
-        1u32..=4,
-        prop::sample::select(vec![1u64, 2, 8]),
-        any::<bool>(),
-        any::<bool>(),
-        prop::collection::vec(
-            prop::sample::select(vec![300u64, 900, 1_500, 2_500, 9_000]),
-            1..=4,
-        ),
-        prop::sample::select(vec![0.0, 0.3]),
-        prop::sample::select(vec![0.0, 0.2]),
-        0u64..1_000,
-        prop::sample::select(vec![
-            "arguments",
-            "arguments,results",
-            "arguments,headers",
-            "arguments,results,headers",
-        ]),
-    )
-        .prop_map(
-            |(
-                tickets,
-                pool,
-                timeout_s,
-                probe,
-                key,
-                latencies_ms,
-                lost,
-                error_500,
-                seed,
-                capture,
-            )| World {
-                tickets,
-                pool,
-                timeout_s,
-                probe,
-                key,
-                latencies_ms,
-                lost,
-                error_500,
-                seed,
-                capture,
-            },
-        )
-}
-
-fn scenario(w: &World) -> Value {
-    let tickets: Vec<Value> = w
-        .tickets
-        .iter()
-        .enumerate()
-        .map(|(i, (at_ms, cents))| {
-            json!({"id": 1000 + i as u64, "opened_at": format!("{at_ms}ms"),
-                   "amount_cents": cents, "charge_amount_cents": cents * 3})
-        })
-        .collect();
-    json!({
-        "name": "round-trip-world",
-        "seed": w.seed,
-        "horizon": "5m",
-        "clock_origin": "2025-03-07T10:00:00Z",
-        "arrivals": {"tickets": tickets},
-        "executor": {
-            "timeout": format!("{}s", w.timeout_s),
-            "on_timeout": if w.probe { "probe_status" } else { "report_error" },
-        },
-        "refunds_service": {
-            "pool_size": w.pool,
-            "idempotency_key": if w.key { "per_ticket" } else { "none" },
-        },
-        "stripe": {
-            "latency_choices": w.latencies_ms.iter().map(|m| format!("{m}ms")).collect::<Vec<_>>(),
-            "faults": {"response_lost_after_commit": w.lost, "error_500_after_commit": w.error_500},
-        },
-        "humans": {"enabled": false},
-    })
-}
-
-/// Refunds per ticket in a run's trace.
-fn refunds_in(trace: &std::path::Path) -> BTreeMap<u64, u64> {
-    let mut n = BTreeMap::new();
-    for line in std::fs::read_to_string(trace).unwrap().lines() {
-        let e: Value = serde_json::from_str(line).unwrap();
-        if e["kind"] == "refund_created" && e["moves_money"] != false {
-            *n.entry(e["ticket"].as_u64().unwrap()).or_default() += 1;
-        }
-    }
-    n
-}
+use crate::common::worlds::{refunds_in, scenario, world, World};
 
 fn round_trip(w: &World) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().unwrap();

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod prop;
+pub mod worlds;
 
 use assert_cmd::Command;
 

@@ -1,0 +1,120 @@
+//! The generated worlds of the import round trips (`prop_round_trip`, `prop_format_equivalence`):
+//! 1–5 tickets opened within 20 s, one or several tool calls each, pools of 1–4 connections,
+//! 1 s / 2 s / 8 s timeouts reported as errors or followed by a status probe, no key or a
+//! per-ticket key (Stripe then answers retries as replays), latencies that straddle the timeout
+//! (late responses), and responses lost or failed after the refund is made. Humans are off:
+//! their dashboard attempts leave no span, and the provider's list holds only those that made a
+//! refund (`otlp_export::lost_connections_round_trip` says what that costs).
+
+use std::collections::BTreeMap;
+
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+/// One generated world: its tickets (opened at ms, cents), the policy and Stripe's behaviour,
+/// the seed, and what the OTLP export captures (`--otlp-capture`).
+#[derive(Clone, Debug)]
+pub struct World {
+    pub tickets: Vec<(u64, u64)>,
+    pub pool: u32,
+    pub timeout_s: u64,
+    pub probe: bool,
+    pub key: bool,
+    pub latencies_ms: Vec<u64>,
+    pub lost: f64,
+    pub error_500: f64,
+    pub seed: u64,
+    pub capture: &'static str,
+}
+
+pub fn world() -> impl Strategy<Value = World> {
+    (
+        prop::collection::vec((0u64..20_000, 1u64..50_000), 1..=5),
+        1u32..=4,
+        prop::sample::select(vec![1u64, 2, 8]),
+        any::<bool>(),
+        any::<bool>(),
+        prop::collection::vec(
+            prop::sample::select(vec![300u64, 900, 1_500, 2_500, 9_000]),
+            1..=4,
+        ),
+        prop::sample::select(vec![0.0, 0.3]),
+        prop::sample::select(vec![0.0, 0.2]),
+        0u64..1_000,
+        prop::sample::select(vec![
+            "arguments",
+            "arguments,results",
+            "arguments,headers",
+            "arguments,results,headers",
+        ]),
+    )
+        .prop_map(
+            |(
+                tickets,
+                pool,
+                timeout_s,
+                probe,
+                key,
+                latencies_ms,
+                lost,
+                error_500,
+                seed,
+                capture,
+            )| World {
+                tickets,
+                pool,
+                timeout_s,
+                probe,
+                key,
+                latencies_ms,
+                lost,
+                error_500,
+                seed,
+                capture,
+            },
+        )
+}
+
+pub fn scenario(w: &World) -> Value {
+    let tickets: Vec<Value> = w
+        .tickets
+        .iter()
+        .enumerate()
+        .map(|(i, (at_ms, cents))| {
+            json!({"id": 1000 + i as u64, "opened_at": format!("{at_ms}ms"),
+                   "amount_cents": cents, "charge_amount_cents": cents * 3})
+        })
+        .collect();
+    json!({
+        "name": "round-trip-world",
+        "seed": w.seed,
+        "horizon": "5m",
+        "clock_origin": "2025-03-07T10:00:00Z",
+        "arrivals": {"tickets": tickets},
+        "executor": {
+            "timeout": format!("{}s", w.timeout_s),
+            "on_timeout": if w.probe { "probe_status" } else { "report_error" },
+        },
+        "refunds_service": {
+            "pool_size": w.pool,
+            "idempotency_key": if w.key { "per_ticket" } else { "none" },
+        },
+        "stripe": {
+            "latency_choices": w.latencies_ms.iter().map(|m| format!("{m}ms")).collect::<Vec<_>>(),
+            "faults": {"response_lost_after_commit": w.lost, "error_500_after_commit": w.error_500},
+        },
+        "humans": {"enabled": false},
+    })
+}
+
+/// Refunds per ticket in a run's trace.
+pub fn refunds_in(trace: &std::path::Path) -> BTreeMap<u64, u64> {
+    let mut n = BTreeMap::new();
+    for line in std::fs::read_to_string(trace).unwrap().lines() {
+        let e: Value = serde_json::from_str(line).unwrap();
+        if e["kind"] == "refund_created" && e["moves_money"] != false {
+            *n.entry(e["ticket"].as_u64().unwrap()).or_default() += 1;
+        }
+    }
+    n
+}
