@@ -90,93 +90,124 @@ pub async fn handle_delivery(w: Rc<World>, t: Ticket, d: Delivery) {
         .first()
         .map(|(n, l)| (n.to_string(), (*l).clone()));
     let Some((name, layer)) = run else {
-        let end = run_turn(&w, &t, &mut rng, &mut turn, &Via::new(), None).await;
+        let end = run_turn(
+            &w,
+            &t,
+            &mut rng,
+            &mut turn,
+            &Via::new(),
+            None,
+            Cancellation::None,
+        )
+        .await;
         return finish(&w, &t, end, &d).await;
     };
-    let load = w.layer_load(&name);
-    let mut n = 0u32;
-    loop {
-        let mut via = Via::new();
-        if n > 0 {
-            via.push((name.clone(), n));
-        }
+    let mut turns = Turns {
+        w: &w,
+        t: &t,
+        rng,
+        turn,
+        layer: &layer,
+        name: &name,
+        stream_ids: d.stream_ids(),
+    };
+    let end = layers::retry(
+        &w,
+        layers::Layer {
+            name: &name,
+            cfg: &layer,
+        },
+        t.id,
+        &Via::new(),
+        &mut turns,
+    )
+    .await;
+    finish(&w, &t, end, &d).await
+}
+
+/// A run-level retry layer's inner service: one agent turn (the model's thinking and its tool
+/// calls). A failure the layer's `retry_on` names is raised out of the turn, except on its last
+/// try; a timed-out turn is dropped, its tool call's work given up with the layer's
+/// `cancellation`, and the next turn continues the model's attempt count.
+struct Turns<'a> {
+    w: &'a Rc<World>,
+    t: &'a Ticket,
+    rng: StreamRng,
+    turn: TurnState,
+    layer: &'a RetryLayer,
+    name: &'a str,
+    stream_ids: Vec<u64>,
+}
+
+impl layers::Inner for Turns<'_> {
+    type Answer = TurnEnd;
+
+    async fn try_once(&mut self, n: u32, via: Via) -> layers::TryEnd<TurnEnd> {
         // On its last try the run layer raises nothing: the failure goes to the model as usual.
-        let raising = (n < layer.retries()).then_some(&layer);
-        let step = run_turn(&w, &t, &mut rng, &mut turn, &via, raising);
-        let end = match layer.per_try_timeout {
-            Some(limit) => w
-                .sim
-                .timeout(SimTime::from_duration(limit), step)
-                .await
-                .unwrap_or(TurnEnd::TimedOut),
-            None => step.await,
-        };
+        let raising = (n < self.layer.retries()).then_some(self.layer);
+        let end = run_turn(
+            self.w,
+            self.t,
+            &mut self.rng,
+            &mut self.turn,
+            &via,
+            raising,
+            self.layer.cancellation,
+        )
+        .await;
         let class = match &end {
             TurnEnd::Raised { class, .. } => Some(*class),
-            TurnEnd::TimedOut => Some(RetryOn::Timeout),
-            TurnEnd::Done
-            | TurnEnd::GaveUp { .. }
-            | TurnEnd::RunTimedOut { .. }
-            | TurnEnd::LlmFailed { .. } => None,
+            _ => None,
         };
-        let ids = Ids::attempt(t.id, turn.attempt);
-        if matches!(end, TurnEnd::TimedOut) {
-            let after_ns = layer.per_try_timeout.map_or(0, |d| d.as_nanos() as u64);
-            if std::mem::take(&mut turn.awaiting_result) {
-                // The dropped turn's tool call never answered the model: the run's timeout is
-                // its result (a failure, or an unknown outcome with `on_timeout: unknown`).
-                let unknown = layer.on_timeout == ReportTimeout::Unknown;
-                w.record(
-                    ids,
-                    EventKind::ToolResult {
-                        outcome: if unknown {
-                            Outcome::Info
-                        } else {
-                            Outcome::Fail
-                        },
-                        shown: format!(
-                            "{{ error: \"agent run timed out after {}ms ({name})\" }}",
-                            after_ns / 1_000_000
-                        ),
-                        refund_id: None,
+        layers::TryEnd::Answered { value: end, class }
+    }
+
+    fn ids(&self) -> Ids {
+        Ids::attempt(self.t.id, self.turn.attempt)
+    }
+
+    fn backoff_key(&self, n: u32) -> Vec<u64> {
+        [&[tag(self.name), u64::from(n)][..], &self.stream_ids].concat()
+    }
+
+    fn try_timed_out(&mut self, _n: u32) {
+        if std::mem::take(&mut self.turn.awaiting_result) {
+            // The dropped turn's tool call never answered the model: the run's timeout is its
+            // result (a failure, or an unknown outcome with `on_timeout: unknown`).
+            let after_ns = self
+                .layer
+                .per_try_timeout
+                .map_or(0, |d| d.as_nanos() as u64);
+            let unknown = self.layer.on_timeout == ReportTimeout::Unknown;
+            self.w.record(
+                self.ids(),
+                EventKind::ToolResult {
+                    outcome: if unknown {
+                        Outcome::Info
+                    } else {
+                        Outcome::Fail
                     },
-                );
-            }
-            w.record(
-                ids,
-                EventKind::LayerTimeout {
-                    layer: name.clone(),
-                    layer_try: n,
-                    after_ns,
+                    shown: format!(
+                        "{{ error: \"agent run timed out after {}ms ({})\" }}",
+                        after_ns / 1_000_000,
+                        self.name
+                    ),
+                    refund_id: None,
                 },
             );
         }
-        if !layers::decide(&layer, n, class, &load) {
-            let end = match end {
-                TurnEnd::TimedOut => TurnEnd::RunTimedOut {
-                    after: layer.per_try_timeout.unwrap_or_default(),
-                    unknown: layer.on_timeout == ReportTimeout::Unknown,
-                    name: name.clone(),
-                },
-                other => other,
-            };
-            return finish(&w, &t, end, &d).await;
+    }
+
+    fn retrying(&mut self, _n: u32) {
+        self.turn.attempt += 1;
+    }
+
+    fn timed_out(&mut self, _after: SimTime) -> TurnEnd {
+        TurnEnd::RunTimedOut {
+            after: self.layer.per_try_timeout.unwrap_or_default(),
+            unknown: self.layer.on_timeout == ReportTimeout::Unknown,
+            name: self.name.to_string(),
         }
-        n += 1;
-        turn.attempt += 1;
-        let key = [&[tag(&name), u64::from(n)][..], &d.stream_ids()].concat();
-        let mut brng = w.ticket_stream("layer_backoff", t.id, &key);
-        let delay = layers::backoff(&layer, n, dist::uniform(&mut brng, 0.0, 1.0));
-        w.record(
-            ids,
-            EventKind::LayerRetry {
-                layer: name.clone(),
-                layer_try: n,
-                reason: class.map(layers::retry_on_name).unwrap_or_default().into(),
-                backoff_ns: delay.as_nanos(),
-            },
-        );
-        w.sim.sleep(delay).await;
     }
 }
 
@@ -203,8 +234,6 @@ enum TurnEnd {
         reply: ToolReply,
         class: RetryOn,
     },
-    /// A run-level retry layer's per-try timeout ended the turn.
-    TimedOut,
     /// The model's LLM call failed after the tool succeeded, and no run-level retry replays
     /// the turn: the run fails and is escalated, refund done.
     LlmFailed { ids: Ids },
@@ -231,11 +260,6 @@ async fn finish(w: &Rc<World>, t: &Ticket, end: TurnEnd, d: &Delivery) {
         TurnEnd::GaveUp { ids, reply } | TurnEnd::Raised { ids, reply, .. } => {
             (ids, reply.outcome, reply.shown)
         }
-        TurnEnd::TimedOut => (
-            Ids::ticket(t.id),
-            Outcome::Info,
-            "{ error: \"agent run timed out\" }".to_string(),
-        ),
         TurnEnd::RunTimedOut {
             after,
             unknown,
@@ -284,10 +308,6 @@ fn llm_fails_after_tool(w: &World, ticket: u64, attempt: u32) -> bool {
     dist::chance(&mut rng, p)
 }
 
-/// One agent turn: think, call the tool (through the layers below), read the result, apply the
-/// model's retry rule (its `max_retries` counts within the turn). `run` is the run-level retry
-/// layer above the model, if any: a failure its `retry_on` names is raised out of the turn
-/// instead of being shown to the model (the framework re-raises the tool error).
 /// The recorded think time before `ticket`'s tool call `attempt` (`replay` section), which
 /// replaces the drawn one (drawn all the same, so no other draw moves).
 fn replayed_think(w: &World, ticket: u64, attempt: u32) -> Option<SimTime> {
@@ -309,6 +329,11 @@ fn replayed_call_after(w: &World, ticket: u64, attempt: u32) -> Option<SimTime> 
     call.call_after.map(SimTime::from_duration)
 }
 
+/// One agent turn: think, call the tool (through the layers below), read the result, apply the
+/// model's retry rule (its `max_retries` counts within the turn). `run` is the run-level retry
+/// layer above the model, if any: a failure its `retry_on` names is raised out of the turn
+/// instead of being shown to the model (the framework re-raises the tool error). `cancel` is
+/// what giving up on the turn's tool calls cancels (the run layer's `cancellation`).
 async fn run_turn(
     w: &Rc<World>,
     t: &Ticket,
@@ -316,6 +341,7 @@ async fn run_turn(
     turn: &mut TurnState,
     via: &Via,
     run: Option<&RetryLayer>,
+    cancel: Cancellation,
 ) -> TurnEnd {
     let cfg = &w.cfg.agent;
     let overhead = SimTime::from_duration(cfg.call_overhead);
@@ -346,11 +372,19 @@ async fn run_turn(
                 turn.attempt,
                 turn.amount,
                 via.clone(),
-                Cancellation::None,
+                cancel,
             )
             .await
         } else {
-            framework_retry::call_via(w.clone(), t.id, turn.attempt, turn.amount, via.clone()).await
+            framework_retry::call_via(
+                w.clone(),
+                t.id,
+                turn.attempt,
+                turn.amount,
+                via.clone(),
+                cancel,
+            )
+            .await
         };
         turn.awaiting_result = false;
         if reply.outcome == Outcome::Ok {

@@ -20,15 +20,17 @@ use crate::sim::SimTime;
 
 /// The model's tool call `attempt` through the added layers between `model_retry` and
 /// `executor`, then the executor. `via` holds the try of a run-level retry above the model, if
-/// it retried (empty otherwise).
+/// it retried (empty otherwise), and `cancel` what giving up on it cancels (the run-level
+/// layer's `cancellation`; `none` without one).
 pub fn call_via(
     w: Rc<World>,
     ticket: u64,
     attempt: u32,
     amount_cents: u64,
     via: Via,
+    cancel: Cancellation,
 ) -> Pin<Box<dyn Future<Output = ToolReply>>> {
-    through(w, ticket, attempt, amount_cents, via, Cancellation::None, 0)
+    through(w, ticket, attempt, amount_cents, via, cancel, 0)
 }
 
 fn through(

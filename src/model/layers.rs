@@ -110,25 +110,41 @@ pub struct Layer<'a> {
     pub cfg: &'a RetryLayer,
 }
 
-/// Runs `try_once(n, via)` for n = 0, 1, … under the layer's policy and returns the answer to
-/// report upward: the last answer, or `timed_out(after)` when the last try timed out. `via` is
-/// the caller's [`Via`] with this layer's try appended when it is ≥ 1.
-pub async fn run<T, F, Fut>(
+/// What one retry layer wraps (tower's inner `Service`), and what its place in the stack
+/// records around the one retry loop, [`retry`]. Each place — the run-level retry above the
+/// model, framework middleware around the tool, a proxy before the service, an egress proxy
+/// before the provider — differs only by this and by the layer's policy value.
+pub(crate) trait Inner {
+    /// The answer reported upward.
+    type Answer;
+    /// Try `n` (0-based) of the inner service; `via` is the caller's [`Via`] with this
+    /// layer's try appended when `n` ≥ 1.
+    async fn try_once(&mut self, n: u32, via: Via) -> TryEnd<Self::Answer>;
+    /// Where the layer's events after the try that just ended are recorded.
+    fn ids(&self) -> Ids;
+    /// The key of retry `n`'s (1-based) backoff draw, in stream `layer_backoff`.
+    fn backoff_key(&self, n: u32) -> Vec<u64>;
+    /// Try `n` timed out and its work was dropped; called before `layer_timeout` is recorded.
+    fn try_timed_out(&mut self, _n: u32) {}
+    /// Retry `n` (1-based) is decided; called before its backoff is drawn.
+    fn retrying(&mut self, _n: u32) {}
+    /// The answer to report when the last try timed out after `after`.
+    fn timed_out(&mut self, after: SimTime) -> Self::Answer;
+}
+
+/// The one retry loop: runs `inner`'s tries n = 0, 1, … under the layer's policy ([`decide`]:
+/// `retry_on`, `num_retries`, `budget`; `per_try_timeout`; [`backoff`]) and returns the answer
+/// to report upward: the last answer, or [`Inner::timed_out`] when the last try timed out.
+/// Records `layer_timeout`, `layer_budget_exhausted` and `layer_retry` (with the backoff) at
+/// [`Inner::ids`]; counts the layer's load for its budget. `ticket` keys the backoff stream.
+pub(crate) async fn retry<I: Inner>(
     w: &Rc<World>,
     layer: Layer<'_>,
-    ids: Ids,
+    ticket: u64,
     via: &Via,
-    mut try_once: F,
-    timed_out: impl Fn(SimTime) -> T,
-) -> T
-where
-    F: FnMut(u32, Via) -> Fut,
-    Fut: Future<Output = TryEnd<T>>,
-{
+    inner: &mut I,
+) -> I::Answer {
     let load = w.layer_load(layer.name);
-    let ticket = ids.ticket.unwrap_or(0);
-    let mut key = vec![tag(layer.name), u64::from(ids.attempt.unwrap_or(0))];
-    key.extend(via_ids(via));
     let mut n = 0u32;
     loop {
         let mut here = via.clone();
@@ -143,18 +159,20 @@ where
             Some(t) => {
                 let t = SimTime::from_duration(t);
                 w.sim
-                    .timeout(t, try_once(n, here))
+                    .timeout(t, inner.try_once(n, here))
                     .await
                     .unwrap_or(TryEnd::TimedOut)
             }
-            None => try_once(n, here).await,
+            None => inner.try_once(n, here).await,
         };
         load.active.set(load.active.get() - 1);
         if n > 0 {
             load.retrying.set(load.retrying.get() - 1);
         }
         let class = end.class();
+        let ids = inner.ids();
         if matches!(end, TryEnd::TimedOut) {
+            inner.try_timed_out(n);
             let after_ns = layer.cfg.per_try_timeout.map_or(0, |d| d.as_nanos() as u64);
             w.record(
                 ids,
@@ -178,17 +196,14 @@ where
             }
             return match end {
                 TryEnd::Answered { value, .. } => value,
-                TryEnd::TimedOut => timed_out(SimTime::from_duration(
+                TryEnd::TimedOut => inner.timed_out(SimTime::from_duration(
                     layer.cfg.per_try_timeout.unwrap_or_default(),
                 )),
             };
         }
         n += 1;
-        let mut rng = w.ticket_stream(
-            "layer_backoff",
-            ticket,
-            &[&key[..], &[u64::from(n)]].concat(),
-        );
+        inner.retrying(n);
+        let mut rng = w.ticket_stream("layer_backoff", ticket, &inner.backoff_key(n));
         let delay = backoff(layer.cfg, n, dist::uniform(&mut rng, 0.0, 1.0));
         w.record(
             ids,
@@ -201,6 +216,63 @@ where
         );
         w.sim.sleep(delay).await;
     }
+}
+
+/// An [`Inner`] made of a closure per try and one for a timed-out last try, with its events at
+/// fixed `ids` and its backoff keyed by (layer name, model attempt, the tries above, try).
+struct Closures<F, R> {
+    ids: Ids,
+    key: Vec<u64>,
+    try_once: F,
+    timed_out: R,
+}
+
+impl<T, F, Fut, R> Inner for Closures<F, R>
+where
+    F: FnMut(u32, Via) -> Fut,
+    Fut: Future<Output = TryEnd<T>>,
+    R: Fn(SimTime) -> T,
+{
+    type Answer = T;
+    async fn try_once(&mut self, n: u32, via: Via) -> TryEnd<T> {
+        (self.try_once)(n, via).await
+    }
+    fn ids(&self) -> Ids {
+        self.ids
+    }
+    fn backoff_key(&self, n: u32) -> Vec<u64> {
+        [&self.key[..], &[u64::from(n)]].concat()
+    }
+    fn timed_out(&mut self, after: SimTime) -> T {
+        (self.timed_out)(after)
+    }
+}
+
+/// [`retry`] with closures: runs `try_once(n, via)` for n = 0, 1, … under the layer's policy and
+/// returns the answer to report upward: the last answer, or `timed_out(after)` when the last
+/// try timed out. `via` is the caller's [`Via`] with this layer's try appended when it is ≥ 1.
+pub async fn run<T, F, Fut>(
+    w: &Rc<World>,
+    layer: Layer<'_>,
+    ids: Ids,
+    via: &Via,
+    try_once: F,
+    timed_out: impl Fn(SimTime) -> T,
+) -> T
+where
+    F: FnMut(u32, Via) -> Fut,
+    Fut: Future<Output = TryEnd<T>>,
+{
+    let ticket = ids.ticket.unwrap_or(0);
+    let mut key = vec![tag(layer.name), u64::from(ids.attempt.unwrap_or(0))];
+    key.extend(via_ids(via));
+    let mut inner = Closures {
+        ids,
+        key,
+        try_once,
+        timed_out,
+    };
+    retry(w, layer, ticket, via, &mut inner).await
 }
 
 /// The `retry_on` spelling of a class.

@@ -41,6 +41,7 @@ mod prop_safety;
 mod queueing;
 mod recipes;
 mod recording_wins;
+mod retry_layers;
 mod streaming;
 mod summary_causes;
 mod sweep;

@@ -1,0 +1,101 @@
+//! One retry mechanism (issue 28): a setting written on any layer means the same thing wherever
+//! the layer sits. The run-level retry above the model goes through the same loop as the
+//! framework, proxy and egress layers, so its `budget` and `cancellation` act as theirs do
+//! (before, both were accepted and ignored there).
+
+use serde_json::{json, Value};
+
+use crate::common::refundsim;
+
+const RUN_LEVEL: &str = "scenarios/recipes/run-level-retry-replays-tools.json";
+
+/// Counts of each event kind (and of each Stripe response outcome) in the trace of `scenario`
+/// run with `sets`.
+fn kinds(scenario: &Value, sets: &[&str]) -> std::collections::BTreeMap<String, u64> {
+    let dir = tempfile::tempdir().unwrap();
+    let (sc, trace) = (dir.path().join("s.json"), dir.path().join("t.jsonl"));
+    std::fs::write(&sc, scenario.to_string()).unwrap();
+    let mut cmd = refundsim();
+    cmd.arg("run").arg(&sc).arg("--trace").arg(&trace);
+    for s in sets {
+        cmd.args(["--set", s]);
+    }
+    let out = cmd.output().unwrap();
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{out:?}");
+    let mut n = std::collections::BTreeMap::new();
+    for line in std::fs::read_to_string(&trace).unwrap().lines() {
+        let e: Value = serde_json::from_str(line).unwrap();
+        let kind = e["kind"].as_str().unwrap().to_string();
+        if kind == "stripe_response" {
+            *n.entry(format!(
+                "stripe_response:{}",
+                e["outcome"].as_str().unwrap()
+            ))
+            .or_default() += 1;
+        }
+        *n.entry(kind).or_default() += 1;
+    }
+    n
+}
+
+fn count(n: &std::collections::BTreeMap<String, u64>, k: &str) -> u64 {
+    n.get(k).copied().unwrap_or(0)
+}
+
+/// Four tickets 300 ms apart whose turns all fail after the tool (the recipe's LLM error): a
+/// budget of 0 % with one retry in flight at a time refuses the retries that overlap, as it
+/// does on a framework `retry` layer.
+#[test]
+fn a_budget_on_a_run_level_retry_refuses_overlapping_retries() {
+    let mut sc: Value = serde_json::from_str(&std::fs::read_to_string(RUN_LEVEL).unwrap()).unwrap();
+    sc["arrivals"]["tickets"] = json!((0..4)
+        .map(
+            |i| json!({"id": i + 1, "opened_at": format!("{}ms", 300 * i),
+                        "amount_cents": 4200, "charge_amount_cents": 100000})
+        )
+        .collect::<Vec<_>>());
+    let free = kinds(&sc, &[]);
+    assert_eq!(count(&free, "layer_retry"), 4, "{free:?}");
+    assert_eq!(count(&free, "layer_budget_exhausted"), 0, "{free:?}");
+    let budget = r#"layers.agent_run.budget={"budget_percent":0,"min_retry_concurrency":1}"#;
+    let tight = kinds(&sc, &[budget]);
+    assert_eq!(count(&tight, "layer_retry"), 2, "{tight:?}");
+    assert_eq!(count(&tight, "layer_budget_exhausted"), 2, "{tight:?}");
+}
+
+/// A run-level retry whose per-try timeout drops a turn with its tool call in flight at Stripe:
+/// `cancellation: abort_in_flight` closes that connection (Stripe still commits), as on any
+/// other layer; `none` leaves it running (a zombie).
+#[test]
+fn cancellation_on_a_run_level_retry_aborts_the_dropped_turns_call() {
+    let sc = json!({
+        "schema_version": 2,
+        "name": "run-retry-cancel",
+        "horizon": "10m",
+        "arrivals": {"tickets": (0..3).map(|i| json!({"id": i + 1, "opened_at": format!("{i}m"),
+            "amount_cents": 4200, "charge_amount_cents": 100000})).collect::<Vec<_>>()},
+        "agent": {"retry": {"max_retries": 0}},
+        "layers": {"agent_run": {"kind": "run_retry", "max_retries": 2, "retry_on": ["timeout"],
+                                 "per_try_timeout": "5s"}},
+        "stack": ["agent_run", "model_retry", "executor", "refunds_service", "sdk"],
+        "executor": {"timeout": "30s"},
+        "stripe": {"latency": {"p50": "10s", "p99": "10s"}},
+        "humans": {"enabled": false}
+    });
+    let zombie = kinds(&sc, &[]);
+    assert_eq!(count(&zombie, "layer_timeout"), 9, "{zombie:?}");
+    assert_eq!(
+        count(&zombie, "stripe_response:aborted_by_caller"),
+        0,
+        "{zombie:?}"
+    );
+    assert_eq!(count(&zombie, "stripe_response:created"), 9, "{zombie:?}");
+    let aborted = kinds(&sc, &["layers.agent_run.cancellation=abort_in_flight"]);
+    assert_eq!(
+        count(&aborted, "stripe_response:aborted_by_caller"),
+        9,
+        "{aborted:?}"
+    );
+    // Aborting never undoes a provider commit.
+    assert_eq!(count(&aborted, "refund_created"), 9, "{aborted:?}");
+}
