@@ -461,7 +461,7 @@ pub enum EventKind {
         /// What they did.
         action: HumanAction,
     },
-    /// In an exact replay ([`crate::model::World::recording_wins`]), Stripe's rules would have
+    /// In an exact replay ([`crate::model::world::World::recording_wins`]), Stripe's rules would have
     /// answered a recorded provider request otherwise than the recording says; the run
     /// followed the recording. A finding about the recording (a provider that does not keep
     /// Stripe's idempotency rules, or a recording that misreads a replay), reported by

@@ -6,8 +6,8 @@ use std::rc::Rc;
 use super::deliveries::{self, Delivery};
 use super::dist;
 use super::executor::{call_tool, ToolReply};
-use super::framework_retry;
 use super::humans::escalate;
+use super::layers::around_tool;
 use super::layers::{self, Via};
 use super::world::{Ids, World};
 use crate::history::{Decision, EventKind, Outcome, Text};
@@ -376,7 +376,7 @@ async fn run_turn(
             )
             .await
         } else {
-            framework_retry::call_via(
+            around_tool::call_via(
                 w.clone(),
                 t.id,
                 turn.attempt,

@@ -7,8 +7,8 @@ use std::rc::Rc;
 
 use super::caller::CallerState;
 use super::dist;
+use super::layers::before_service;
 use super::layers::{status_class, Via};
-use super::proxy;
 use super::refunds_service::{
     get_status, is_unknown_outcome, issue, ServiceRequest, ServiceResult,
 };
@@ -144,7 +144,7 @@ pub async fn call_tool(
             let path = send(w.clone(), req, last_call.clone());
             w.sim.timeout(timeout, path).await
         } else {
-            let path = proxy::before_service(w.clone(), req, last_call.clone());
+            let path = before_service::before_service(w.clone(), req, last_call.clone());
             w.sim.timeout(timeout, path).await
         };
         let reply = match answer {

@@ -521,7 +521,7 @@ impl FakeStripe {
     /// any) is recorded as executing with these parameters, replacing an entry it had. Only
     /// an exact replay uses it, where the recording shows that the request created a refund
     /// while Stripe's rules would have answered it without executing (a provider that did not
-    /// keep the rules; [`crate::model::World::recording_wins`]).
+    /// keep the rules; [`crate::model::world::World::recording_wins`]).
     pub fn begin_as_recorded(&mut self, now: SimTime, req: StripeRequest) -> ExecToken {
         let key = self.dedup_key(&req).map(|(k, _)| k);
         match self.start(now, req, key) {

@@ -8,7 +8,7 @@ use std::task::{Context, Poll};
 
 use super::caller::CallerState;
 use super::dist;
-use super::egress::{self, ToProvider};
+use super::layers::before_provider::{self, ToProvider};
 use super::layers::{via_ids, Via};
 use super::stripe::{Body, Delivered, ErrorType, Origin, RefundParams, Response, StripeRequest};
 use super::stripe_api::{serve, Caller};
@@ -211,7 +211,7 @@ pub async fn create_refund(
         let script_key = RequestKey::service(ticket, ids.attempt.unwrap_or(0), try_no);
         let start = w.now();
         let server = if has_egress {
-            Server::Egress(egress::to_provider(
+            Server::Egress(before_provider::to_provider(
                 w.clone(),
                 ToProvider {
                     req,

@@ -11,11 +11,11 @@ use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
 
-use super::layers::{self, Layer, TryEnd, Via};
-use super::stripe::{Body, Delivered, ErrorType, Response, StripeRequest};
-use super::stripe_api::{serve, Caller};
-use super::world::{Ids, World};
-use crate::scenario::{Position, ReportTimeout, RequestKey, RetryOn};
+use super::{self as layers, Place, Via};
+use crate::model::stripe::{Body, Delivered, ErrorType, Response, StripeRequest};
+use crate::model::stripe_api::{serve, Caller};
+use crate::model::world::{Ids, World};
+use crate::scenario::{Position, ReportTimeout, RequestKey, RetryLayer, RetryOn};
 use crate::sim::SimTime;
 
 /// One request from the SDK to Stripe: what to send and the draw key of its first try.
@@ -41,46 +41,56 @@ fn class_of(d: &Delivered) -> Option<RetryOn> {
 
 /// The path from the SDK to Stripe through the proxies after `sdk` (top to bottom).
 pub fn to_provider(w: Rc<World>, p: ToProvider) -> Pin<Box<dyn Future<Output = Delivered>>> {
-    through(w, p, Via::new(), 0)
+    layers::through::<BeforeProvider>(w, Down { p, via: Via::new() }, 0)
 }
 
-fn through(
-    w: Rc<World>,
+/// A request on its way down the egress proxies, with their tries so far.
+#[derive(Clone)]
+pub(crate) struct Down {
     p: ToProvider,
     via: Via,
-    depth: usize,
-) -> Pin<Box<dyn Future<Output = Delivered>>> {
-    Box::pin(async move {
-        let Some((name, cfg)) = w
-            .layers_at(Position::BeforeProvider)
-            .get(depth)
-            .map(|(n, l)| (n.to_string(), (*l).clone()))
-        else {
-            let ticket = p.req.origin.ticket;
-            let mut entity = p.entity.clone();
-            entity.extend(layers::via_ids(&via));
-            let rng = w.ticket_stream("stripe", ticket, &entity);
-            let (ww, req, ids, script_key) = (w.clone(), p.req, p.ids, p.script_key);
-            return w
-                .spawn_for_with(ticket, move || {
-                    serve(ww, req, ids, Caller::Service, rng, script_key)
-                })
-                .await;
-        };
-        let ww = w.clone();
-        let base = p.clone();
-        let try_once = move |_n: u32, via| {
-            let inner = through(ww.clone(), base.clone(), via, depth + 1);
-            // A task of its own: Stripe keeps executing when the proxy gives up on a try.
-            let handle = ww.spawn_for(base.req.origin.ticket, inner);
-            async move {
-                let value = handle.await;
-                let class = class_of(&value);
-                TryEnd::Answered { value, class }
-            }
-        };
-        let on_timeout = cfg.on_timeout;
-        let report = move |after: SimTime| match on_timeout {
+}
+
+/// The proxies after `sdk`: each try is a new HTTP request to Stripe carrying the SDK's request
+/// unchanged, as a task of its own (Stripe keeps executing when the proxy gives up on a try).
+pub(crate) struct BeforeProvider;
+
+impl Place for BeforeProvider {
+    type Req = Down;
+    type Answer = Delivered;
+    const POSITION: Position = Position::BeforeProvider;
+    const TRY_AS_TASK: bool = true;
+
+    fn ids(d: &Down) -> Ids {
+        d.p.ids
+    }
+    fn via(d: &Down) -> &Via {
+        &d.via
+    }
+    fn ticket(d: &Down) -> u64 {
+        d.p.req.origin.ticket
+    }
+    fn for_try(_w: &World, d: &Down, _layer: &RetryLayer, via: Via) -> Down {
+        Down {
+            p: d.p.clone(),
+            via,
+        }
+    }
+    fn below(w: Rc<World>, d: Down) -> Pin<Box<dyn Future<Output = Delivered>>> {
+        let ticket = d.p.req.origin.ticket;
+        let mut entity = d.p.entity;
+        entity.extend(layers::via_ids(&d.via));
+        let rng = w.ticket_stream("stripe", ticket, &entity);
+        let (ww, req, ids, script_key) = (w.clone(), d.p.req, d.p.ids, d.p.script_key);
+        Box::pin(w.spawn_for_with(ticket, move || {
+            serve(ww, req, ids, Caller::Service, rng, script_key)
+        }))
+    }
+    fn class(d: &Delivered) -> Option<RetryOn> {
+        class_of(d)
+    }
+    fn gave_up(_name: &str, layer: &RetryLayer, after: SimTime) -> Delivered {
+        match layer.on_timeout {
             ReportTimeout::Error => Delivered::Response(Response {
                 status: 504,
                 body: Body::Error {
@@ -94,11 +104,6 @@ fn through(
                 retry_after: None,
             }),
             ReportTimeout::Unknown => Delivered::ConnectionLost,
-        };
-        let layer = Layer {
-            name: &name,
-            cfg: &cfg,
-        };
-        layers::run(&w, layer, p.ids, &via, try_once, report).await
-    })
+        }
+    }
 }

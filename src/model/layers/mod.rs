@@ -1,24 +1,40 @@
-//! Added retry layers of the call path (DESIGN §1b): a framework's retry middleware around tool
-//! execution, and a proxy / sidecar in front of the refunds service.
+//! Added retry layers of the call path (DESIGN §1b), and the one retry loop every one of them
+//! runs.
 //!
 //! In the shape of tower's `Retry<P, S>`: a layer gets a request, calls its inner service once
 //! per try, and decides from each outcome (by [`RetryOn`] class) whether to try again after a
 //! backoff. The decision and the mechanism are apart: [`decide`] is a pure function of the
-//! layer's config, the outcome and its budget; [`run`] only loops, times tries out and sleeps.
+//! layer's config, the outcome and its budget; [`retry`] only loops, times tries out and sleeps.
+//! Where a layer sits changes only what its inner service is:
+//!
+//! | position in `stack` | inner service | file |
+//! |---|---|---|
+//! | above `model_retry` (`run_retry`) | a whole agent turn | `model/agent.rs` (`Turns`, an [`Inner`]) |
+//! | between `model_retry` and `executor` | an executor call | [`around_tool`] |
+//! | between `executor` and `refunds_service` | an HTTP request to the service | [`before_service`] |
+//! | after `sdk` | an HTTP request to Stripe | [`before_provider`] |
+//!
+//! The three request positions are each a [`Place`], walked by [`through`]: a new position is
+//! one file with one `impl Place` and its entry in `Position`.
 //!
 //! Draws: a layer's backoff comes from a stream keyed by (ticket, layer name, model attempt,
 //! the tries of the layers above, try number), and each try's requests carry the layer's try
 //! number in their Stripe draw key only when it is not 0, so adding a layer that never retries
 //! changes no draw.
 
+pub mod around_tool;
+pub mod before_provider;
+pub mod before_service;
+
 use std::cell::Cell;
 use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
 
 use super::dist;
 use super::world::{Ids, World};
 use crate::history::EventKind;
-use crate::scenario::{BackoffKind, Jitter, RetryLayer, RetryOn};
+use crate::scenario::{BackoffKind, Jitter, Position, RetryLayer, RetryOn};
 use crate::sim::{tag, SimTime};
 
 /// The tries of the layers a request went through, top to bottom: `(layer name, try)` with
@@ -273,6 +289,82 @@ where
         timed_out,
     };
     retry(w, layer, ticket, via, &mut inner).await
+}
+
+/// A position of the stack where added layers sit, as [`through`] walks it: what a request
+/// through it is, what lies below its last layer, and what one layer's try and its giving up
+/// look like there. Implemented by [`around_tool::AroundTool`], [`before_service::BeforeService`]
+/// and [`before_provider::BeforeProvider`]; the run-level retry above the model is an [`Inner`] of its own
+/// (it wraps a whole turn, not a request).
+pub(crate) trait Place: 'static {
+    /// A request on its way down, with the tries of the layers above ([`Place::via`]).
+    type Req: Clone + 'static;
+    /// What comes back up.
+    type Answer: 'static;
+    /// Where in `stack` the layers sit.
+    const POSITION: Position;
+    /// Whether each try runs as a task of its own, which keeps executing when the layer gives up
+    /// on it (the provider side). Otherwise a dropped try's own tasks decide (the service's work
+    /// is a task of its own already).
+    const TRY_AS_TASK: bool = false;
+    /// Where the layers' events go; its attempt keys their backoff draws.
+    fn ids(req: &Self::Req) -> Ids;
+    /// The tries of the layers above.
+    fn via(req: &Self::Req) -> &Via;
+    /// The ticket whose task a try belongs to.
+    fn ticket(req: &Self::Req) -> u64;
+    /// Whether `layer` acts on this request (a `retry` layer's `applies_to`); one that does not
+    /// is passed through.
+    fn applies(_w: &World, _layer: &RetryLayer) -> bool {
+        true
+    }
+    /// The request of one try of `layer`: `via` set, and the layer's `cancellation` (and, where
+    /// it propagates, its deadline) applied.
+    fn for_try(w: &World, req: &Self::Req, layer: &RetryLayer, via: Via) -> Self::Req;
+    /// What lies below the position's last layer.
+    fn below(w: Rc<World>, req: Self::Req) -> Pin<Box<dyn Future<Output = Self::Answer>>>;
+    /// The retryable class of an answer (`None`: a success, or a failure no `retry_on` names).
+    fn class(answer: &Self::Answer) -> Option<RetryOn>;
+    /// What layer `name` reports upward when its last try timed out after `after`
+    /// (`on_timeout`).
+    fn gave_up(name: &str, layer: &RetryLayer, after: SimTime) -> Self::Answer;
+}
+
+/// `req` through the layers of `P`'s position from the one at `depth` down, each running the
+/// one retry loop ([`run`]) around the rest, then [`Place::below`].
+pub(crate) fn through<P: Place>(
+    w: Rc<World>,
+    req: P::Req,
+    depth: usize,
+) -> Pin<Box<dyn Future<Output = P::Answer>>> {
+    Box::pin(async move {
+        let here = w.clone();
+        let Some((name, cfg)) = here.layers_at(P::POSITION).get(depth) else {
+            return P::below(w, req).await;
+        };
+        if !P::applies(&w, cfg) {
+            return through::<P>(w, req, depth + 1).await;
+        }
+        let (ww, base) = (w.clone(), req.clone());
+        let try_once = move |_n: u32, via: Via| {
+            let one = P::for_try(&ww, &base, cfg, via);
+            let ticket = P::ticket(&one);
+            let inner = through::<P>(ww.clone(), one, depth + 1);
+            let inner: Pin<Box<dyn Future<Output = P::Answer>>> = if P::TRY_AS_TASK {
+                Box::pin(ww.spawn_for(ticket, inner))
+            } else {
+                inner
+            };
+            async move {
+                let value = inner.await;
+                let class = P::class(&value);
+                TryEnd::Answered { value, class }
+            }
+        };
+        let layer = Layer { name, cfg };
+        let report = |after: SimTime| P::gave_up(name, cfg, after);
+        run(&w, layer, P::ids(&req), P::via(&req), try_once, report).await
+    })
 }
 
 /// The `retry_on` spelling of a class.
