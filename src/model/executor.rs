@@ -99,15 +99,14 @@ fn concat(pieces: &[&str]) -> String {
 /// `0 × ∞` never turns into a NaN that the cap would read as `max_delay`); a power that
 /// overflows is capped like any other large value.
 fn retry_delay(r: &ExecutorRetry, n: u32, u: f64) -> SimTime {
-    let initial = r.initial_delay.as_secs_f64();
-    let base = if initial == 0.0 {
-        0.0
-    } else {
-        initial * libm::pow(r.backoff_factor, f64::from(n) - 1.0)
-    };
-    let capped = base.min(r.max_delay.as_secs_f64());
-    let jittered = capped * (1.0 - r.jitter + 2.0 * r.jitter * u);
-    SimTime::from_nanos((jittered.max(0.0) * 1e9) as u64)
+    super::backoff::langchain(
+        r.initial_delay.as_secs_f64(),
+        r.backoff_factor,
+        r.max_delay.as_secs_f64(),
+        r.jitter,
+        n,
+        u,
+    )
 }
 
 /// Runs the executor for the model's tool call `attempt` for `ticket` (below any framework

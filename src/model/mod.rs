@@ -4,6 +4,7 @@
 pub mod agent;
 pub mod arrivals;
 pub mod background;
+pub mod backoff;
 pub mod caller;
 pub mod deliveries;
 pub mod dist;

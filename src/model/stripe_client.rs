@@ -114,9 +114,7 @@ fn retry_wait(backoff: SimTime, d: Option<&Delivered>, honour_headers: bool) -> 
 /// `min(0.5·2^(n−1), 5) s × U(0.5, 1)`, at least 0.5 s (stripe-python's exponential form;
 /// stripe-node grows as `0.5·(n−1)²` under the same cap, jitter and floor).
 fn backoff(n: u32, u: f64) -> SimTime {
-    let base = (0.5 * libm::pow(2.0, f64::from(n) - 1.0)).min(5.0);
-    let secs = (base * (0.5 + 0.5 * u)).max(0.5);
-    SimTime::from_nanos((secs * 1e9) as u64)
+    super::backoff::stripe_sdk(n, u)
 }
 
 /// The key the SDK generates for try `try_no` when the service sent none (see

@@ -102,20 +102,19 @@ pub fn decide(layer: &RetryLayer, n: u32, class: Option<RetryOn>, load: &LayerLo
 /// `base · 2^(n−1)` capped at `max`; then full jitter `U(0, d)` or equal jitter
 /// `d/2 + U(0, d/2)`.
 pub fn backoff(layer: &RetryLayer, n: u32, u: f64) -> SimTime {
-    let base = layer.base().as_secs_f64();
-    let cap = layer.max_delay().as_secs_f64();
-    let d = match layer.backoff.kind {
-        BackoffKind::Constant => base,
-        BackoffKind::Exponential if base == 0.0 => 0.0,
-        BackoffKind::Exponential => base * libm::pow(2.0, f64::from(n) - 1.0),
-    }
-    .min(cap);
-    let jittered = match layer.backoff.jitter {
-        Jitter::None => d,
-        Jitter::Full => d * u,
-        Jitter::Equal => d / 2.0 + d / 2.0 * u,
+    let jitter = match layer.backoff.jitter {
+        Jitter::None => super::backoff::Jitter::None,
+        Jitter::Full => super::backoff::Jitter::Full,
+        Jitter::Equal => super::backoff::Jitter::Equal,
     };
-    SimTime::from_nanos((jittered.max(0.0) * 1e9) as u64)
+    super::backoff::envoy(
+        layer.backoff.kind == BackoffKind::Exponential,
+        layer.base().as_secs_f64(),
+        layer.max_delay().as_secs_f64(),
+        jitter,
+        n,
+        u,
+    )
 }
 
 /// One layer's identity in a run: its name, config and load.
