@@ -369,6 +369,21 @@ pub fn build(
     sources: &[String],
     opts: &ImportOptions,
 ) -> Result<(Scenario, ImportReport), ImportError> {
+    build_with_progress(rec, base, sources, opts, &())
+}
+
+/// [`build()`], telling `progress` the number of tickets, then each ticket as it is built.
+/// Progress sees no record: the scenario is exactly [`build()`]'s.
+///
+/// # Errors
+/// As [`build()`].
+pub fn build_with_progress(
+    rec: &Recording,
+    base: &Scenario,
+    sources: &[String],
+    opts: &ImportOptions,
+    progress: &dyn super::ImportProgress,
+) -> Result<(Scenario, ImportReport), ImportError> {
     let mut warnings = rec.warnings.clone();
     // Per-ticket warnings, one per ticket at most: capped as they come (memory stays flat in
     // a recording of a million tickets), then merged into `warnings`.
@@ -585,7 +600,9 @@ pub fn build(
     let mut undecided_retries = 0usize;
     let mut split_answers = 0usize;
     let (mut unanswered, mut unanswered_refunds) = (0usize, 0usize);
+    progress.building(by_ticket.len() as u64);
     for (&id, calls) in &by_ticket {
+        progress.ticket_built();
         let label = &calls[0].ticket;
         let export: &[&super::ExportedRefund] = exported.get(&id).map_or(&[], Vec::as_slice);
         let ok_ids: Vec<&str> = calls
