@@ -675,8 +675,7 @@ pub fn build_with_progress(
             .filter(|r| moves_money(&r.status) && !ok_ids.contains(&r.id.as_str()))
             .filter(|r| {
                 !requests_of
-                    .iter()
-                    .filter(|((t, _), _)| *t == id)
+                    .range((id, 0)..=(id, u32::MAX))
                     .flat_map(|(_, rs)| rs.iter())
                     .any(|q| q.refund_id.as_deref() == Some(r.id.as_str()))
             })
