@@ -588,6 +588,9 @@ pub fn build_with_progress(
         }
     }
     let have_export = !rec.refunds.is_empty();
+    // Whether the recording holds the service's provider requests (its CLIENT spans, JSON
+    // lines' provider_request): then a call answered without one made none.
+    let service_requests_recorded = !requests_of.is_empty();
 
     let mut specs = Vec::new();
     let mut tickets = BTreeMap::new();
@@ -884,6 +887,12 @@ pub fn build_with_progress(
                             idempotency_key: None,
                         },
                     );
+                }
+                None if service_requests_recorded && c.service_response.is_some() => {
+                    // The service's spans hold its provider requests, and this call's answer
+                    // has none below it: the service answered from its own state (a pending
+                    // row's 409, its ledger). The answer's recorded instant is replayed as
+                    // such (`response_at`); no provider request is invented for it.
                 }
                 None => {
                     // A log: only the service's response time is known.

@@ -445,12 +445,9 @@ fn lost_connections_round_trip() {
     assert_round_trips("scenarios/findings/tiny-world.json", "arguments");
 }
 
+/// The service's own 409 for a pending row (a SERVER span with no provider request below it,
+/// 20 ms after receiving the call) replays at its recorded instant.
 #[test]
-#[ignore = "importer: a SERVER span with no provider request below it (the service's own 409 \
-            for a pending row, 20 ms after receiving the call) is replayed as an immediate \
-            answer: each ticket's attempt 1 tool_result replays 20 ms early (ticket 1: recorded \
-            9.109 s, replayed 9.089 s); and the human's dashboard refunds are in --stripe-list \
-            only (tickets 1-3: run 2, recorded 1)"]
 fn a_refusal_without_a_provider_request_round_trips() {
     assert_round_trips(
         "scenarios/recipes/unique-constraint-conflict.json",
