@@ -33,8 +33,8 @@ use super::recording::{ProviderRequestRec, Recording, TicketRef, ToolCallRec, Un
 use super::{ImportError, ImportOptions, Source};
 use crate::scenario::MAX_CENTS;
 use crate::scenario::{
-    LatencyDist, RecordedCall, RecordedRequest, RecordedTicket, Replay, RequestKey, Scenario,
-    TicketSpec,
+    LatencyDist, OutsideRefund, RecordedCall, RecordedRequest, RecordedTicket, Replay, RequestKey,
+    Scenario, TicketSpec,
 };
 
 /// A distribution fitted to recorded durations, and how it compares with them.
@@ -252,22 +252,69 @@ fn check_order(c: &ToolCallRec) -> Result<(), ImportError> {
 /// `None` when no request of the ticket is recorded.
 fn provider_refunds<'a>(requests: impl Iterator<Item = &'a ProviderRequestRec>) -> Option<usize> {
     let mut any = false;
+    let created = creating_requests(requests.inspect(|_| any = true));
+    any.then_some(created.len())
+}
+
+/// The requests of [`provider_refunds`] that created a refund: each 2xx answer to a refund
+/// create that does not repeat an earlier 2xx's refund id or, without ids, its
+/// `Idempotency-Key`; in order of sending.
+fn creating_requests<'a>(
+    requests: impl Iterator<Item = &'a ProviderRequestRec>,
+) -> Vec<&'a ProviderRequestRec> {
     let mut seen = std::collections::BTreeSet::new();
-    let mut n = 0;
-    let mut sorted: Vec<&ProviderRequestRec> = requests.inspect(|_| any = true).collect();
+    let mut sorted: Vec<&ProviderRequestRec> = requests.collect();
     sorted.sort_by(|a, b| (a.sent.at, &a.source).cmp(&(b.sent.at, &b.source)));
-    for r in sorted {
+    sorted.retain(|r| {
         if !r.status.is_some_and(|s| (200..300).contains(&s)) {
-            continue;
+            return false;
         }
-        let same = match (&r.refund_id, &r.idempotency_key) {
-            (Some(id), _) => !seen.insert(format!("id {id}")),
-            (None, Some(Some(key))) => !seen.insert(format!("key {key}")),
-            _ => false,
-        };
-        n += usize::from(!same);
+        match (&r.refund_id, &r.idempotency_key) {
+            (Some(id), _) => seen.insert(format!("id {id}")),
+            (None, Some(Some(key))) => seen.insert(format!("key {key}")),
+            _ => true,
+        }
+    });
+    sorted
+}
+
+/// The refunds in `unclaimed` (the export's refunds of one ticket that no answer returned by
+/// id and no failed request or unanswered call took) that `created`, the requests that made a
+/// refund, did not make either: each such request whose refund id the export does not name
+/// takes the refund created nearest its answer, within one second of the request; what is
+/// left was made outside the agent's service (a human's dashboard refund).
+fn outside_refunds<'a>(
+    mut unclaimed: Vec<&'a super::ExportedRefund>,
+    created: &[&ProviderRequestRec],
+    export: &[&super::ExportedRefund],
+) -> Vec<&'a super::ExportedRefund> {
+    let mut answers: Vec<(i64, i64)> = created
+        .iter()
+        .filter(|q| {
+            q.refund_id
+                .as_deref()
+                .is_none_or(|id| !export.iter().any(|r| r.id == id))
+        })
+        .map(|q| {
+            let answer = q.sent.at + i64::try_from(q.latency_ns.unwrap_or(0)).unwrap_or(0);
+            (answer, q.sent.at)
+        })
+        .collect();
+    answers.sort_unstable();
+    for (answer, sent) in answers {
+        let nearest = unclaimed
+            .iter()
+            .enumerate()
+            .filter(|(_, x)| {
+                x.created.at >= sent - 1_000_000_000 && x.created.at <= answer + 1_000_000_000
+            })
+            .min_by_key(|(_, x)| (x.created.at - answer).abs())
+            .map(|(k, _)| k);
+        if let Some(k) = nearest {
+            unclaimed.remove(k);
+        }
     }
-    any.then_some(n)
+    unclaimed
 }
 
 /// Numeric ticket ids for the recorded ticket texts (see [`TicketIds::of`]).
@@ -591,6 +638,10 @@ pub fn build_with_progress(
     // Whether the recording holds the service's provider requests (its CLIENT spans, JSON
     // lines' provider_request): then a call answered without one made none.
     let service_requests_recorded = !requests_of.is_empty();
+    // Whether the recording holds what humans did: the list has every refund, and the
+    // service's requests tell the agent's from the others.
+    let humans_recorded = have_export && service_requests_recorded;
+    let mut escalated = 0usize;
 
     let mut specs = Vec::new();
     let mut tickets = BTreeMap::new();
@@ -916,14 +967,50 @@ pub fn build_with_progress(
                 }
             }
         }
-        tickets.insert(
-            id,
-            RecordedTicket {
-                calls: recorded_calls,
-                refunds,
-                refunds_from: refunds_from.to_string(),
-            },
-        );
+        // The refunds left once every request and answer took its own: made outside the
+        // agent (a human's), known only when both the list and the service's requests are.
+        let outside: Vec<OutsideRefund> = if humans_recorded {
+            let created = creating_requests(
+                requests_of
+                    .range((id, 0)..=(id, u32::MAX))
+                    .flat_map(|(_, rs)| rs.iter().copied()),
+            );
+            outside_refunds(unclaimed, &created, export)
+                .into_iter()
+                .map(|r| OutsideRefund::new(&r.id, since(origin, r.created.at), r.amount_cents))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        for r in export
+            .iter()
+            .filter(|r| outside.iter().any(|o| o.id == r.id))
+        {
+            if r.created.at > last {
+                last = r.created.at;
+                last_source = Some(&r.source);
+            }
+        }
+        let ticket = RecordedTicket {
+            calls: recorded_calls,
+            refunds,
+            refunds_from: refunds_from.to_string(),
+            outside_refunds: outside,
+        };
+        if !ticket.outside_refunds.is_empty() && !ticket.gave_up() {
+            per_ticket.warn(Warning {
+                source: calls[0].source.clone(),
+                message: format!(
+                    "ticket {label}: the provider's list shows {} that no request of the \
+                     service made, but the recording shows no escalation (its last tool result \
+                     is not a failure): counted as recorded, replayed only if a run escalates \
+                     the ticket",
+                    plural(ticket.outside_refunds.len(), "refund", "refunds")
+                ),
+            });
+        }
+        escalated += usize::from(ticket.gave_up());
+        tickets.insert(id, ticket);
     }
     let latency_fit = fit(
         "provider latency",
@@ -984,6 +1071,8 @@ pub fn build_with_progress(
             .count(),
         base: &out,
         base_p50: provider_p50,
+        humans_recorded,
+        escalated,
     });
     let report = ImportReport {
         tickets: tickets.len(),
@@ -1011,6 +1100,7 @@ pub fn build_with_progress(
         reach_provider: reach_fit.dist,
         requests,
         tickets,
+        outside_refunds_recorded: humans_recorded,
     });
     Ok((out, report))
 }
@@ -1040,6 +1130,10 @@ struct Lacked<'a> {
     base: &'a Scenario,
     /// The median of the base's `stripe.latency` (before any fit).
     base_p50: Duration,
+    /// Whether the recording holds what humans did (the provider's list and the service's
+    /// requests), and how many recorded tickets it shows escalated.
+    humans_recorded: bool,
+    escalated: usize,
 }
 
 /// The facts of the replay drawn from the base scenario instead of recorded (see
@@ -1127,6 +1221,25 @@ fn drawn(l: &Lacked<'_>) -> Vec<Drawn> {
                  1 ms and the median of the base's stripe.latency ({p50}) after the executor \
                  gave up, {refunds}",
                 plural(l.unanswered, "timed-out call", "timed-out calls")
+            ),
+        ));
+    }
+    if !l.humans_recorded && l.escalated > 0 && base.humans.enabled {
+        let why = if l.have_export {
+            "the service's provider requests are not recorded, so the provider's list cannot \
+             tell a human's refund from the agent's"
+        } else {
+            "without the provider's list of refunds (stripe-list, refunds-csv) the recording \
+             holds no human's refund"
+        };
+        out.push(d(
+            "humans",
+            format!(
+                "{} escalated: {why}; the humans who take them are simulated from the base's \
+                 humans section (pickup delay {}, check probability {})",
+                plural(l.escalated, "recorded ticket", "recorded tickets"),
+                serde_json::to_string(&base.humans.pickup_delay).unwrap_or_default(),
+                base.humans.check_probability
             ),
         ));
     }
