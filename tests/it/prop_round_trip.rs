@@ -8,8 +8,10 @@
 //! connections, 1 s / 2 s / 8 s timeouts reported as errors or followed by a status probe, no
 //! key or a per-ticket key (Stripe then answers retries as replays), latencies that straddle
 //! the timeout (late responses), and responses lost or failed after the refund is made.
-//! Humans are off: their dashboard attempts leave no span, and the provider's list holds only
-//! those that made a refund (`otlp_export::lost_connections_round_trip` says what that costs).
+//! Humans who take escalated tickets are off, blind (refund from the dashboard without
+//! checking) or checking first: their dashboard attempts leave no span, but the provider's list
+//! holds the refunds they made, which the import records as the escalated ticket's refunds
+//! made outside the agent and the exact replay makes at their recorded instants.
 //!
 //! `cargo test` runs 24 worlds; `PROPTEST_CASES=200 cargo test --release --test it
 //! prop_round_trip` runs more.
@@ -34,6 +36,8 @@ struct World {
     error_500: f64,
     seed: u64,
     capture: &'static str,
+    /// 0: no humans; 1: humans who refund without checking; 2: humans who check first.
+    humans: u8,
 }
 
 fn world() -> impl Strategy<Value = World> {
@@ -56,6 +60,7 @@ fn world() -> impl Strategy<Value = World> {
             "arguments,headers",
             "arguments,results,headers",
         ]),
+        prop::sample::select(vec![0u8, 1, 2]),
     )
         .prop_map(
             |(
@@ -69,6 +74,7 @@ fn world() -> impl Strategy<Value = World> {
                 error_500,
                 seed,
                 capture,
+                humans,
             )| World {
                 tickets,
                 pool,
@@ -80,6 +86,7 @@ fn world() -> impl Strategy<Value = World> {
                 error_500,
                 seed,
                 capture,
+                humans,
             },
         )
 }
@@ -112,7 +119,11 @@ fn scenario(w: &World) -> Value {
             "latency_choices": w.latencies_ms.iter().map(|m| format!("{m}ms")).collect::<Vec<_>>(),
             "faults": {"response_lost_after_commit": w.lost, "error_500_after_commit": w.error_500},
         },
-        "humans": {"enabled": false},
+        "humans": match w.humans {
+            0 => json!({"enabled": false}),
+            h => json!({"enabled": true, "pickup_delay": {"p50": "20s", "p99": "90s"},
+                        "check_probability": if h == 1 { 0.0 } else { 1.0 }}),
+        },
     })
 }
 
