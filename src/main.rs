@@ -666,7 +666,10 @@ fn cmd_import(a: ImportArgs) -> anyhow::Result<ExitCode> {
         )
         .into());
     }
-    let imported = refundsim::import::import(&inputs)?;
+    let bar = ImportBar::new("import");
+    let imported = refundsim::import::import_with_progress(&inputs, &bar);
+    bar.0.finish_and_clear();
+    let imported = imported?;
     eprint!("{}", refundsim::import::render_warnings(&imported.report));
     refundsim::output::write_whole(&a.out, |w: &mut dyn Write| {
         w.write_all(imported.json.as_bytes())
@@ -683,11 +686,26 @@ fn cmd_import(a: ImportArgs) -> anyhow::Result<ExitCode> {
 
 fn cmd_replay(a: ReplayArgs) -> anyhow::Result<ExitCode> {
     let inputs = a.recording.inputs()?;
-    let imported = refundsim::import::import(&inputs)?;
+    let bar = ImportBar::new("replay");
+    let imported = refundsim::import::import_with_progress(&inputs, &bar);
+    let imported = imported.inspect_err(|_| bar.0.finish_and_clear())?;
+    refundsim::import::ImportProgress::step(&bar, "loading the replay scenario");
     let origin_name = format!("replay of {}", imported.report_sources(&inputs));
-    let sc = scenario::load_text(&imported.json, &origin_name, &a.policies, &a.sets)?;
+    let sc = scenario::load_text(&imported.json, &origin_name, &a.policies, &a.sets);
+    bar.0.finish_and_clear();
+    let sc = sc?;
     let seed = a.seed.unwrap_or(sc.seed);
-    let out = refundsim::run::run(&sc, seed, &refundsim::run::Invocation::default());
+    // The run's bar over virtual time, as `run`'s: it only reads the clock.
+    let bar = virtual_time_bar_of("replay");
+    let mut observer = virtual_time_progress(&bar);
+    let horizon = sc.horizon;
+    let out = refundsim::run::run_with_progress(
+        &sc,
+        seed,
+        &refundsim::run::Invocation::default(),
+        move |now| observer(now, horizon),
+    );
+    bar.finish_and_clear();
     let Some(c) = out.report.recording else {
         anyhow::bail!("the imported scenario has no replay section");
     };
@@ -955,13 +973,19 @@ fn progress_bar(cases: u32) -> indicatif::ProgressBar {
 /// The `run` progress bar on stderr over virtual time `0..horizon`, moved now and then by the
 /// engine (see `run::run_with_progress`); a short run never draws it.
 fn virtual_time_bar() -> indicatif::ProgressBar {
+    virtual_time_bar_of("run")
+}
+
+/// [`virtual_time_bar`] for `command` (`replay`'s run of the imported scenario).
+fn virtual_time_bar_of(command: &'static str) -> indicatif::ProgressBar {
     let bar = tracked(indicatif::ProgressBar::new(1));
     bar.set_style(
         indicatif::ProgressStyle::with_template(
-            "{spinner} run [{bar:30}] {msg} of virtual time, {elapsed}",
+            "{spinner} {prefix} [{bar:30}] {msg} of virtual time, {elapsed}",
         )
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
+    bar.set_prefix(command);
     // Until the engine's first report says how far of which horizon.
     bar.set_message("0s");
     bar
@@ -1014,6 +1038,54 @@ impl gate::Progress for RunsBar {
             .set_draw_target(indicatif::ProgressDrawTarget::stderr());
     }
     fn run_done(&self) {
+        self.0.inc(1);
+    }
+}
+
+/// The `import`/`replay` progress bar on stderr, in `check`'s style: the bytes of each file as
+/// it is read, the steps without a count (parsing a document read whole, checking the
+/// scenario) as a spinner, then the tickets built. Hidden where stderr is not a terminal.
+struct ImportBar(indicatif::ProgressBar);
+
+impl ImportBar {
+    fn new(command: &'static str) -> Self {
+        let bar = tracked(indicatif::ProgressBar::new(0));
+        bar.set_prefix(command);
+        if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            // The spinner turns while a step (a 140 MB document's parse) reports nothing.
+            bar.enable_steady_tick(Duration::from_millis(120));
+        }
+        ImportBar(bar)
+    }
+
+    fn style(&self, template: &str) {
+        self.0.set_style(
+            indicatif::ProgressStyle::with_template(template)
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+    }
+}
+
+impl refundsim::import::ImportProgress for ImportBar {
+    fn reading(&self, file: &str, len: u64) {
+        self.style("{spinner} {prefix} [{bar:30}] reading {msg}: {bytes}/{total_bytes}, {elapsed}");
+        self.0.set_length(len);
+        self.0.set_position(0);
+        self.0.set_message(file.to_string());
+    }
+    fn read(&self, bytes: u64) {
+        self.0.set_position(bytes);
+    }
+    fn step(&self, what: &str) {
+        self.style("{spinner} {prefix} {msg}, {elapsed}");
+        self.0.set_message(what.to_string());
+    }
+    fn building(&self, tickets: u64) {
+        self.style("{spinner} {prefix} [{bar:30}] building {pos}/{len} tickets, {elapsed}");
+        self.0.set_length(tickets);
+        self.0.set_position(0);
+    }
+    fn ticket_built(&self) {
         self.0.inc(1);
     }
 }

@@ -32,10 +32,11 @@ use std::time::{Duration, UNIX_EPOCH};
 use super::fields::plural;
 use super::recording::{ProviderRequestRec, Recording, TicketRef, ToolCallRec, UnixNs, Warning};
 use super::{ImportError, ImportOptions, Source};
+use crate::scenario::KeyMode;
 use crate::scenario::MAX_CENTS;
 use crate::scenario::{
-    LatencyDist, RecordedCall, RecordedRequest, RecordedTicket, Replay, RequestKey, Scenario,
-    TicketSpec,
+    LatencyDist, OutsideRefund, RecordedCall, RecordedRequest, RecordedTicket, Replay, RequestKey,
+    Scenario, TicketSpec,
 };
 
 /// A distribution fitted to recorded durations, and how it compares with them.
@@ -251,22 +252,31 @@ fn check_order(c: &ToolCallRec) -> Result<(), ImportError> {
 /// refund id is needed), except one that repeats an earlier 2xx's refund id or, without ids,
 /// its `Idempotency-Key` (Stripe replays the saved answer of a reused key: no new refund).
 /// `None` when no request of the ticket is recorded.
-fn provider_refunds<'a>(requests: impl Iterator<Item = &'a ProviderRequestRec>) -> Option<usize> {
-    let all: Vec<&ProviderRequestRec> = requests.collect();
-    if all.is_empty() {
-        return None;
-    }
-    let repeated = repeats(&all, &[]);
-    Some(
-        all.iter()
-            .zip(&repeated)
-            .filter(|(r, &again)| !again && is_2xx(r.status))
-            .count(),
-    )
+fn provider_refunds<'a>(
+    requests: impl Iterator<Item = &'a ProviderRequestRec>,
+    assumed: KeyMode,
+) -> Option<usize> {
+    let mut any = false;
+    let created = creating_requests(requests.inspect(|_| any = true), assumed);
+    any.then_some(created.len())
 }
 
 fn is_2xx(status: Option<u16>) -> bool {
     status.is_some_and(|s| (200..300).contains(&s))
+}
+
+/// The `Idempotency-Key` a request carried: the recorded one (or none, recorded absent), else,
+/// where the recording does not say, the one the replay sends under `assumed` (the base's
+/// `refunds_service.idempotency_key`): one per ticket, or one per model attempt.
+fn effective_key(r: &ProviderRequestRec, assumed: KeyMode) -> Option<String> {
+    match &r.idempotency_key {
+        Some(k) => k.clone(),
+        None => match assumed {
+            KeyMode::None => None,
+            KeyMode::PerTicket => Some("(the ticket's key)".to_string()),
+            KeyMode::PerAttempt => r.attempt.map(|a| format!("(attempt {a}'s key)")),
+        },
+    }
 }
 
 /// Which of one ticket's requests (in any order; the answer is in the same order) are 2xx
@@ -275,7 +285,7 @@ fn is_2xx(status: Option<u16>) -> bool {
 /// earlier (ties in source order). A failed request whose `made` flag is set (the export shows
 /// it made a refund) holds its key as a 2xx does. Such a request made no refund: it is imported with
 /// `commits: false`, and [`provider_refunds`] does not count it.
-fn repeats(requests: &[&ProviderRequestRec], made: &[bool]) -> Vec<bool> {
+fn repeats(requests: &[&ProviderRequestRec], made: &[bool], assumed: KeyMode) -> Vec<bool> {
     let mut order: Vec<usize> = (0..requests.len()).collect();
     order.sort_by(|&a, &b| {
         let (a, b) = (requests[a], requests[b]);
@@ -288,19 +298,81 @@ fn repeats(requests: &[&ProviderRequestRec], made: &[bool]) -> Vec<bool> {
         if !is_2xx(r.status) {
             // A failed request that made a refund (the export says so) holds its key.
             if made.get(k).copied().unwrap_or(false) {
-                if let Some(Some(key)) = &r.idempotency_key {
+                if let Some(key) = effective_key(r, assumed) {
                     seen.insert(format!("key {key}"));
                 }
             }
             continue;
         }
-        out[k] = match (&r.refund_id, &r.idempotency_key) {
+        out[k] = match (&r.refund_id, effective_key(r, assumed)) {
             (Some(id), _) => !seen.insert(format!("id {id}")),
-            (None, Some(Some(key))) => !seen.insert(format!("key {key}")),
-            _ => false,
+            (None, Some(key)) => !seen.insert(format!("key {key}")),
+            (None, None) => false,
         };
     }
     out
+}
+
+/// The requests of [`provider_refunds`] that created a refund: each 2xx answer to a refund
+/// create that does not repeat an earlier 2xx's refund id or, without ids, its
+/// `Idempotency-Key`; in order of sending.
+fn creating_requests<'a>(
+    requests: impl Iterator<Item = &'a ProviderRequestRec>,
+    assumed: KeyMode,
+) -> Vec<&'a ProviderRequestRec> {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut sorted: Vec<&ProviderRequestRec> = requests.collect();
+    sorted.sort_by(|a, b| (a.sent.at, &a.source).cmp(&(b.sent.at, &b.source)));
+    sorted.retain(|r| {
+        if !r.status.is_some_and(|s| (200..300).contains(&s)) {
+            return false;
+        }
+        match (&r.refund_id, effective_key(r, assumed)) {
+            (Some(id), _) => seen.insert(format!("id {id}")),
+            (None, Some(key)) => seen.insert(format!("key {key}")),
+            (None, None) => true,
+        }
+    });
+    sorted
+}
+
+/// The refunds in `unclaimed` (the export's refunds of one ticket that no answer returned by
+/// id and no failed request or unanswered call took) that `created`, the requests that made a
+/// refund, did not make either: each such request whose refund id the export does not name
+/// takes the refund created nearest its answer, within one second of the request; what is
+/// left was made outside the agent's service (a human's dashboard refund).
+fn outside_refunds<'a>(
+    mut unclaimed: Vec<&'a super::ExportedRefund>,
+    created: &[&ProviderRequestRec],
+    export: &[&super::ExportedRefund],
+) -> Vec<&'a super::ExportedRefund> {
+    let mut answers: Vec<(i64, i64)> = created
+        .iter()
+        .filter(|q| {
+            q.refund_id
+                .as_deref()
+                .is_none_or(|id| !export.iter().any(|r| r.id == id))
+        })
+        .map(|q| {
+            let answer = q.sent.at + i64::try_from(q.latency_ns.unwrap_or(0)).unwrap_or(0);
+            (answer, q.sent.at)
+        })
+        .collect();
+    answers.sort_unstable();
+    for (answer, sent) in answers {
+        let nearest = unclaimed
+            .iter()
+            .enumerate()
+            .filter(|(_, x)| {
+                x.created.at >= sent - 1_000_000_000 && x.created.at <= answer + 1_000_000_000
+            })
+            .min_by_key(|(_, x)| (x.created.at - answer).abs())
+            .map(|(k, _)| k);
+        if let Some(k) = nearest {
+            unclaimed.remove(k);
+        }
+    }
+    unclaimed
 }
 
 /// Numeric ticket ids for the recorded ticket texts (see [`TicketIds::of`]).
@@ -401,6 +473,21 @@ pub fn build(
     base: &Scenario,
     sources: &[String],
     opts: &ImportOptions,
+) -> Result<(Scenario, ImportReport), ImportError> {
+    build_with_progress(rec, base, sources, opts, &())
+}
+
+/// [`build()`], telling `progress` the number of tickets, then each ticket as it is built.
+/// Progress sees no record: the scenario is exactly [`build()`]'s.
+///
+/// # Errors
+/// As [`build()`].
+pub fn build_with_progress(
+    rec: &Recording,
+    base: &Scenario,
+    sources: &[String],
+    opts: &ImportOptions,
+    progress: &dyn super::ImportProgress,
 ) -> Result<(Scenario, ImportReport), ImportError> {
     let mut warnings = rec.warnings.clone();
     // Per-ticket warnings, one per ticket at most: capped as they come (memory stays flat in
@@ -606,6 +693,13 @@ pub fn build(
         }
     }
     let have_export = !rec.refunds.is_empty();
+    // Whether the recording holds the service's provider requests (its CLIENT spans, JSON
+    // lines' provider_request): then a call answered without one made none.
+    let service_requests_recorded = !requests_of.is_empty();
+    // Whether the recording holds what humans did: the list has every refund, and the
+    // service's requests tell the agent's from the others.
+    let humans_recorded = have_export && service_requests_recorded;
+    let mut escalated = 0usize;
 
     let mut specs = Vec::new();
     let mut tickets = BTreeMap::new();
@@ -618,7 +712,9 @@ pub fn build(
     let mut undecided_retries = 0usize;
     let mut split_answers = 0usize;
     let (mut unanswered, mut unanswered_refunds) = (0usize, 0usize);
+    progress.building(by_ticket.len() as u64);
     for (&id, calls) in &by_ticket {
+        progress.ticket_built();
         let label = &calls[0].ticket;
         let export: &[&super::ExportedRefund] = exported.get(&id).map_or(&[], Vec::as_slice);
         let ok_ids: Vec<&str> = calls
@@ -640,6 +736,7 @@ pub fn build(
             requests_of
                 .range((id, 0)..=(id, u32::MAX))
                 .flat_map(|(_, rs)| rs.iter().copied()),
+            base.refunds_service.idempotency_key,
         );
         let (refunds, refunds_from) = if have_export {
             let n = export.iter().filter(|r| moves_money(&r.status)).count();
@@ -691,8 +788,7 @@ pub fn build(
             .filter(|r| moves_money(&r.status) && !ok_ids.contains(&r.id.as_str()))
             .filter(|r| {
                 !requests_of
-                    .iter()
-                    .filter(|((t, _), _)| *t == id)
+                    .range((id, 0)..=(id, u32::MAX))
                     .flat_map(|(_, rs)| rs.iter())
                     .any(|q| q.refund_id.as_deref() == Some(r.id.as_str()))
             })
@@ -732,9 +828,8 @@ pub fn build(
         }
         // 2xx answers that returned an earlier request's refund: no refund of their own (the
         // same refund id, or the same key as an earlier 2xx or as a failed request the export
-        // shows made a refund). With an export, a 2xx without a refund id made one only when
-        // the export has a refund left that nothing else made (the nearest to its answer).
-        let mut repeated: std::collections::BTreeSet<(u32, usize)> = {
+        // shows made a refund).
+        let repeated: std::collections::BTreeSet<(u32, usize)> = {
             let all: Vec<((u32, usize), &ProviderRequestRec)> = requests_of
                 .range((id, 0)..=(id, u32::MAX))
                 .flat_map(|(&(_, a), rs)| rs.iter().enumerate().map(move |(n, r)| ((a, n), *r)))
@@ -742,39 +837,11 @@ pub fn build(
             let reqs: Vec<&ProviderRequestRec> = all.iter().map(|(_, r)| *r).collect();
             let made: Vec<bool> = all.iter().map(|(at, _)| committed.contains(at)).collect();
             all.iter()
-                .zip(repeats(&reqs, &made))
+                .zip(repeats(&reqs, &made, base.refunds_service.idempotency_key))
                 .filter(|(_, again)| *again)
                 .map(|((at, _), _)| *at)
                 .collect()
         };
-        if have_export {
-            // The export's refunds that no request with a refund id returned and no failed
-            // request made are what 2xx answers without an id made: the earliest answers made
-            // them, later ones replayed.
-            let by_id: std::collections::BTreeSet<&str> = requests_of
-                .range((id, 0)..=(id, u32::MAX))
-                .flat_map(|(_, rs)| rs.iter())
-                .filter_map(|r| r.refund_id.as_deref())
-                .collect();
-            let left = export
-                .iter()
-                .filter(|r| moves_money(&r.status) && !by_id.contains(r.id.as_str()))
-                .count()
-                .saturating_sub(committed.len());
-            let mut anonymous: Vec<(i64, u32, usize)> = requests_of
-                .range((id, 0)..=(id, u32::MAX))
-                .flat_map(|(&(_, a), rs)| rs.iter().enumerate().map(move |(n, r)| (a, n, r)))
-                .filter(|(a, n, r)| {
-                    is_2xx(r.status) && r.refund_id.is_none() && !repeated.contains(&(*a, *n))
-                })
-                .map(|(a, n, r)| {
-                    let answer = r.sent.at + i64::try_from(r.latency_ns.unwrap_or(0)).unwrap_or(0);
-                    (answer, a, n)
-                })
-                .collect();
-            anonymous.sort_unstable();
-            repeated.extend(anonymous.into_iter().skip(left).map(|(_, a, n)| (a, n)));
-        }
         let mut recorded_calls = Vec::new();
         let mut previous_end: Option<UnixNs> = None;
         for (i, c) in calls.iter().enumerate() {
@@ -948,6 +1015,12 @@ pub fn build(
                         },
                     );
                 }
+                None if service_requests_recorded && c.service_response.is_some() => {
+                    // The service's spans hold its provider requests, and this call's answer
+                    // has none below it: the service answered from its own state (a pending
+                    // row's 409, its ledger). The answer's recorded instant is replayed as
+                    // such (`response_at`); no provider request is invented for it.
+                }
                 None => {
                     // A log: only the service's response time is known.
                     if let Some((at, ok)) = response {
@@ -970,14 +1043,52 @@ pub fn build(
                 }
             }
         }
-        tickets.insert(
-            id,
-            RecordedTicket {
-                calls: recorded_calls,
-                refunds,
-                refunds_from: refunds_from.to_string(),
-            },
-        );
+        // The refunds left once every request and answer took its own: made outside the
+        // agent (a human's), known only when both the list and the service's requests are.
+        let outside: Vec<OutsideRefund> = if humans_recorded {
+            // The 2xx answers that made a refund (not Stripe's replays: see `repeated`).
+            let created: Vec<&ProviderRequestRec> = requests_of
+                .range((id, 0)..=(id, u32::MAX))
+                .flat_map(|(&(_, a), rs)| rs.iter().enumerate().map(move |(n, r)| (a, n, *r)))
+                .filter(|(a, n, r)| is_2xx(r.status) && !repeated.contains(&(*a, *n)))
+                .map(|(_, _, r)| r)
+                .collect();
+            outside_refunds(unclaimed, &created, export)
+                .into_iter()
+                .map(|r| OutsideRefund::new(&r.id, since(origin, r.created.at), r.amount_cents))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        for r in export
+            .iter()
+            .filter(|r| outside.iter().any(|o| o.id == r.id))
+        {
+            if r.created.at > last {
+                last = r.created.at;
+                last_source = Some(&r.source);
+            }
+        }
+        let ticket = RecordedTicket {
+            calls: recorded_calls,
+            refunds,
+            refunds_from: refunds_from.to_string(),
+            outside_refunds: outside,
+        };
+        if !ticket.outside_refunds.is_empty() && !ticket.gave_up() {
+            per_ticket.warn(Warning {
+                source: calls[0].source.clone(),
+                message: format!(
+                    "ticket {label}: the provider's list shows {} that no request of the \
+                     service made, but the recording shows no escalation (its last tool result \
+                     is not a failure): counted as recorded, replayed only if a run escalates \
+                     the ticket",
+                    plural(ticket.outside_refunds.len(), "refund", "refunds")
+                ),
+            });
+        }
+        escalated += usize::from(ticket.gave_up());
+        tickets.insert(id, ticket);
     }
     let latency_fit = fit(
         "provider latency",
@@ -1039,6 +1150,8 @@ pub fn build(
         base: &out,
         base_p50: provider_p50,
         p50_source,
+        humans_recorded,
+        escalated,
     });
     let report = ImportReport {
         tickets: tickets.len(),
@@ -1066,6 +1179,7 @@ pub fn build(
         reach_provider: reach_fit.dist,
         requests,
         tickets,
+        outside_refunds_recorded: humans_recorded,
     });
     Ok((out, report))
 }
@@ -1096,6 +1210,10 @@ struct Lacked<'a> {
     /// The median of the base's provider latency (before any fit), and the field it is of.
     base_p50: Duration,
     p50_source: &'static str,
+    /// Whether the recording holds what humans did (the provider's list and the service's
+    /// requests), and how many recorded tickets it shows escalated.
+    humans_recorded: bool,
+    escalated: usize,
 }
 
 /// The median of the base scenario's provider latency and the field it comes from: of
@@ -1214,6 +1332,25 @@ fn drawn(l: &Lacked<'_>) -> Vec<Drawn> {
             ),
         ));
     }
+    if !l.humans_recorded && l.escalated > 0 && base.humans.enabled {
+        let why = if l.have_export {
+            "the service's provider requests are not recorded, so the provider's list cannot \
+             tell a human's refund from the agent's"
+        } else {
+            "without the provider's list of refunds (stripe-list, refunds-csv) the recording \
+             holds no human's refund"
+        };
+        out.push(d(
+            "humans",
+            format!(
+                "{} escalated: {why}; the humans who take them are simulated from the base's \
+                 humans section (pickup delay {}, check probability {})",
+                plural(l.escalated, "recorded ticket", "recorded tickets"),
+                serde_json::to_string(&base.humans.pickup_delay).unwrap_or_default(),
+                base.humans.check_probability
+            ),
+        ));
+    }
     if l.keys_said == 0 && (l.recorded_requests > 0 || l.split_answers > 0 || l.unanswered > 0) {
         let mode = serde_json::to_value(base.refunds_service.idempotency_key)
             .ok()
@@ -1261,18 +1398,30 @@ mod tests {
     fn a_failed_request_that_made_a_refund_holds_its_key() {
         let lost = req(1, None, None, Some(Some("k")));
         let ok = req(2, Some(200), None, Some(Some("k")));
-        assert_eq!(repeats(&[&lost, &ok], &[true, false]), [false, true]);
-        assert_eq!(repeats(&[&ok, &lost], &[false, true]), [true, false]);
-        assert_eq!(repeats(&[&lost, &ok], &[false, false]), [false, false]);
+        assert_eq!(
+            repeats(&[&lost, &ok], &[true, false], KeyMode::None),
+            [false, true]
+        );
+        assert_eq!(
+            repeats(&[&ok, &lost], &[false, true], KeyMode::None),
+            [true, false]
+        );
+        assert_eq!(
+            repeats(&[&lost, &ok], &[false, false], KeyMode::None),
+            [false, false]
+        );
         let other = req(2, Some(200), None, Some(Some("j")));
-        assert_eq!(repeats(&[&lost, &other], &[true, false]), [false, false]);
+        assert_eq!(
+            repeats(&[&lost, &other], &[true, false], KeyMode::None),
+            [false, false]
+        );
     }
 
     /// Each 2xx is a refund, except one that repeats an earlier 2xx's refund id or, without
     /// ids, its key (Stripe's replay of a saved answer); errors are none.
     #[test]
     fn the_providers_side_counts_creates_not_replays() {
-        let n = |rs: &[ProviderRequestRec]| provider_refunds(rs.iter());
+        let n = |rs: &[ProviderRequestRec]| provider_refunds(rs.iter(), KeyMode::None);
         assert_eq!(n(&[]), None);
         assert_eq!(n(&[req(1, Some(500), None, None)]), Some(0));
         assert_eq!(

@@ -29,6 +29,7 @@ pub mod langsmith;
 pub mod log;
 pub mod openai_agents;
 pub mod otlp;
+mod progress;
 mod py_literal;
 pub mod recording;
 pub mod refunds_csv;
@@ -39,7 +40,10 @@ pub mod tool_args;
 use std::fmt;
 use std::path::Path;
 
-pub use build::{build, origin_date, Drawn, Fit, ImportReport};
+use fields::plural;
+
+pub use build::{build, build_with_progress, origin_date, Drawn, Fit, ImportReport};
+pub use progress::ImportProgress;
 pub use recording::{
     ExportedRefund, Instant, ProviderRequestRec, Recording, ServiceResponseRec, Source, TicketRef,
     ToolCallRec, ToolResultRec, UnixNs, Warning,
@@ -314,24 +318,55 @@ pub fn read_files(
     format: Option<Format>,
     opts: &ImportOptions,
 ) -> Result<Recording, ImportError> {
+    read_files_with_progress(paths, format, opts, &())
+}
+
+/// [`read_files`], telling `progress` each file as it is read and the bytes read so far (a file
+/// read whole: once it is in memory, then its parsing as a step). Progress sees no content: the
+/// recording is exactly [`read_files`]'.
+///
+/// # Errors
+/// As [`read_files`].
+pub fn read_files_with_progress(
+    paths: &[std::path::PathBuf],
+    format: Option<Format>,
+    opts: &ImportOptions,
+    progress: &dyn ImportProgress,
+) -> Result<Recording, ImportError> {
     let mut rec = Recording::default();
     let mut otlp_texts = Vec::new();
     for p in paths {
         let (name, format) = sniff(p, format)?;
+        let len = std::fs::metadata(p)
+            .ok()
+            .filter(std::fs::Metadata::is_file)
+            .map_or(0, |m| m.len());
+        progress.reading(&name, len);
         let open = || {
             let f = std::fs::File::open(p)
                 .map_err(|e| ImportError::at(&name, 0, format!("cannot read: {e}")))?;
-            let mut r = std::io::BufReader::with_capacity(1 << 16, f);
+            let mut r =
+                std::io::BufReader::with_capacity(1 << 16, progress::Counted::new(f, progress));
             skip_bom(&mut r).map_err(|e| ImportError::at(&name, 0, format!("cannot read: {e}")))?;
             Ok::<_, ImportError>(r)
         };
+        // A file read whole: told once it is in memory, then its parsing as a step (OTLP
+        // files are parsed together once all are read).
+        let load = |format: Format| {
+            let loaded = load(p, Some(format))?;
+            progress.read(loaded.1.len() as u64);
+            if format != Format::Otlp {
+                progress.step(&format!("parsing {name}"));
+            }
+            Ok::<_, ImportError>(loaded)
+        };
         match format {
             Format::Otlp => {
-                let (name, text, _) = load(p, Some(Format::Otlp))?;
+                let (name, text, _) = load(Format::Otlp)?;
                 otlp_texts.push((name, text));
             }
             Format::StripeList => {
-                let (name, text, _) = load(p, Some(Format::StripeList))?;
+                let (name, text, _) = load(Format::StripeList)?;
                 rec.extend(stripe_list::read(&name, &text, opts)?);
             }
             Format::Log => rec.extend(log::read_lines(
@@ -354,13 +389,17 @@ pub fn read_files(
                         _ => openai_agents::read_lines(&name, lines, opts)?,
                     });
                 } else {
-                    let (name, text, _) = load(p, Some(format))?;
+                    let (name, text, _) = load(format)?;
                     rec.extend(read_text(&name, &text, format, opts)?);
                 }
             }
         }
     }
     if !otlp_texts.is_empty() {
+        progress.step(&format!(
+            "parsing and linking the spans of {}",
+            plural(otlp_texts.len(), "OTLP file", "OTLP files")
+        ));
         let files: Vec<(&str, &str)> = otlp_texts
             .iter()
             .map(|(n, t)| (n.as_str(), t.as_str()))
@@ -667,6 +706,18 @@ const DEFAULT_BASE: &str = r#"{"name": "recording", "horizon": "1h", "arrivals":
 /// The base cannot be loaded; a file cannot be read or parsed ([`ImportError`], exit 2); the
 /// recording holds nothing to replay.
 pub fn import(inputs: &ImportInputs) -> Result<Imported, crate::error::CliError> {
+    import_with_progress(inputs, &())
+}
+
+/// [`import()`], telling `progress` the files read, the tickets built and the steps between
+/// (for a progress bar). Progress sees no content: the import is exactly [`import()`]'s.
+///
+/// # Errors
+/// As [`import()`].
+pub fn import_with_progress(
+    inputs: &ImportInputs,
+    progress: &dyn ImportProgress,
+) -> Result<Imported, crate::error::CliError> {
     use crate::error::CliError;
     let base = match &inputs.base {
         Some(p) => crate::scenario::load(p, &[], &[])?,
@@ -698,15 +749,16 @@ pub fn import(inputs: &ImportInputs) -> Result<Imported, crate::error::CliError>
         inputs.ticket_field.as_deref(),
         inputs.amount_field.as_deref(),
     );
-    let rec = read_files(&inputs.files, inputs.format, &opts)
+    let rec = read_files_with_progress(&inputs.files, inputs.format, &opts, progress)
         .map_err(|e| CliError::Input(e.to_string()))?;
     let sources: Vec<String> = inputs
         .files
         .iter()
         .map(|f| f.display().to_string())
         .collect();
-    let (scenario, report) =
-        build(&rec, &base, &sources, &opts).map_err(|e| CliError::Input(e.to_string()))?;
+    let (scenario, report) = build_with_progress(&rec, &base, &sources, &opts, progress)
+        .map_err(|e| CliError::Input(e.to_string()))?;
+    progress.step("checking the replay scenario");
     let json = serde_json::to_string_pretty(&scenario)
         .map_err(|e| CliError::Input(format!("cannot write the scenario: {e}")))?
         + "\n";

@@ -8,20 +8,60 @@ use super::dist;
 use super::executor::call_tool;
 use super::refunds_service::get_status;
 use super::stripe::{Origin, RefundParams, StripeRequest};
-use super::stripe_api::{serve, Caller};
+use super::stripe_api::{serve, serve_recorded_outside, Caller};
 use super::stripe_client::classify;
 use super::world::{Ids, World};
 use crate::history::{EventKind, HumanAction, Outcome, TicketStatus};
-use crate::scenario::{Cancellation, ManualRefundVia, RequestKey};
+use crate::scenario::{Cancellation, ManualRefundVia, OutsideRefund, RequestKey};
 use crate::sim::SimTime;
 
 /// Hands `t` to a human: records the escalation and, when humans are enabled, starts their work
-/// as a task of its own.
+/// as a task of its own. In a replay whose recording holds what the humans did for `t`
+/// ([`recorded_human`]), that is replayed instead.
 pub async fn escalate(w: &Rc<World>, t: &Ticket, ids: Ids, reason: String) {
     w.record(ids, EventKind::Escalation { reason });
-    if w.cfg.humans.enabled {
+    if let Some(refunds) = recorded_human(w, t.id) {
+        let (ww, tt) = (w.clone(), t.clone());
+        w.spawn_detached_for_with(t.id, move || replay_human(ww, tt, refunds));
+    } else if w.cfg.humans.enabled {
         let (ww, tt) = (w.clone(), t.clone());
         w.spawn_detached_for_with(t.id, move || human(ww, tt));
+    }
+}
+
+/// What the recording says the humans did for `ticket`, when it holds that
+/// (`replay.outside_refunds_recorded`) and shows the ticket escalated as the run now does:
+/// the refunds made outside the agent (none when the human found the refund, or was refused).
+/// `None` otherwise: no replay, a ticket not recorded, or one the recording did not escalate
+/// (its human is simulated).
+fn recorded_human(w: &World, ticket: u64) -> Option<Vec<OutsideRefund>> {
+    let replay = w
+        .cfg
+        .replay
+        .as_ref()
+        .filter(|r| r.outside_refunds_recorded)?;
+    let recorded = replay.tickets.get(&ticket).filter(|t| t.gave_up())?;
+    Some(recorded.outside_refunds.clone())
+}
+
+/// The recorded humans of an escalated ticket: each refund the recording shows made outside
+/// the agent, at its recorded instant (not before the escalation), from the dashboard (no
+/// key), created at once under Stripe's rules.
+async fn replay_human(w: Rc<World>, t: Ticket, refunds: Vec<OutsideRefund>) {
+    let ids = Ids::ticket(t.id);
+    for (k, r) in refunds.iter().enumerate() {
+        let at = SimTime::from_duration(r.at);
+        if at > w.now() {
+            w.sim.sleep_until(at).await;
+        }
+        w.record(
+            ids,
+            EventKind::Human {
+                action: HumanAction::ManualRefund,
+            },
+        );
+        let attempt = u32::try_from(k).unwrap_or(u32::MAX);
+        manual_refund(&w, &t, ids, attempt, r.amount_cents, true).await;
     }
 }
 
@@ -62,7 +102,7 @@ async fn human(w: Rc<World>, t: Ticket) {
         let status = if via_tool {
             rerun_tool(&w, &t, attempt).await
         } else {
-            manual_refund(&w, &t, ids, attempt).await
+            manual_refund(&w, &t, ids, attempt, t.amount_cents, false).await
         };
         // 200: done; 400: Stripe refused for good (e.g. charge already refunded).
         if status == 200 || status == 400 {
@@ -118,14 +158,22 @@ fn refund_exists(w: &World, ticket: u64) -> bool {
         .is_some()
 }
 
-/// One manual refund from the dashboard (no idempotency key); returns the HTTP status seen
-/// (0 when the connection dropped).
-async fn manual_refund(w: &Rc<World>, t: &Ticket, ids: Ids, attempt: u32) -> u16 {
+/// One manual refund of `amount_cents` from the dashboard (no idempotency key); returns the
+/// HTTP status seen (0 when the connection dropped). `recorded`: a refund the recording shows
+/// made outside the agent, created at once ([`serve_recorded_outside`]).
+async fn manual_refund(
+    w: &Rc<World>,
+    t: &Ticket,
+    ids: Ids,
+    attempt: u32,
+    amount_cents: u64,
+    recorded: bool,
+) -> u16 {
     let req = StripeRequest {
         idempotency_key: None,
         params: RefundParams {
             charge: World::charge_id(t.id),
-            amount_cents: t.amount_cents,
+            amount_cents,
             reason: "requested_by_customer",
             ticket: t.id,
         },
@@ -140,14 +188,18 @@ async fn manual_refund(w: &Rc<World>, t: &Ticket, ids: Ids, attempt: u32) -> u16
         EventKind::StripeRequest {
             idempotency_key: None,
             business_id: None,
-            amount_cents: t.amount_cents,
+            amount_cents,
             sdk_try: attempt,
         },
     );
     let rng = w.ticket_stream("stripe_human", t.id, &[u64::from(attempt)]);
     let start = w.now();
     let key = RequestKey::human(t.id, attempt);
-    let delivered = serve(w.clone(), req, ids, Caller::Human, rng, key).await;
+    let delivered = if recorded {
+        serve_recorded_outside(w.clone(), req, ids, rng, key).await
+    } else {
+        serve(w.clone(), req, ids, Caller::Human, rng, key).await
+    };
     let (status, outcome, refund_id) = classify(&delivered);
     let latency_ns = (w.now() - start).as_nanos();
     w.record(

@@ -221,18 +221,23 @@ async fn handle(
 ) -> ServiceResult {
     let cfg = &w.cfg.refunds_service;
     let overhead = SimTime::from_duration(cfg.overhead);
+    let received = w.now();
     let reach = replayed_reach(w, req);
     w.sim
         .sleep(reach.map_or(overhead, |r| r.min(overhead)))
         .await;
     if cfg.local_dedup {
         match claim_pending_row(w, req.ticket, req.call, cfg.on_pending_row).await {
-            Claim::Refunded(id) => return ServiceResult::Refunded(id),
+            Claim::Refunded(id) => {
+                answer_as_recorded(w, req, received).await;
+                return ServiceResult::Refunded(id);
+            }
             Claim::Conflict => {
+                answer_as_recorded(w, req, received).await;
                 return ServiceResult::error(
                     409,
                     "a refund for this ticket is already in progress (unique constraint, 409)",
-                )
+                );
             }
             Claim::Claimed => {}
         }
@@ -244,6 +249,7 @@ async fn handle(
             .first_money_moving_refund(&w.charge_of(req.ticket))
             .map(|r| String::from(&*r.id));
         if let Some(id) = found {
+            answer_as_recorded(w, req, received).await;
             return ServiceResult::Refunded(id);
         }
     }
@@ -340,6 +346,34 @@ async fn handle(
                 .map_or(ServiceResult::error(status, e), ServiceResult::Refunded),
             OnKeyConflict::RetryNewKey => retry_under_new_key(w, req, ids, caller).await,
         },
+    }
+}
+
+/// In a replay, the service answering `req` from its own state (a pending row's 409, the
+/// ledger's or a lookup's refund) without a provider request: when the recording shows this
+/// call answered by the service with no provider request (no `replay.requests` entry for it,
+/// and its answer recorded), the answer comes the recorded time after the service `received`
+/// the call, as every recorded instant does. Nothing otherwise (no replay, a call the
+/// recording shows going to the provider, one never recorded).
+async fn answer_as_recorded(w: &World, req: &ServiceRequest, received: SimTime) {
+    let Some(replay) = w.cfg.replay.as_ref() else {
+        return;
+    };
+    if replay
+        .requests
+        .contains_key(&RequestKey::service(req.ticket, req.attempt, 0))
+    {
+        return;
+    }
+    let Some(call) = replay.call(req.ticket, req.attempt) else {
+        return;
+    };
+    let Some(answered) = call.response_at else {
+        return;
+    };
+    let at = received.saturating_add(SimTime::from_duration(answered.saturating_sub(call.at)));
+    if at > w.now() {
+        w.sim.sleep_until(at).await;
     }
 }
 

@@ -172,13 +172,47 @@ pub async fn serve(
     key: RequestKey,
 ) -> Delivered {
     let d = draw(&w, &mut rng, &key);
+    serve_drawn(w, req, ids, caller, rng, key, d).await
+}
+
+/// [`serve`] for a refund a replay makes as recorded outside the agent (a human's dashboard
+/// refund the provider's list shows, `replay.tickets[].outside_refunds`): no draw, no latency,
+/// no fault: created the instant it is asked for, under Stripe's rules (a charge that cannot
+/// hold it refuses it, 400).
+pub async fn serve_recorded_outside(
+    w: Rc<World>,
+    req: StripeRequest,
+    ids: Ids,
+    rng: StreamRng,
+    key: RequestKey,
+) -> Delivered {
+    let d = Draws {
+        latency: SimTime::ZERO,
+        lock_timeout: false,
+        fault: CommitFault::None,
+        status: RefundStatus::Succeeded,
+    };
+    serve_drawn(w, req, ids, Caller::Human, rng, key, d).await
+}
+
+async fn serve_drawn(
+    w: Rc<World>,
+    req: StripeRequest,
+    ids: Ids,
+    caller: Caller,
+    mut rng: StreamRng,
+    key: RequestKey,
+    d: Draws,
+) -> Delivered {
     let mut fault = d.fault;
     let recorded = w
         .cfg
         .replay
         .as_ref()
         .and_then(|r| r.requests.get(&key))
-        .filter(|_| w.recording_wins);
+        // The recording wins where it knows what was sent: a request whose Idempotency-Key
+        // it does not state took the scenario's key, an assumption the rules may overrule.
+        .filter(|r| w.recording_wins && r.idempotency_key.is_some());
     let begun = match recorded {
         None => w.stripe.borrow_mut().begin(w.now(), req, d.lock_timeout),
         Some(rec) => {

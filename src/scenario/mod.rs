@@ -46,5 +46,7 @@ pub use layers::{
 };
 pub use load::{load, load_str, load_text, load_with_expect_source, not_utf8_at, schema_json};
 pub use provider::{Provider, ProviderKind, Settle};
-pub use replay::{PoolCalibration, RecordedCall, RecordedRequest, RecordedTicket, Replay};
+pub use replay::{
+    OutsideRefund, PoolCalibration, RecordedCall, RecordedRequest, RecordedTicket, Replay,
+};
 pub use validate::{validate, MAX_CENTS, MAX_DURATION, MAX_FIRST_TICKET_ID, MAX_HORIZON, METRICS};

@@ -60,6 +60,15 @@ pub struct Replay {
     /// Default: none.
     #[serde(default)]
     pub tickets: BTreeMap<u64, RecordedTicket>,
+    /// Whether the recording holds what the humans did: the provider's list of refunds and
+    /// the service's provider requests were both imported, so each ticket's refunds that no
+    /// request of the service made (`tickets[].outside_refunds`, possibly none) are the whole
+    /// of what humans did for it. Then a run that escalates a recorded ticket whose recording
+    /// escalated it too (its last recorded result failed) replays those refunds instead of
+    /// simulating a human (see `tickets[].outside_refunds`). Default: false (humans are
+    /// simulated from the scenario's `humans`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub outside_refunds_recorded: bool,
 }
 
 /// One recorded provider request.
@@ -110,6 +119,51 @@ pub struct RecordedTicket {
     pub refunds: u32,
     /// Where `refunds` was counted: `"refund export"` or `"tool results"`.
     pub refunds_from: String,
+    /// Refunds of the ticket in the provider's list that no provider request of the refunds
+    /// service made: made outside the agent (a human's dashboard refund), counted in `refunds`.
+    /// With `replay.outside_refunds_recorded`, a run that escalates the ticket (when its
+    /// recording did) makes them at their recorded instants, or at the escalation if that is
+    /// later, instead of simulating a human; a run that does not escalate it makes none.
+    /// Default: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outside_refunds: Vec<OutsideRefund>,
+}
+
+impl RecordedTicket {
+    /// Whether the recording shows the model giving up on the ticket (an escalation): its last
+    /// recorded call's result failed or timed out.
+    pub fn gave_up(&self) -> bool {
+        self.calls
+            .last()
+            .and_then(|c| c.result.as_deref())
+            .is_some_and(|r| r != "ok")
+    }
+}
+
+/// A refund made outside the agent, as the provider's list records it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct OutsideRefund {
+    /// The refund's id in the provider's list.
+    pub id: String,
+    /// When it was created (the list's `created`; a whole second is read as its middle).
+    #[serde(with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub at: Duration,
+    /// Its amount, cents.
+    pub amount_cents: u64,
+}
+
+impl OutsideRefund {
+    /// An outside refund `id` of `amount_cents` created at `at`.
+    pub fn new(id: impl Into<String>, at: Duration, amount_cents: u64) -> Self {
+        OutsideRefund {
+            id: id.into(),
+            at,
+            amount_cents,
+        }
+    }
 }
 
 /// One recorded tool call (one model attempt) and what followed.
@@ -367,6 +421,7 @@ mod tests {
             .into_iter()
             .collect(),
             tickets: BTreeMap::new(),
+            outside_refunds_recorded: false,
         }
     }
 

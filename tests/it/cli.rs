@@ -530,6 +530,12 @@ const HOLDS_PAST_100_MB: [&str; 12] = [
 /// the exit code and everything written to stderr.
 #[cfg(unix)]
 fn on_a_terminal(args: &[&str]) -> (Option<i32>, String) {
+    on_a_terminal_to(args, std::process::Stdio::null())
+}
+
+/// [`on_a_terminal`], with stdout to `stdout` (a file: a pipe left unread could fill).
+#[cfg(unix)]
+fn on_a_terminal_to(args: &[&str], stdout: std::process::Stdio) -> (Option<i32>, String) {
     use std::io::Read;
     use std::os::fd::FromRawFd;
     let (mut master, mut slave) = (0, 0);
@@ -561,7 +567,7 @@ fn on_a_terminal(args: &[&str]) -> (Option<i32>, String) {
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("refundsim"))
         .args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .stdout(std::process::Stdio::null())
+        .stdout(stdout)
         .stderr(slave)
         .spawn()
         .unwrap();
@@ -600,6 +606,61 @@ fn a_run_stopped_over_the_budget_clears_its_progress_bar_first() {
         !err[at..].contains(" of virtual time"),
         "no frame after the error: {err:?}"
     );
+}
+
+/// `import` and `replay` show their progress on a terminal (the bytes read, the tickets built,
+/// the run's virtual time) and nowhere else: with stderr piped there is no bar, and stdout and
+/// the scenario written are the same bytes either way.
+#[cfg(unix)]
+#[test]
+fn import_and_replay_show_progress_on_a_terminal_only_and_write_the_same_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let (otlp, list) = (path("run.otlp.json"), path("refunds.json"));
+    refundsim()
+        .args(["run", INCIDENT, "--otlp", &otlp, "--stripe-list", &list])
+        .assert()
+        .success();
+    let piped = |args: &[&str]| {
+        let out = refundsim().args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(!err.contains('\u{1b}'), "no bar in a pipe: {err:?}");
+        (out.status.code(), out.stdout, err)
+    };
+    let on_terminal = |args: &[&str], name: &str| {
+        let stdout = std::fs::File::create(path(name)).unwrap();
+        let (code, err) = on_a_terminal_to(args, stdout.into());
+        (code, std::fs::read(path(name)).unwrap(), err)
+    };
+    let import =
+        |out: &str| ["import", &otlp, &list, "--base", INCIDENT, "--out", out].map(str::to_string);
+    let (a, b) = (import(&path("a.json")), import(&path("b.json")));
+    let (code, stdout, _) = piped(&a.each_ref().map(String::as_str));
+    let (t_code, t_stdout, err) = on_terminal(&b.each_ref().map(String::as_str), "import.out");
+    assert_eq!((code, t_code), (Some(0), Some(0)), "{err}");
+    assert_eq!(
+        String::from_utf8(stdout)
+            .unwrap()
+            .replace("a.json", "b.json"),
+        String::from_utf8(t_stdout).unwrap()
+    );
+    assert_eq!(
+        std::fs::read(path("a.json")).unwrap(),
+        std::fs::read(path("b.json")).unwrap()
+    );
+    assert!(
+        err.contains("import [") && err.contains(" tickets, "),
+        "a bar of the tickets built: {err:?}"
+    );
+    let replay = ["replay", &otlp, &list, "--base", INCIDENT];
+    let (code, stdout, _) = piped(&replay);
+    let (t_code, t_stdout, err) = on_terminal(&replay, "replay.out");
+    assert_eq!((code, t_code), (Some(0), Some(0)), "{err}");
+    assert_eq!(stdout, t_stdout);
+    assert!(err.contains("replay ["), "a bar was drawn: {err:?}");
+    assert!(String::from_utf8(stdout)
+        .unwrap()
+        .contains("replay matches the recording"),);
 }
 
 /// The budget is enforced while a run runs, not only estimated before: what the estimate does

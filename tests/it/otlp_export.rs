@@ -435,26 +435,109 @@ fn a_probe_before_the_result_round_trips() {
     assert_round_trips("scenarios/findings/naive-status-probe.json", "arguments");
 }
 
+/// A lost connection keeps its span's duration; the humans' dashboard attempts leave no span,
+/// and the provider's list holds only those that made a refund: the import records those as the
+/// escalated ticket's refunds made outside the agent, and the exact replay makes them at their
+/// recorded instants instead of simulating humans (whose refund the real charge refused on
+/// ticket 1, and whom the charge the import assumes would admit).
 #[test]
-#[ignore = "recording: every instant replays (a lost connection keeps its span's duration), \
-            but a human's dashboard attempts are not in the recording (no span; the provider's \
-            list holds only those that made a refund): the replay draws them from the base, and \
-            the charge import assumes (the recorded refunds and one more) admits a human's \
-            refund that the real charge refused (ticket 1: run 2, replayed 3)"]
 fn lost_connections_round_trip() {
-    assert_round_trips("scenarios/findings/tiny-world.json", "arguments");
+    let c = assert_round_trips("scenarios/findings/tiny-world.json", "arguments");
+    let refunds: Vec<(u64, u64)> = c["tickets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["ticket"].as_u64().unwrap(),
+                t["recorded_refunds"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    // Ticket 2's third refund is the human's, from the dashboard at 10:03.
+    assert_eq!(refunds, [(1, 2), (2, 3)]);
 }
 
+/// The service's own 409 for a pending row (a SERVER span with no provider request below it,
+/// 20 ms after receiving the call) replays at its recorded instant, and the humans' dashboard
+/// refunds (in the provider's list only) are recorded refunds of the escalated tickets.
 #[test]
-#[ignore = "importer: a SERVER span with no provider request below it (the service's own 409 \
-            for a pending row, 20 ms after receiving the call) is replayed as an immediate \
-            answer: each ticket's attempt 1 tool_result replays 20 ms early (ticket 1: recorded \
-            9.109 s, replayed 9.089 s); and the human's dashboard refunds are in --stripe-list \
-            only (tickets 1-3: run 2, recorded 1)"]
 fn a_refusal_without_a_provider_request_round_trips() {
-    assert_round_trips(
+    let c = assert_round_trips(
         "scenarios/recipes/unique-constraint-conflict.json",
         "arguments",
+    );
+    assert_eq!(c["recorded_refunds"], 6);
+}
+
+/// The humans' refunds a recording holds follow the escalation in a counterfactual: a policy
+/// under which each ticket still escalates (a key per ticket: the retry is still told 409)
+/// keeps the human's recorded refund as it happened; one under which the agent no longer gives
+/// up (`fixed.json`: the first call answers within its 15 s timeout) makes none. Without the
+/// provider's list the humans are drawn from the base, and the import says so.
+#[test]
+fn a_recorded_humans_refund_follows_the_escalation_in_a_counterfactual() {
+    const SC: &str = "scenarios/recipes/unique-constraint-conflict.json";
+    let dir = tempfile::tempdir().unwrap();
+    let run = export(dir.path(), SC, &[]);
+    let imported = dir.path().join("imported.json");
+    let out = refundsim()
+        .arg("import")
+        .arg(&run.otlp)
+        .arg(&run.list)
+        .args(["--base", SC, "--out"])
+        .arg(&imported)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let sc = read_json(&imported);
+    assert_eq!(sc["replay"]["outside_refunds_recorded"], true);
+    for t in ["1", "2", "3"] {
+        let outside = sc["replay"]["tickets"][t]["outside_refunds"]
+            .as_array()
+            .unwrap();
+        assert_eq!(outside.len(), 1, "ticket {t}: {outside:?}");
+        assert!(outside[0]["id"].as_str().unwrap().starts_with("re_"));
+    }
+    let replayed = |files: &[&Path], policy: Option<&str>| {
+        let mut cmd = refundsim();
+        cmd.arg("replay").args(files).args(["--base", SC, "--json"]);
+        if let Some(p) = policy {
+            cmd.args(["--policy", p]);
+        }
+        let out = cmd.output().unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        let per_ticket: Vec<u64> = v["comparison"]["tickets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["replayed_refunds"].as_u64().unwrap())
+            .collect();
+        (per_ticket, v["drawn_from_base"].clone())
+    };
+    let both: [&Path; 2] = [&run.otlp, &run.list];
+    let (exact, drawn) = replayed(&both, None);
+    assert_eq!(exact, [2, 2, 2]);
+    assert!(
+        !drawn.to_string().contains("\"humans\""),
+        "recorded, not drawn: {drawn}"
+    );
+    assert_eq!(replayed(&both, Some("policies/key-only.json")).0, [2, 2, 2]);
+    assert_eq!(replayed(&both, Some("policies/fixed.json")).0, [1, 1, 1]);
+    let (_, drawn) = replayed(&[&run.otlp], None);
+    let humans = drawn
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["fact"] == "humans")
+        .unwrap_or_else(|| panic!("humans drawn from the base: {drawn}"));
+    assert!(
+        humans["from_base"]
+            .as_str()
+            .unwrap()
+            .starts_with("3 recorded tickets escalated: without the provider's list"),
+        "{humans}"
     );
 }
 

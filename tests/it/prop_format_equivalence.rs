@@ -1134,6 +1134,7 @@ fn timed_out_at_stripe() -> World {
         error_500: 0.0,
         seed: 0,
         capture: "arguments",
+        humans: 0,
     }
 }
 

@@ -8,8 +8,10 @@
 //! connections, 1 s / 2 s / 8 s timeouts reported as errors or followed by a status probe, no
 //! key or a per-ticket key (Stripe then answers retries as replays), latencies that straddle
 //! the timeout (late responses), and responses lost or failed after the refund is made.
-//! Humans are off: their dashboard attempts leave no span, and the provider's list holds only
-//! those that made a refund (`otlp_export::lost_connections_round_trip` says what that costs).
+//! Humans who take escalated tickets are off, blind (refund from the dashboard without
+//! checking) or checking first: their dashboard attempts leave no span, but the provider's list
+//! holds the refunds they made, which the import records as the escalated ticket's refunds
+//! made outside the agent and the exact replay makes at their recorded instants.
 //!
 //! `cargo test` runs 24 worlds; `PROPTEST_CASES=200 cargo test --release --test it
 //! prop_round_trip` runs more.
@@ -19,7 +21,7 @@ use serde_json::Value;
 
 use crate::common::prop::runner;
 use crate::common::refundsim;
-use crate::common::worlds::{refunds_in, scenario, world, World};
+use crate::common::worlds::{refunds_in, scenario, world_with_humans as world, World};
 
 fn round_trip(w: &World) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().unwrap();

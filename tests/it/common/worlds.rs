@@ -2,9 +2,8 @@
 //! 1–5 tickets opened within 20 s, one or several tool calls each, pools of 1–4 connections,
 //! 1 s / 2 s / 8 s timeouts reported as errors or followed by a status probe, no key or a
 //! per-ticket key (Stripe then answers retries as replays), latencies that straddle the timeout
-//! (late responses), and responses lost or failed after the refund is made. Humans are off:
-//! their dashboard attempts leave no span, and the provider's list holds only those that made a
-//! refund (`otlp_export::lost_connections_round_trip` says what that costs).
+//! (late responses), and responses lost or failed after the refund is made. Humans are off in
+//! [`world`] and on in [`world_with_humans`].
 
 use std::collections::BTreeMap;
 
@@ -25,6 +24,8 @@ pub struct World {
     pub error_500: f64,
     pub seed: u64,
     pub capture: &'static str,
+    /// 0: no humans; 1: humans who refund without checking; 2: humans who check first.
+    pub humans: u8,
 }
 
 pub fn world() -> impl Strategy<Value = World> {
@@ -71,8 +72,20 @@ pub fn world() -> impl Strategy<Value = World> {
                 error_500,
                 seed,
                 capture,
+                humans: 0,
             },
         )
+}
+
+/// [`world`] with the humans who take escalated tickets off, blind (they refund from the
+/// dashboard without checking) or checking first: their dashboard attempts leave no span, but
+/// the provider's list holds the refunds they made, which the import records as refunds made
+/// outside the agent.
+pub fn world_with_humans() -> impl Strategy<Value = World> {
+    (world(), prop::sample::select(vec![0u8, 1, 2])).prop_map(|(mut w, humans)| {
+        w.humans = humans;
+        w
+    })
 }
 
 pub fn scenario(w: &World) -> Value {
@@ -103,7 +116,11 @@ pub fn scenario(w: &World) -> Value {
             "latency_choices": w.latencies_ms.iter().map(|m| format!("{m}ms")).collect::<Vec<_>>(),
             "faults": {"response_lost_after_commit": w.lost, "error_500_after_commit": w.error_500},
         },
-        "humans": {"enabled": false},
+        "humans": match w.humans {
+            0 => json!({"enabled": false}),
+            h => json!({"enabled": true, "pickup_delay": {"p50": "20s", "p99": "90s"},
+                        "check_probability": if h == 1 { 0.0 } else { 1.0 }}),
+        },
     })
 }
 
