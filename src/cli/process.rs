@@ -29,7 +29,9 @@ pub fn remove_temporaries_on_signals() {
             Ok(mut signals) => {
                 std::thread::spawn(move || {
                     if let Some(sig) = signals.forever().next() {
-                        refundsim::output::remove_temporaries_and_exit(128 + sig);
+                        // Held until the process ends: nothing is renamed into place meanwhile.
+                        let _held = refundsim::output::remove_temporaries();
+                        std::process::exit(128 + sig);
                     }
                 });
             }
