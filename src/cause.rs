@@ -30,7 +30,7 @@ pub fn causes(sc: &Scenario, m: &Metrics) -> Vec<Cause> {
                 "no_over_refund" => format!(
                     "{} refunded beyond the approved amounts on {} ticket{}: the extra refunds \
                      above",
-                    crate::report::dollars(m.over_refund_cents),
+                    crate::scenario::dollars(m.over_refund_cents),
                     i.violations,
                     plural(i.violations)
                 ),

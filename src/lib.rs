@@ -33,6 +33,7 @@
 //! [`invariants`] (invariants and metrics) → [`run`] and [`report`] (what the CLI prints).
 #![warn(missing_docs)]
 
+pub mod analysis;
 pub mod cause;
 pub mod error;
 pub mod explore;

@@ -5,10 +5,11 @@
 //! the old one's permissions, or `0644`. A device, FIFO or socket (`/dev/null`, `/dev/stdout`, a
 //! pipe) is written in place, never replaced. A directory is an error.
 //!
-//! Every temporary file being written is listed in a registry, so that SIGINT or SIGTERM
-//! (Ctrl-C during `run --trace t.jsonl`) removes them all before the process ends
-//! ([`remove_temporaries_and_exit`]): an interrupted command leaves neither the output nor a
-//! hidden `.tmpXXXXXX` beside it.
+//! Every temporary file being written is listed in a registry, so that on SIGINT or SIGTERM
+//! (Ctrl-C during `run --trace t.jsonl`) the binary can remove them all before it ends the
+//! process ([`remove_temporaries`]): an interrupted command leaves neither the output nor a
+//! hidden `.tmpXXXXXX` beside it. The library offers the cleanup; ending the process is the
+//! caller's decision.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -41,17 +42,22 @@ pub fn clear_progress() {
     }
 }
 
-/// Removes every temporary output file being written, clears the progress bars
-/// ([`clear_progress`]), then ends the process with `code` (130 after SIGINT, 143 after
-/// SIGTERM). The registry stays locked until the process ends, so no new temporary file is
-/// created and none is renamed into place meanwhile.
-pub fn remove_temporaries_and_exit(code: i32) -> ! {
+/// The registry of temporary output files, locked and emptied of its files by
+/// [`remove_temporaries`]: while it is held, no new temporary file is created and none is
+/// renamed into place.
+pub struct TemporariesRemoved(#[allow(dead_code)] MutexGuard<'static, BTreeSet<PathBuf>>);
+
+/// Clears the progress bars ([`clear_progress`]) and removes every temporary output file being
+/// written. Returns the registry still locked: a caller about to end the process (the binary
+/// on SIGINT or SIGTERM) holds it until then, so that no output is created or renamed into
+/// place meanwhile; dropping it lets writing go on.
+pub fn remove_temporaries() -> TemporariesRemoved {
     clear_progress();
     let set = in_progress();
     for path in set.iter() {
         let _ = fs::remove_file(path);
     }
-    std::process::exit(code)
+    TemporariesRemoved(set)
 }
 
 /// Writes the output of `write` to `path` as described in the module docs. Errors are one line.

@@ -3,16 +3,12 @@
 use serde::Serialize;
 
 use std::cell::RefCell;
-use std::io::Write;
 use std::rc::Rc;
 
-use crate::history::{Event, History, Keep, Observer, TraceStream};
+use crate::analysis::story::{story_as, IncidentShapes};
+use crate::history::{Event, History, Keep, Observer};
 use crate::invariants::{expectations, EvalRules, Evaluator, ExpectationResult, Metrics};
 use crate::model::simulate_observed;
-use crate::report::otlp::OtlpStream;
-use crate::report::perfetto::PerfettoStream;
-use crate::report::stripe_list::StripeListStream;
-use crate::report::IncidentShapes;
 use crate::scenario::Scenario;
 use crate::sim::{Seeded, Sim, SimTime, Streams};
 
@@ -99,7 +95,7 @@ pub struct RunReport {
     /// [`crate::cause`]). Empty when every invariant holds.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub causes: Vec<crate::cause::Cause>,
-    /// Tickets whose story has the incident's shape (see [`crate::report::incident_shaped`]),
+    /// Tickets whose story has the incident's shape (see [`crate::analysis::story::incident_shaped`]),
     /// ascending, at most [`crate::invariants::MAX_LISTED_IDS`].
     pub incident_shaped_tickets: Vec<u64>,
     /// Engine events processed.
@@ -145,18 +141,10 @@ pub fn run(scenario: &Scenario, seed: u64, how: &Invocation) -> RunOutput {
 
 /// [`run`], keeping the events `keep` selects in [`RunOutput::history`].
 pub fn run_keeping(scenario: &Scenario, seed: u64, how: &Invocation, keep: Keep) -> RunOutput {
-    run_recorded(
-        engine_for(scenario),
-        scenario,
-        seed,
-        how,
-        keep,
-        Sinks::default(),
-    )
-    .0
+    run_recorded(engine_for(scenario), scenario, seed, how, keep, ()).0
 }
 
-/// One ticket's story (see [`crate::report::story`]) from re-running `scenario` under `seed`
+/// One ticket's story (see [`crate::analysis::story::story`]) from re-running `scenario` under `seed`
 /// keeping only that ticket's events: runs are deterministic, so this is the story of the run
 /// that was reported. Empty when the run never opened the ticket.
 pub fn story_of(
@@ -170,7 +158,7 @@ pub fn story_of(
         .replay
         .as_ref()
         .map_or_else(|| ticket.to_string(), |r| r.ticket_text(ticket));
-    crate::report::story_as(&out.history, ticket, &shown, origin)
+    story_as(&out.history, ticket, &shown, origin)
 }
 
 /// Engine events between two calls of a [`run_with_progress`] observer: often enough for a
@@ -190,7 +178,7 @@ pub fn run_with_progress(
     engine.on_progress(PROGRESS_EVERY_EVENTS, move |t: SimTime| {
         observer(std::time::Duration::from_nanos(t.as_nanos()))
     });
-    run_recorded(engine, scenario, seed, how, Keep::Nothing, Sinks::default()).0
+    run_recorded(engine, scenario, seed, how, Keep::Nothing, ()).0
 }
 
 /// The engine a scenario asks for: plain, or exploring under its `tie_break` section.
@@ -207,63 +195,46 @@ pub fn engine_for(scenario: &Scenario) -> Sim {
 /// [`run`] on a given engine, e.g. one in exploration mode ([`Sim::exploring`]), keeping every
 /// event.
 pub fn run_on(engine: Sim, scenario: &Scenario, seed: u64, how: &Invocation) -> RunOutput {
-    run_recorded(engine, scenario, seed, how, Keep::All, Sinks::default()).0
+    run_recorded(engine, scenario, seed, how, Keep::All, ()).0
 }
 
-/// A trace being streamed while a run goes on: JSONL lines to any writer.
-pub type TraceSink = TraceStream<Box<dyn Write>>;
+/// An output a run streams its events to as they happen (a trace file, an export): it reads
+/// every event and every ticket's closing, in the run's order, and never changes the run.
+/// `()` is no output; `report::Sinks` are the files `refundsim run` writes.
+pub trait Sink {
+    /// One event, as it happens.
+    fn event(&mut self, e: &Event);
+    /// Ticket `id` closed: no later event names it.
+    fn ticket_closed(&mut self, _id: u64) {}
+    /// The memory the output holds, bytes, counted by the run budget while running.
+    fn held_bytes(&self) -> u64 {
+        0
+    }
+}
 
-/// A Chrome Trace Event JSON file (`--perfetto`) being streamed while a run goes on.
-pub type PerfettoSink = PerfettoStream<Box<dyn Write>>;
-
-/// OpenTelemetry traces in OTLP/JSON (`--otlp`) being streamed while a run goes on.
-pub type OtlpSink = OtlpStream<Box<dyn Write>>;
-
-/// Stripe's list of the run's refunds (`--stripe-list`), written when the run ends.
-pub type StripeListSink = StripeListStream<Box<dyn Write>>;
-
-/// The outputs a run streams its events to as they happen; each is optional.
-#[derive(Default)]
-pub struct Sinks {
-    /// The JSONL trace (`--trace`).
-    pub trace: Option<TraceSink>,
-    /// The Chrome Trace Event JSON (`--perfetto`).
-    pub perfetto: Option<PerfettoSink>,
-    /// The OTLP/JSON traces (`--otlp`).
-    pub otlp: Option<OtlpSink>,
-    /// Stripe's list of refunds (`--stripe-list`).
-    pub stripe_list: Option<StripeListSink>,
+/// No output.
+impl Sink for () {
+    fn event(&mut self, _e: &Event) {}
 }
 
 /// The run's one observer: the online metrics and invariants, the incident-shape scan, the
 /// streamed outputs, the kept events and the caller's own consumer, if any.
 #[derive(Default)]
-struct Recorder {
+struct Recorder<S> {
     eval: Evaluator,
     shapes: IncidentShapes,
     keep: Keep,
     kept: History,
-    sinks: Sinks,
+    sinks: S,
     recording: Option<crate::replay::ReplayObserver>,
     extra: Option<Rc<RefCell<dyn Observer>>>,
 }
 
-impl Observer for Recorder {
+impl<S: Sink> Observer for Recorder<S> {
     fn event(&mut self, e: Event) {
         self.eval.record(&e);
         self.shapes.record(&e);
-        if let Some(t) = &mut self.sinks.trace {
-            t.write(&e);
-        }
-        if let Some(p) = &mut self.sinks.perfetto {
-            p.event(&e);
-        }
-        if let Some(o) = &mut self.sinks.otlp {
-            o.event(&e);
-        }
-        if let Some(l) = &mut self.sinks.stripe_list {
-            l.event(&e);
-        }
+        self.sinks.event(&e);
         if let Some(r) = &mut self.recording {
             r.record(&e);
         }
@@ -280,29 +251,18 @@ impl Observer for Recorder {
             None => {}
         }
     }
-    /// The Perfetto and OTLP exporters' open tickets, the Stripe list's refunds, the kept
-    /// events (about 256 bytes each) and the caller's consumer.
+    /// The outputs' own (see [`Sink::held_bytes`]), the kept events (about 256 bytes each)
+    /// and the caller's consumer.
     fn held_bytes(&self) -> u64 {
-        let perfetto = self.sinks.perfetto.as_ref().map_or(0, |p| p.held_bytes());
-        let otlp = self.sinks.otlp.as_ref().map_or(0, |o| o.held_bytes());
-        let list = self
-            .sinks
-            .stripe_list
-            .as_ref()
-            .map_or(0, |l| l.held_bytes());
+        let sinks = self.sinks.held_bytes();
         let kept = self.kept.events.len() as u64 * 256;
         let extra = self.extra.as_ref().map_or(0, |x| x.borrow().held_bytes());
-        perfetto + otlp + list + kept + extra
+        sinks + kept + extra
     }
     fn ticket_closed(&mut self, id: u64) {
         self.eval.ticket_closed(id);
         self.shapes.ticket_closed(id);
-        if let Some(p) = &mut self.sinks.perfetto {
-            p.ticket_closed(id);
-        }
-        if let Some(o) = &mut self.sinks.otlp {
-            o.ticket_closed(id);
-        }
+        self.sinks.ticket_closed(id);
         if let Some(x) = &self.extra {
             x.borrow_mut().ticket_closed(id);
         }
@@ -310,17 +270,16 @@ impl Observer for Recorder {
 }
 
 /// The general form: runs on `engine`, keeps what `keep` selects, and streams every event to
-/// `sinks` as it happens. Returns the output and the sinks (check [`TraceStream::finish`],
-/// [`PerfettoStream::finish`], [`OtlpStream::finish`] and [`StripeListStream::finish`] for I/O
-/// errors).
-pub fn run_recorded(
+/// `sinks` as it happens. Returns the output and the sinks (for `report::Sinks`, check each
+/// stream's `finish` for I/O errors).
+pub fn run_recorded<S: Sink + Default + 'static>(
     engine: Sim,
     scenario: &Scenario,
     seed: u64,
     how: &Invocation,
     keep: Keep,
-    sinks: Sinks,
-) -> (RunOutput, Sinks) {
+    sinks: S,
+) -> (RunOutput, S) {
     run_recorded_with(engine, scenario, seed, how, keep, sinks, None)
 }
 
@@ -329,15 +288,15 @@ pub fn run_recorded(
 /// consumers, such as the HTML report's timelines and duplicated tickets' stories. `extra`
 /// only reads the stream: the output is exactly [`run_recorded`]'s. The caller keeps a clone
 /// of the `Rc` to read its consumer after the run.
-pub fn run_recorded_with(
+pub fn run_recorded_with<S: Sink + Default + 'static>(
     engine: Sim,
     scenario: &Scenario,
     seed: u64,
     how: &Invocation,
     keep: Keep,
-    sinks: Sinks,
+    sinks: S,
     extra: Option<Rc<RefCell<dyn Observer>>>,
-) -> (RunOutput, Sinks) {
+) -> (RunOutput, S) {
     let rec = Rc::new(RefCell::new(Recorder {
         eval: Evaluator::new(EvalRules::of(scenario)),
         shapes: IncidentShapes::default(),

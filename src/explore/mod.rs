@@ -93,7 +93,7 @@ pub fn first_violation_of(names: &[&str], sc: &Scenario, out: &RunOutput) -> Opt
                     if out.history.events.is_empty() {
                         crate::run::story_of(sc, sc.seed, t, origin)
                     } else {
-                        crate::report::story(&out.history, t, origin)
+                        crate::analysis::story::story(&out.history, t, origin)
                     }
                 })
                 .unwrap_or_default(),

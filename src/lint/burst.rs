@@ -15,8 +15,8 @@
 //! The larger of the two is the wait estimate, capped by `refunds_service.acquire_timeout`.
 //! Summing p99s errs high, on purpose: a timeout should clear the tail of the burst.
 
-pub use crate::report::queueing::erlang_c;
-use crate::report::queueing::{latency_moments, peak_ticket_rate};
+pub use crate::analysis::queueing::erlang_c;
+use crate::analysis::queueing::{latency_moments, peak_ticket_rate};
 use crate::scenario::{LatencyDist, Scenario};
 
 /// z for the 99th percentile of a normal.

@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
-use crate::report::queueing::{oracle_rows, PoolOracle};
+use crate::analysis::queueing::{oracle_rows, PoolOracle};
 
 /// How bad a finding is. `error` makes `refundsim lint` exit 1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -97,7 +97,7 @@ pub struct LintReport {
 }
 
 /// The queueing oracle of one linted scenario (or policy over the defaults): what Erlang C and
-/// Allen–Cunneen predict for its connection pool (see [`crate::report::queueing`]).
+/// Allen–Cunneen predict for its connection pool (see [`crate::analysis::queueing`]).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct LintedQueue {
     /// The file as given.

@@ -24,7 +24,7 @@
 //!
 //! Besides findings, each scenario or policy gets the pool's queueing oracle (Erlang C and
 //! Allen–Cunneen with their inputs λ, E[S], c, ρ; "unstable" when ρ ≥ 1; see
-//! [`crate::report::queueing`]), printed before the closing count and in `--json` as `queueing`.
+//! [`crate::analysis::queueing`]), printed before the closing count and in `--json` as `queueing`.
 
 pub mod burst;
 mod deliveries;
@@ -40,7 +40,7 @@ mod tools;
 
 use std::path::PathBuf;
 
-use crate::report::queueing::pool_oracle;
+use crate::analysis::queueing::pool_oracle;
 
 pub use error::LintError;
 pub use finding::{lint_text, Finding, LintReport, LintedFile, LintedQueue, Severity};

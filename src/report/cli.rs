@@ -8,13 +8,14 @@ use std::time::{Duration, SystemTime};
 
 use super::otlp::{OtlpCapture, OtlpOptions, OtlpStream};
 use super::perfetto::PerfettoStream;
-use super::queueing::pool_oracle;
 use super::stripe_list::StripeListStream;
 use super::summary_with_oracle;
+use super::Sinks;
+use crate::analysis::queueing::pool_oracle;
 use crate::error::CliError;
 use crate::history::{Keep, TraceStream};
 use crate::output::{same_file, WholeFile};
-use crate::run::{engine_for, run_recorded, Invocation, RunOutput, Sinks};
+use crate::run::{engine_for, run_recorded, Invocation, RunOutput};
 use crate::scenario::{self, Scenario};
 
 /// The arguments of `refundsim run`.
@@ -208,7 +209,7 @@ fn ticket_story(
         .replay
         .as_ref()
         .map_or_else(|| t.to_string(), |r| r.ticket_text(t));
-    let lines = crate::report::story_as(&out.history, t, &shown, origin);
+    let lines = crate::analysis::story::story_as(&out.history, t, &shown, origin);
     if lines.is_empty() {
         let n = out.report.metrics.tickets;
         let range = if !sc.arrivals.tickets.is_empty() {

@@ -8,13 +8,15 @@ pub mod cli;
 pub mod html;
 pub mod otlp;
 pub mod perfetto;
-pub mod queueing;
-mod story;
+mod sinks;
 pub mod stripe_list;
 mod summary;
 
-pub use story::{incident_shaped, story, story_as, IncidentShapes};
-pub(crate) use summary::dollars;
+/// The pool's queueing oracle, kept at its old path: it lives in [`crate::analysis::queueing`],
+/// below `report/` and `lint/`, which both read it.
+pub use crate::analysis::queueing;
+pub use crate::analysis::story::{incident_shaped, story, story_as, IncidentShapes};
 pub use summary::{summary, summary_with_oracle, LISTED_DUPLICATES};
 
 pub use cli::cli_run;
+pub use sinks::{OtlpSink, PerfettoSink, Sinks, StripeListSink, TraceSink};

@@ -3,23 +3,16 @@
 use std::fmt::Write;
 use std::time::SystemTime;
 
+use crate::analysis::queueing::{oracle_rows, simulated_rows, PoolOracle};
 use crate::history::clock_time;
 use crate::invariants::{Metrics, Percentiles};
-use crate::report::queueing::{oracle_rows, simulated_rows, PoolOracle};
 use crate::run::RunReport;
 use crate::sim::SimTime;
 
 /// How many duplicated ticket ids the summary lists.
 pub const LISTED_DUPLICATES: usize = 10;
 
-/// `$1,234.56` from cents.
-pub(crate) fn dollars(cents: u64) -> String {
-    format!(
-        "${}.{:02}",
-        crate::scenario::group_thousands(cents / 100),
-        cents % 100
-    )
-}
+pub(crate) use crate::scenario::dollars;
 
 fn pct(p: &Percentiles) -> String {
     format!(
@@ -57,7 +50,7 @@ pub fn summary(
     summary_with_oracle(r, origin, recon, &[])
 }
 
-/// [`summary`] with the queueing oracle's rows (see [`crate::report::queueing::pool_oracle`])
+/// [`summary`] with the queueing oracle's rows (see [`crate::analysis::queueing::pool_oracle`])
 /// after the simulated pool metrics, as `refundsim run` prints it.
 pub fn summary_with_oracle(
     r: &RunReport,

@@ -184,8 +184,10 @@ pub fn exit_if_stopped() {
     if let Some((_, message)) = first.as_ref() {
         crate::output::clear_progress();
         eprintln!("{message}");
-        // Exits with the lock held: no other thread prints a second line.
-        crate::output::remove_temporaries_and_exit(2)
+        // Exits with both locks held: no other thread prints a second line, and no output is
+        // renamed into place.
+        let _held = crate::output::remove_temporaries();
+        std::process::exit(2)
     }
 }
 

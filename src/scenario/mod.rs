@@ -16,8 +16,8 @@ pub mod provider;
 pub mod replay;
 mod rules;
 
-pub(crate) use rules::group_thousands;
 pub use rules::short_numbers;
+pub(crate) use rules::{dollars, group_thousands};
 
 /// `text` fit to echo in a message: numbers over 24 characters in scientific notation, then
 /// anything over 64 characters shortened to its first 48 and its length.

@@ -34,6 +34,11 @@ pub(crate) fn group_thousands(n: u64) -> String {
     out
 }
 
+/// Cents as dollars with thousands separators: `586712` → `$5,867.12` (summaries, causes).
+pub(crate) fn dollars(cents: u64) -> String {
+    format!("${}.{:02}", group_thousands(cents / 100), cents % 100)
+}
+
 /// `message` with each run of digits (with an optional `.` and fraction) longer than 24
 /// characters replaced by the number in scientific notation with at most 6 significant
 /// digits (`1e300`, `1.23457e40`).

@@ -42,7 +42,7 @@ pub use stories::DuplicateStories;
 pub use timeline::{bucket_width, BucketSummary, Series, Timeline, MAX_BUCKETS, TARGET_BUCKETS};
 
 use super::cli::{report_value, summary_text};
-use super::story;
+use crate::analysis::story::story;
 use crate::error::CliError;
 use crate::history::{Event, History, Keep, Observer};
 use crate::output::{refuse_overwriting_inputs, WholeFile};
@@ -176,7 +176,7 @@ fn html_report_by(
         seed,
         &how,
         Keep::Nothing,
-        crate::run::Sinks::default(),
+        (),
         Some(shared),
     );
     let Consumers { timeline, stories } = std::mem::replace(

@@ -1,0 +1,8 @@
+//! Analysis of a scenario or of a run's events, below every front end that shows it: the pool's
+//! queueing oracle ([`queueing`]: Erlang C and Allen–Cunneen, read by `report/` and `lint/`),
+//! and one ticket's story with the incident-shape scan ([`story`]: read by `run`, `report/`,
+//! `gate/` and `explore/`). Nothing here runs a simulation or prints to a terminal.
+
+pub mod erlang;
+pub mod queueing;
+pub mod story;

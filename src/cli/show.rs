@@ -1,0 +1,34 @@
+//! `refundsim show` and `refundsim schema`: a scenario with every default written out, and the
+//! JSON Schema of scenario files.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use refundsim::scenario;
+
+use super::{emit, print_json};
+
+#[derive(clap::Args)]
+pub struct ShowArgs {
+    /// Scenario file (JSON).
+    scenario: PathBuf,
+    /// RFC 7396 JSON merge patch applied over the scenario; repeatable, applied in order.
+    #[arg(long = "policy", value_name = "FILE")]
+    policies: Vec<PathBuf>,
+    /// Override one field, e.g. `--set layers.sidecar.max_retries=0`; repeatable, after policies.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    sets: Vec<String>,
+}
+
+/// `show`: the scenario after policies and `--set`, with the stack it compiles to.
+pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
+    let sc = scenario::load(&args.scenario, &args.policies, &args.sets)?;
+    print_json(&scenario::compiled(&sc))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `schema`: the JSON Schema of scenario files.
+pub fn schema() -> anyhow::Result<ExitCode> {
+    emit(scenario::schema_json())?;
+    Ok(ExitCode::SUCCESS)
+}
