@@ -798,6 +798,7 @@ pub fn build_with_progress(
         // second of it (a commit happens just before the answer), so two failed requests
         // whose windows overlap each get their own refund.
         let mut committed: std::collections::BTreeSet<(u32, usize)> = Default::default();
+        let mut claimed_by_failures: std::collections::BTreeSet<&str> = Default::default();
         {
             let mut failed: Vec<(i64, u32, usize, i64)> = requests_of
                 .range((id, 0)..=(id, u32::MAX))
@@ -821,7 +822,7 @@ pub fn build_with_progress(
                     .min_by_key(|(_, x)| (x.created.at - answer).abs())
                     .map(|(k, _)| k);
                 if let Some(k) = nearest {
-                    unclaimed.remove(k);
+                    claimed_by_failures.insert(unclaimed.remove(k).id.as_str());
                     committed.insert((a, n));
                 }
             }
@@ -829,7 +830,7 @@ pub fn build_with_progress(
         // 2xx answers that returned an earlier request's refund: no refund of their own (the
         // same refund id, or the same key as an earlier 2xx or as a failed request the export
         // shows made a refund).
-        let repeated: std::collections::BTreeSet<(u32, usize)> = {
+        let mut repeated: std::collections::BTreeSet<(u32, usize)> = {
             let all: Vec<((u32, usize), &ProviderRequestRec)> = requests_of
                 .range((id, 0)..=(id, u32::MAX))
                 .flat_map(|(&(_, a), rs)| rs.iter().enumerate().map(move |(n, r)| ((a, n), *r)))
@@ -842,6 +843,60 @@ pub fn build_with_progress(
                 .map(|((at, _), _)| *at)
                 .collect()
         };
+        if have_export {
+            // A 2xx that repeats an earlier request's recorded key (not its refund id) made a
+            // refund of its own when the provider's list has one for it: a provider that did
+            // not keep the key, which the exact replay then reports. Its refund is one not
+            // returned to a request by id, not made by a failed request, not taken by an
+            // earlier 2xx, and created within a second of it beyond its own rounding.
+            let by_id: std::collections::BTreeSet<&str> = requests_of
+                .range((id, 0)..=(id, u32::MAX))
+                .flat_map(|(_, rs)| rs.iter())
+                .filter_map(|r| r.refund_id.as_deref())
+                .collect();
+            let mut pool: Vec<&super::ExportedRefund> = export
+                .iter()
+                .copied()
+                .filter(|r| {
+                    moves_money(&r.status)
+                        && !by_id.contains(r.id.as_str())
+                        && !claimed_by_failures.contains(r.id.as_str())
+                })
+                .collect();
+            let mut answers: Vec<(i64, i64, u32, usize, bool)> = requests_of
+                .range((id, 0)..=(id, u32::MAX))
+                .flat_map(|(&(_, a), rs)| rs.iter().enumerate().map(move |(n, r)| (a, n, r)))
+                .filter(|(_, _, r)| is_2xx(r.status) && r.refund_id.is_none())
+                .map(|(a, n, r)| {
+                    let answer = r.sent.at + i64::try_from(r.latency_ns.unwrap_or(0)).unwrap_or(0);
+                    let keyed_repeat =
+                        repeated.contains(&(a, n)) && matches!(r.idempotency_key, Some(Some(_)));
+                    (answer, r.sent.at, a, n, keyed_repeat)
+                })
+                .collect();
+            answers.sort_unstable();
+            for (answer, sent, a, n, keyed_repeat) in answers {
+                if repeated.contains(&(a, n)) && !keyed_repeat {
+                    continue;
+                }
+                let nearest = pool
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, x)| {
+                        let slack =
+                            1_000_000_000 + i64::try_from(x.created.tolerance_ns).unwrap_or(0);
+                        x.created.at >= sent - slack && x.created.at <= answer + slack
+                    })
+                    .min_by_key(|(_, x)| (x.created.at - answer).abs())
+                    .map(|(k, _)| k);
+                if let Some(k) = nearest {
+                    pool.remove(k);
+                    if keyed_repeat {
+                        repeated.remove(&(a, n));
+                    }
+                }
+            }
+        }
         let mut recorded_calls = Vec::new();
         let mut previous_end: Option<UnixNs> = None;
         for (i, c) in calls.iter().enumerate() {

@@ -192,3 +192,55 @@ fn the_html_report_lists_the_findings() {
         &page[page.find("id=\"recording\"").unwrap_or(0)..][..2000.min(page.len())]
     );
 }
+
+/// One key, two 200s without refund ids, and the provider's list showing two refunds, each
+/// created within a second of one answer: the second 200 made a refund of its own (the key was
+/// not kept), so the replay makes both and says so. Before, the second 200 was read as
+/// Stripe's replay: 1 refund replayed of 2 recorded, exit 1, the list's second refund called
+/// one made outside the agent.
+#[test]
+fn a_list_showing_two_refunds_under_one_key_keeps_both() {
+    let dir = "tests/fixtures/import/recording-wins";
+    let (code, v) = command_json(
+        "replay",
+        &[
+            &format!("{dir}/same-key-two-refunds.otlp.json"),
+            &format!("{dir}/same-key-two-refunds.stripe-list.json"),
+            "--base",
+            INCIDENT,
+        ],
+    );
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(refunds(&v), (2, 2));
+    let f = findings(&v);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].0, "T-100000/0/0");
+    assert_eq!(f[0].1, "200 with a new refund");
+}
+
+/// `--format otlp` applies to every file: a Stripe list given with it is refused, not read as
+/// a trace without spans (which dropped the list's refunds without a word).
+#[test]
+fn format_otlp_refuses_a_file_that_is_not_otlp() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_path = dir.path().join("x.json");
+    let out = crate::common::refundsim()
+        .args([
+            "import",
+            "tests/fixtures/import/recording-wins/same-key-two-refunds.otlp.json",
+            "tests/fixtures/import/recording-wins/same-key-two-refunds.stripe-list.json",
+            "--format",
+            "otlp",
+            "--out",
+        ])
+        .arg(&out_path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("same-key-two-refunds.stripe-list.json:1: expected an OTLP/JSON export"),
+        "{err}"
+    );
+    assert!(!out_path.exists());
+}

@@ -223,7 +223,9 @@ fn int64(v: &Value) -> Option<i64> {
     expecting = "an ExportTraceServiceRequest object ({\"resourceSpans\": […]})"
 )]
 struct Request<'a> {
-    #[serde(default, borrow)]
+    /// Required: a JSON document without it is not an OTLP export (a Stripe list, another
+    /// format given under `--format otlp`), and is refused rather than read as no spans.
+    #[serde(borrow)]
     resource_spans: Vec<ResourceSpans<'a>>,
 }
 
@@ -426,7 +428,18 @@ fn document<'a>(
     out: &mut Vec<Span>,
 ) -> Result<(), ImportError> {
     let doc_line = lines.line_of(offset(text, doc.get()));
-    let req: Request<'a> = parse(name, doc_line, doc.get(), prefix)?;
+    let req: Request<'a> = parse(name, doc_line, doc.get(), prefix).map_err(|e| {
+        if doc.get().contains("\"resourceSpans\"") {
+            e
+        } else {
+            ImportError::at(
+                name,
+                doc_line,
+                "expected an OTLP/JSON export ({\"resourceSpans\": […]}); under --format otlp \
+                 every file is read as OTLP (leave --format out to detect each file's format)",
+            )
+        }
+    })?;
     let dot = if prefix.is_empty() { "" } else { "." };
     for (r, rs) in req.resource_spans.into_iter().enumerate() {
         for (s, ss) in rs.scope_spans.into_iter().enumerate() {
