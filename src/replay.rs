@@ -57,6 +57,9 @@ pub struct ReplayObserver {
 pub struct RecordingFinding {
     /// The ticket.
     pub ticket: u64,
+    /// The ticket's id as recorded, when it was not a number (`"T-100001"`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ticket_label: Option<String>,
     /// The request, `TICKET/ATTEMPT/TRY`.
     pub request: String,
     /// What the recording says happened.
@@ -91,6 +94,7 @@ impl ReplayObserver {
         {
             self.findings.push(RecordingFinding {
                 ticket: e.ticket.unwrap_or_default(),
+                ticket_label: None,
                 request: request.clone(),
                 recorded: recorded.clone(),
                 provider_rules: rules.clone(),
@@ -328,6 +332,7 @@ pub fn compare(replay: &Replay, seen: ReplayObserver) -> Comparison {
                     if let Some((_, rest)) = f.request.split_once('/') {
                         f.request = format!("{label}/{rest}");
                     }
+                    f.ticket_label = Some(label.clone());
                 }
                 f
             })
@@ -457,7 +462,8 @@ pub fn render_exact(c: &Comparison, origin: Option<SystemTime>) -> String {
         let _ = writeln!(
             out,
             "findings about the recording: Stripe's rules would have answered {} otherwise; \
-             the replay follows the recording",
+             the replay follows the recording (requests as TICKET/ATTEMPT/TRY: model attempt \
+             and SDK try from 0)",
             plural(c.recording_findings.len(), "request", "requests")
         );
         for f in &c.recording_findings {

@@ -216,6 +216,9 @@ fn a_list_showing_two_refunds_under_one_key_keeps_both() {
     assert_eq!(f.len(), 1, "{f:?}");
     assert_eq!(f[0].0, "T-100000/0/0");
     assert_eq!(f[0].1, "200 with a new refund");
+    let found = &v["comparison"]["recording_findings"][0];
+    assert_eq!(found["ticket_label"], "T-100000");
+    assert_eq!(found["ticket"], 100000);
 }
 
 /// `--format otlp` applies to every file: a Stripe list given with it is refused, not read as
