@@ -429,7 +429,8 @@ fn document<'a>(
 ) -> Result<(), ImportError> {
     let doc_line = lines.line_of(offset(text, doc.get()));
     let req: Request<'a> = parse(name, doc_line, doc.get(), prefix).map_err(|e| {
-        if doc.get().contains("\"resourceSpans\"") {
+        let object = doc.get().trim_start().starts_with('{');
+        if !object || doc.get().contains("\"resourceSpans\"") {
             e
         } else {
             ImportError::at(
@@ -655,6 +656,13 @@ mod tests {
         assert_eq!(
             err("{\"resourceSpans\":[]}\n{\"resourceSpans\": [}"),
             "t.json:2: not JSON: expected value"
+        );
+        // An object of another format (a Stripe list under --format otlp) is refused, not read
+        // as a trace without spans.
+        assert_eq!(
+            err("{\"object\": \"list\", \"data\": []}"),
+            "t.json:1: expected an OTLP/JSON export ({\"resourceSpans\": […]}); under --format \
+             otlp every file is read as OTLP (leave --format out to detect each file's format)"
         );
     }
 }
