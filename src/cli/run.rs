@@ -50,9 +50,10 @@ pub struct RunArgs {
     /// (whole or not at all; see docs/otlp-export.md).
     #[arg(long, value_name = "FILE")]
     stripe_list: Option<PathBuf>,
-    /// Print this ticket's story in the incident log's style.
+    /// Print this ticket's story in the incident log's style: its id, or the text id a
+    /// recording gave it (`T-100000`; see `replay.ticket_labels`).
     #[arg(long, value_name = "ID")]
-    ticket: Option<u64>,
+    ticket: Option<String>,
 }
 
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {

@@ -42,8 +42,9 @@ pub struct CliOptions {
     /// Write Stripe's list of the run's refunds here, as the body of `GET /v1/refunds` (whole
     /// or not at all).
     pub stripe_list: Option<PathBuf>,
-    /// Add this ticket's story to the report.
-    pub ticket: Option<u64>,
+    /// Add this ticket's story to the report: its id (`48213`), or the text id a recording
+    /// gave it (`T-100000`, found in `replay.ticket_labels`).
+    pub ticket: Option<String>,
 }
 
 /// What `refundsim run` prints, and whether every `expect` bound held (exit 0, else 1).
@@ -90,7 +91,12 @@ fn cli_run_by(
     let seed = opts.seed.unwrap_or(sc.seed);
     // One run: the trace streams to its file as events happen, and only the asked ticket's
     // events are kept (for its story); metrics are computed online.
-    let keep = opts.ticket.map_or(Keep::Nothing, Keep::Ticket);
+    let ticket = opts
+        .ticket
+        .as_deref()
+        .map(|t| ticket_id(t, &sc))
+        .transpose()?;
+    let keep = ticket.map_or(Keep::Nothing, Keep::Ticket);
     // The output files are opened before the run (a bad path fails at once) and renamed into
     // place only once everything succeeded.
     let mut files = Vec::new();
@@ -175,7 +181,7 @@ fn cli_run_by(
             .map_err(|e| cannot_write("--stripe-list", &opts.stripe_list, e))?;
     }
     // An unknown `--ticket` is an input error: no output file is left behind for it.
-    let story_lines = ticket_story(opts, &sc, &out, origin)?;
+    let story_lines = ticket_story(ticket, &sc, &out, origin)?;
     for (flag, path, file) in files {
         file.commit()
             .map_err(|e| CliError::Input(format!("{flag} {}: {e}", path.display())))?;
@@ -195,14 +201,37 @@ fn cli_run_by(
     })
 }
 
+/// `--ticket TEXT`: a ticket id (a number), or a recording's text id (`replay.ticket_labels`).
+///
+/// # Errors
+/// [`CliError::Input`] naming what was expected, and the text ids the scenario knows.
+fn ticket_id(text: &str, sc: &Scenario) -> Result<u64, CliError> {
+    if let Ok(n) = text.trim().parse::<u64>() {
+        return Ok(n);
+    }
+    let labels = sc.replay.as_ref().map(|r| &r.ticket_labels);
+    if let Some((&n, _)) = labels.and_then(|l| l.iter().find(|(_, label)| label.as_str() == text)) {
+        return Ok(n);
+    }
+    let hint = match labels.and_then(|l| l.iter().next()) {
+        Some((n, label)) => format!(
+            ", or a text id the recording gave (replay.ticket_labels: {label} is ticket {n})"
+        ),
+        None => String::new(),
+    };
+    Err(CliError::Input(format!(
+        "--ticket {text}: expected a ticket id (a number){hint}"
+    )))
+}
+
 /// `--ticket`: the ticket's story, or an error when the run never opened it.
 fn ticket_story(
-    opts: &CliOptions,
+    ticket: Option<u64>,
     sc: &Scenario,
     out: &RunOutput,
     origin: Option<SystemTime>,
 ) -> Result<Option<Vec<String>>, CliError> {
-    let Some(t) = opts.ticket else {
+    let Some(t) = ticket else {
         return Ok(None);
     };
     let shown = sc
@@ -339,7 +368,11 @@ fn render_text(
         }
     }
     if let Some(lines) = story_lines {
-        let t = opts.ticket.unwrap_or(0);
+        let t = opts
+            .ticket
+            .as_deref()
+            .and_then(|t| ticket_id(t, sc).ok())
+            .unwrap_or(0);
         let shown = sc
             .replay
             .as_ref()

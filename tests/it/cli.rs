@@ -997,7 +997,7 @@ fn negative_numbers_are_bad_values_of_their_flag() {
         ),
         (
             &["run", INCIDENT, "--ticket", "-5"][..],
-            "invalid value '-5' for '--ticket <ID>'",
+            "--ticket -5: expected a ticket id (a number)",
         ),
     ] {
         let out = refundsim().args(args).output().unwrap();

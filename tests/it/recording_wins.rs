@@ -247,3 +247,41 @@ fn format_otlp_refuses_a_file_that_is_not_otlp() {
     );
     assert!(!out_path.exists());
 }
+
+/// `run --ticket` takes the text id a recording gave a ticket, as stories print it, and a bad
+/// one says what was expected and which text ids there are.
+#[test]
+fn run_ticket_takes_the_recordings_text_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let sc = dir.path().join("r.json");
+    let d = "tests/fixtures/import/recording-wins";
+    let out = crate::common::refundsim()
+        .args(["import"])
+        .arg(format!("{d}/same-key-two-refunds.otlp.json"))
+        .arg(format!("{d}/same-key-two-refunds.stripe-list.json"))
+        .arg("--out")
+        .arg(&sc)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let run = |ticket: &str| {
+        crate::common::refundsim()
+            .arg("run")
+            .arg(&sc)
+            .args(["--ticket", ticket])
+            .output()
+            .unwrap()
+    };
+    let by_label = run("T-100000");
+    assert_eq!(by_label.status.code(), Some(0), "{by_label:?}");
+    let text = String::from_utf8_lossy(&by_label.stdout);
+    assert!(text.contains("\nticket T-100000:\n"), "{text}");
+    assert_eq!(by_label.stdout, run("100000").stdout);
+    let bad = run("T-9");
+    assert_eq!(bad.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&bad.stderr).trim(),
+        "error: --ticket T-9: expected a ticket id (a number), or a text id the recording gave \
+         (replay.ticket_labels: T-100000 is ticket 100000)"
+    );
+}
