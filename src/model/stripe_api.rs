@@ -406,6 +406,36 @@ async fn settle_later(
 mod tests {
     use super::*;
 
+    /// Each recorded answer in words, by its status and whether it made a refund: a 2xx made a
+    /// new refund or returned an earlier one; an error or a lost answer made one only where the
+    /// provider lists it.
+    #[test]
+    fn recorded_answers_say_what_the_recording_shows() {
+        let rec = |status: Option<u16>, commits: bool| crate::scenario::RecordedRequest {
+            reach_provider: std::time::Duration::ZERO,
+            latency: std::time::Duration::ZERO,
+            status,
+            commits,
+            idempotency_key: Some(None),
+        };
+        let said = |status, commits| recorded_answer(&rec(status, commits));
+        assert_eq!(said(Some(200), true), "200 with a new refund");
+        assert_eq!(
+            said(Some(500), true),
+            "500, and the provider lists a refund it made"
+        );
+        assert_eq!(
+            said(Some(201), false),
+            "201 returning an earlier request's refund"
+        );
+        assert_eq!(said(Some(409), false), "409, nothing made");
+        assert_eq!(
+            said(None, true),
+            "no answer, and the provider lists a refund it made"
+        );
+        assert_eq!(said(None, false), "no answer, nothing made");
+    }
+
     fn faults(lock: f64, e500: f64, lost: f64) -> Faults {
         Faults {
             lock_timeout: lock,
