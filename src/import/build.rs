@@ -360,19 +360,35 @@ fn outside_refunds<'a>(
         .collect();
     answers.sort_unstable();
     for (answer, sent) in answers {
-        let nearest = unclaimed
-            .iter()
-            .enumerate()
-            .filter(|(_, x)| {
-                x.created.at >= sent - 1_000_000_000 && x.created.at <= answer + 1_000_000_000
-            })
-            .min_by_key(|(_, x)| (x.created.at - answer).abs())
-            .map(|(k, _)| k);
-        if let Some(k) = nearest {
-            unclaimed.remove(k);
-        }
+        take_nearest(&mut unclaimed, sent, answer, false);
     }
     unclaimed
+}
+
+/// Takes from `pool` the refund created nearest `answer` among those created between one
+/// second before `sent` and one second after `answer` (widened by each creation time's own
+/// rounding when `rounding`), and returns it: the refund a request answered at `answer` made.
+fn take_nearest<'a>(
+    pool: &mut Vec<&'a super::ExportedRefund>,
+    sent: i64,
+    answer: i64,
+    rounding: bool,
+) -> Option<&'a super::ExportedRefund> {
+    let k = pool
+        .iter()
+        .enumerate()
+        .filter(|(_, x)| {
+            let widen = if rounding {
+                i64::try_from(x.created.tolerance_ns).unwrap_or(0)
+            } else {
+                0
+            };
+            let slack = 1_000_000_000 + widen;
+            x.created.at >= sent - slack && x.created.at <= answer + slack
+        })
+        .min_by_key(|(_, x)| (x.created.at - answer).abs())
+        .map(|(k, _)| k)?;
+    Some(pool.remove(k))
 }
 
 /// Numeric ticket ids for the recorded ticket texts (see [`TicketIds::of`]).
@@ -812,17 +828,8 @@ pub fn build_with_progress(
                 .collect();
             failed.sort_unstable();
             for (answer, a, n, sent) in failed {
-                let nearest = unclaimed
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, x)| {
-                        x.created.at >= sent - 1_000_000_000
-                            && x.created.at <= answer + 1_000_000_000
-                    })
-                    .min_by_key(|(_, x)| (x.created.at - answer).abs())
-                    .map(|(k, _)| k);
-                if let Some(k) = nearest {
-                    claimed_by_failures.insert(unclaimed.remove(k).id.as_str());
+                if let Some(r) = take_nearest(&mut unclaimed, sent, answer, false) {
+                    claimed_by_failures.insert(r.id.as_str());
                     committed.insert((a, n));
                 }
             }
@@ -879,21 +886,9 @@ pub fn build_with_progress(
                 if repeated.contains(&(a, n)) && !keyed_repeat {
                     continue;
                 }
-                let nearest = pool
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, x)| {
-                        let slack =
-                            1_000_000_000 + i64::try_from(x.created.tolerance_ns).unwrap_or(0);
-                        x.created.at >= sent - slack && x.created.at <= answer + slack
-                    })
-                    .min_by_key(|(_, x)| (x.created.at - answer).abs())
-                    .map(|(k, _)| k);
-                if let Some(k) = nearest {
-                    pool.remove(k);
-                    if keyed_repeat {
-                        repeated.remove(&(a, n));
-                    }
+                // Taken even by a 2xx that made its refund, so a later one cannot take it.
+                if take_nearest(&mut pool, sent, answer, true).is_some() && keyed_repeat {
+                    repeated.remove(&(a, n));
                 }
             }
         }

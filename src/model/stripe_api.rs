@@ -205,14 +205,10 @@ async fn serve_drawn(
     d: Draws,
 ) -> Delivered {
     let mut fault = d.fault;
-    let recorded = w
-        .cfg
-        .replay
-        .as_ref()
-        .and_then(|r| r.requests.get(&key))
-        // The recording wins where it knows what was sent: a request whose Idempotency-Key
-        // it does not state took the scenario's key, an assumption the rules may overrule.
-        .filter(|r| w.recording_wins && r.idempotency_key.is_some());
+    let in_recording = w.cfg.replay.as_ref().and_then(|r| r.requests.get(&key));
+    // The recording wins where it knows what was sent: a request whose Idempotency-Key it does
+    // not state took the scenario's key, an assumption the rules may overrule.
+    let recorded = in_recording.filter(|r| w.recording_wins && r.idempotency_key.is_some());
     let begun = match recorded {
         None => w.stripe.borrow_mut().begin(w.now(), req, d.lock_timeout),
         Some(rec) => {
@@ -225,13 +221,12 @@ async fn serve_drawn(
         Begin::Respond(r) => {
             // A recorded request (an idempotent replay, a 409, a 400) is answered in its
             // recorded latency, as every recorded instant is.
-            let recorded = w
-                .cfg
-                .replay
-                .as_ref()
-                .is_some_and(|r| r.requests.contains_key(&key));
             w.sim
-                .sleep(if recorded { d.latency } else { REJECT_LATENCY })
+                .sleep(if in_recording.is_some() {
+                    d.latency
+                } else {
+                    REJECT_LATENCY
+                })
                 .await;
             Delivered::Response(r)
         }

@@ -27,7 +27,7 @@ use serde_json::{json, Value};
 
 use crate::common::prop::runner;
 use crate::common::refundsim;
-use crate::common::worlds::{refunds_in, scenario, world, World};
+use crate::common::worlds::{refunds_in, run_and_export, world, Exported, World};
 
 /// How the tool's arguments write the ticket id.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -870,26 +870,12 @@ fn equivalence(w: &World, ids: Ids) -> Result<(), TestCaseError> {
         std::fs::create_dir_all(k).unwrap();
     }
     let d = kept.as_deref().unwrap_or(dir.path());
-    let sc = d.join("world.json");
-    std::fs::write(&sc, scenario(w).to_string()).unwrap();
-    let (otlp, list, trace) = (d.join("o.json"), d.join("l.json"), d.join("t.jsonl"));
-    let out = refundsim()
-        .arg("run")
-        .arg(&sc)
-        .arg("--otlp")
-        .arg(&otlp)
-        .args(["--otlp-capture", w.capture])
-        .arg("--stripe-list")
-        .arg(&list)
-        .arg("--trace")
-        .arg(&trace)
-        .output()
-        .unwrap();
-    prop_assert!(
-        matches!(out.status.code(), Some(0 | 1)),
-        "run: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let Exported {
+        scenario: sc,
+        otlp,
+        list,
+        trace,
+    } = run_and_export(w, d)?;
     // The ticket ids as the tool's schema writes them.
     let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&otlp).unwrap()).unwrap();
     let mut stripe: Value = serde_json::from_str(&std::fs::read_to_string(&list).unwrap()).unwrap();

@@ -21,34 +21,18 @@ use serde_json::Value;
 
 use crate::common::prop::runner;
 use crate::common::refundsim;
-use crate::common::worlds::{refunds_in, scenario, world_with_humans as world, World};
+use crate::common::worlds::{
+    refunds_in, run_and_export, world_with_humans as world, Exported, World,
+};
 
 fn round_trip(w: &World) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().unwrap();
-    let sc = dir.path().join("world.json");
-    std::fs::write(&sc, scenario(w).to_string()).unwrap();
-    let (otlp, list, trace) = (
-        dir.path().join("o.json"),
-        dir.path().join("l.json"),
-        dir.path().join("t.jsonl"),
-    );
-    let out = refundsim()
-        .arg("run")
-        .arg(&sc)
-        .arg("--otlp")
-        .arg(&otlp)
-        .args(["--otlp-capture", w.capture])
-        .arg("--stripe-list")
-        .arg(&list)
-        .arg("--trace")
-        .arg(&trace)
-        .output()
-        .unwrap();
-    prop_assert!(
-        matches!(out.status.code(), Some(0 | 1)),
-        "run: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let Exported {
+        scenario: sc,
+        otlp,
+        list,
+        trace,
+    } = run_and_export(w, dir.path())?;
     let out = refundsim()
         .arg("replay")
         .arg(&otlp)

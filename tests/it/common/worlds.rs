@@ -135,3 +135,43 @@ pub fn refunds_in(trace: &std::path::Path) -> BTreeMap<u64, u64> {
     }
     n
 }
+
+/// The files a run of a world writes in `dir`: its scenario (`world.json`), its OTLP export
+/// (`o.json`, with the world's `capture`), the provider's list (`l.json`) and its trace
+/// (`t.jsonl`).
+pub struct Exported {
+    pub scenario: std::path::PathBuf,
+    pub otlp: std::path::PathBuf,
+    pub list: std::path::PathBuf,
+    pub trace: std::path::PathBuf,
+}
+
+/// Writes `w`'s scenario in `dir`, runs it with `--otlp`, `--stripe-list` and `--trace`, and
+/// fails the case when the run neither passes nor fails its expectations (exit 0 or 1).
+pub fn run_and_export(w: &World, dir: &std::path::Path) -> Result<Exported, TestCaseError> {
+    let e = Exported {
+        scenario: dir.join("world.json"),
+        otlp: dir.join("o.json"),
+        list: dir.join("l.json"),
+        trace: dir.join("t.jsonl"),
+    };
+    std::fs::write(&e.scenario, scenario(w).to_string()).unwrap();
+    let out = crate::common::refundsim()
+        .arg("run")
+        .arg(&e.scenario)
+        .arg("--otlp")
+        .arg(&e.otlp)
+        .args(["--otlp-capture", w.capture])
+        .arg("--stripe-list")
+        .arg(&e.list)
+        .arg("--trace")
+        .arg(&e.trace)
+        .output()
+        .unwrap();
+    prop_assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "run: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(e)
+}
