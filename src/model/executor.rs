@@ -57,6 +57,13 @@ impl ToolReply {
             },
         }
     }
+    /// A failure with no HTTP answer: the service's connection reset (class `reset`).
+    fn reset(text: String) -> Self {
+        ToolReply {
+            class: Some(RetryOn::Reset),
+            ..Self::fail(text, false, 0)
+        }
+    }
     /// What a framework layer reports when its last try timed out: a failure (class `timeout`)
     /// or, with `unknown`, an unknown outcome.
     pub fn layer_timeout(after: SimTime, layer: &str, unknown: bool) -> Self {
@@ -152,13 +159,16 @@ pub async fn call_tool(
             // that leaves the outcome unknown, or any) is probed like a timeout. A probe
             // answering `none` makes it a definite failure, which the executor's retry layer
             // may retry; any other answer goes to the model.
-            Ok(e @ ServiceResult::Error { .. }) if probes_error(cfg, &e) => {
+            Ok(e @ (ServiceResult::Error { .. } | ServiceResult::Reset(_)))
+                if probes_error(cfg, &e) =>
+            {
                 match probe(&w, Ids::call(ticket, attempt, last_call.get())).await {
                     failed if failed.outcome == Outcome::Fail => failed,
                     answered => return answered,
                 }
             }
             Ok(ServiceResult::Error { status, text }) => ToolReply::fail(text, false, status),
+            Ok(ServiceResult::Reset(text)) => ToolReply::reset(text),
             Ok(ServiceResult::Unknown(text)) => return ToolReply::unknown(text),
             Err(_) => {
                 let ids = Ids::call(ticket, attempt, last_call.get());

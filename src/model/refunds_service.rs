@@ -57,6 +57,11 @@ pub enum ServiceResult {
     },
     /// An unknown outcome (a proxy with `on_timeout: unknown` gave up on its last try).
     Unknown(String),
+    /// The connection dropped with no HTTP answer at all (the service failed after Stripe's 200,
+    /// before its ledger write: `refunds_service.crash_after_provider_ok`). A layer's
+    /// `retry_on` reads it as `reset`, as Envoy reads a reset stream; the refund's outcome is
+    /// unknown to the caller. The text is what the caller is told.
+    Reset(String),
 }
 
 impl ServiceResult {
@@ -136,9 +141,9 @@ pub async fn issue(w: Rc<World>, req: ServiceRequest, caller: Rc<CallerState>) -
     }
     let (ok, refund_id, error) = match &result {
         ServiceResult::Refunded(id) => (true, Some(id.clone()), None),
-        ServiceResult::Error { text, .. } | ServiceResult::Unknown(text) => {
-            (false, None, Some(text.clone()))
-        }
+        ServiceResult::Error { text, .. }
+        | ServiceResult::Unknown(text)
+        | ServiceResult::Reset(text) => (false, None, Some(text.clone())),
     };
     w.record(
         ids,
@@ -154,15 +159,16 @@ pub async fn issue(w: Rc<World>, req: ServiceRequest, caller: Rc<CallerState>) -
 }
 
 /// Whether the service's answer leaves the refund's outcome unknown: a 502 (Stripe failed, went
-/// silent, the SDK timed out or the call was aborted, after the SDK's own retries) or a 409 (a
-/// request with the key is still executing). Every other error says nothing was done.
+/// silent, the SDK timed out or the call was aborted, after the SDK's own retries), a 409 (a
+/// request with the key is still executing) or a reset connection (the service failed after
+/// Stripe's 200). Every other error says nothing was done.
 pub fn is_unknown_outcome(answer: &ServiceResult) -> bool {
     matches!(
         answer,
         ServiceResult::Error {
             status: 502 | 409,
             ..
-        }
+        } | ServiceResult::Reset(_)
     )
 }
 
@@ -182,7 +188,10 @@ fn rotates_key(cfg: &RefundsService, answer: &ServiceResult) -> bool {
         (KeyRotation::AfterDefiniteFailure, e @ ServiceResult::Error { .. }) => {
             !is_unknown_outcome(e)
         }
-        (KeyRotation::AfterDefiniteFailure, ServiceResult::Unknown(_)) => false,
+        (
+            KeyRotation::AfterDefiniteFailure,
+            ServiceResult::Unknown(_) | ServiceResult::Reset(_),
+        ) => false,
     }
 }
 
@@ -323,9 +332,8 @@ async fn handle(
     match result {
         CallResult::Refunded(id) if crashes_before_ledger_write(w, req) => {
             w.record(ids, EventKind::ServiceCrash { refund_id: id });
-            ServiceResult::error(
-                502,
-                "connection reset: the refunds service failed after Stripe's 200, before its ledger write",
+            ServiceResult::Reset(
+                "connection reset: the refunds service failed after Stripe's 200, before its ledger write".into(),
             )
         }
         CallResult::Refunded(id) => ServiceResult::Refunded(id),
@@ -632,5 +640,6 @@ mod tests {
         }
         assert!(!is_unknown_outcome(&ServiceResult::Refunded("re_1".into())));
         assert!(!is_unknown_outcome(&ServiceResult::Unknown("x".into())));
+        assert!(is_unknown_outcome(&ServiceResult::Reset("x".into())));
     }
 }

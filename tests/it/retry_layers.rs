@@ -99,3 +99,36 @@ fn cancellation_on_a_run_level_retry_aborts_the_dropped_turns_call() {
     // Aborting never undoes a provider commit.
     assert_eq!(count(&aborted, "refund_created"), 9, "{aborted:?}");
 }
+
+const CRASH: &str = "scenarios/recipes/crash-after-provider-ok.json";
+
+/// The crash recipe with every call crashing after Stripe's 200, the model not retrying, and a
+/// sidecar between the executor and the service that retries once on `retry_on`.
+fn crash_behind_sidecar(retry_on: &[&str]) -> Value {
+    let mut sc: Value = serde_json::from_str(&std::fs::read_to_string(CRASH).unwrap()).unwrap();
+    sc["refunds_service"]["crash_after_provider_ok"] = json!(1.0);
+    sc["agent"]["retry"]["max_retries"] = json!(0);
+    sc["layers"] = json!({"sidecar": {"kind": "proxy", "max_retries": 1, "retry_on": retry_on}});
+    sc["stack"] = json!([
+        "model_retry",
+        "executor",
+        "sidecar",
+        "refunds_service",
+        "sdk"
+    ]);
+    sc.as_object_mut().unwrap().remove("expect");
+    sc
+}
+
+/// A crash after the provider's 200 drops the caller's connection: it is told as a reset and a
+/// layer retries it as one (`retry_on: ["reset"]`), not as a 502 (`gateway-error`). Before, the
+/// service answered 502, so `reset` never retried it and `gateway-error` did.
+#[test]
+fn a_crash_after_the_providers_200_is_retried_as_a_reset() {
+    let reset = kinds(&crash_behind_sidecar(&["reset"]), &[]);
+    assert_eq!(count(&reset, "service_crash"), 12, "{reset:?}");
+    assert_eq!(count(&reset, "layer_retry"), 6, "{reset:?}");
+    let gateway = kinds(&crash_behind_sidecar(&["gateway-error", "5xx"]), &[]);
+    assert_eq!(count(&gateway, "service_crash"), 6, "{gateway:?}");
+    assert_eq!(count(&gateway, "layer_retry"), 0, "{gateway:?}");
+}

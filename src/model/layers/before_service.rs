@@ -71,6 +71,7 @@ impl Place for BeforeService {
     fn class(value: &ServiceResult) -> Option<RetryOn> {
         match value {
             ServiceResult::Error { status, .. } => status_class(*status),
+            ServiceResult::Reset(_) => Some(RetryOn::Reset),
             ServiceResult::Refunded(_) | ServiceResult::Unknown(_) => None,
         }
     }
