@@ -43,11 +43,44 @@ fn label(attempt: u32, exec_try: u32, via: &BTreeMap<String, u32>) -> String {
     s
 }
 
+/// Who stopped waiting for each refunds-service call that answered late: the executor (its
+/// timeout), or the added layer above the service whose per-try timeout dropped the call
+/// (`layer_timeout` at the call's model attempt). A call answers late once its caller is gone;
+/// the first of them to give up while the call is in flight is the one named.
+fn gave_up(history: &History, ticket: u64) -> BTreeMap<u64, String> {
+    let mut open: BTreeMap<u64, u32> = BTreeMap::new();
+    let mut who: BTreeMap<u64, String> = BTreeMap::new();
+    for e in history.ticket(ticket) {
+        let (giver, attempt) = match (&e.kind, e.call, e.attempt) {
+            (EventKind::ServiceRequest { .. }, Some(call), Some(a)) => {
+                open.insert(call, a);
+                continue;
+            }
+            (EventKind::ServiceResponse { .. }, Some(call), _) => {
+                open.remove(&call);
+                continue;
+            }
+            (EventKind::ExecutorTimeout { .. }, _, Some(a)) => ("executor", a),
+            // A layer below the service (after `sdk`) records with the call's ids: its timeout
+            // drops a Stripe request, not the service call.
+            (EventKind::LayerTimeout { layer, .. }, None, Some(a)) => (layer.as_str(), a),
+            _ => continue,
+        };
+        for (call, a) in &open {
+            if *a == attempt {
+                who.entry(*call).or_insert_with(|| giver.to_string());
+            }
+        }
+    }
+    who
+}
+
 fn line(
     e: &Event,
     ticket_shown: &str,
     attempts: &BTreeMap<u64, String>,
     sdk_tries: &BTreeMap<u64, u32>,
+    gave_up: &BTreeMap<u64, String>,
 ) -> Option<String> {
     let call = e.call.unwrap_or(0);
     let which = e
@@ -144,7 +177,8 @@ fn line(
             error,
             ..
         } => format!(
-            "[async, arrives after executor gave up] refunds-service response for the {which}: {}",
+            "[async, arrives after {} gave up] refunds-service response for the {which}: {}",
+            gave_up.get(&call).map_or("its caller", String::as_str),
             late_body(*ok, refund_id.as_deref(), error.as_deref())
         ),
         EventKind::ModelDecision { text, decision } => match decision {
@@ -283,12 +317,13 @@ pub fn story_as(
     }
     // The SDK try of each call's latest Stripe request, for labelling its response.
     let mut sdk_tries: BTreeMap<u64, u32> = BTreeMap::new();
+    let gave_up = gave_up(history, ticket);
     let mut lines = Vec::new();
     for e in history.ticket(ticket) {
         if let (Some(call), EventKind::StripeRequest { sdk_try, .. }) = (e.call, &e.kind) {
             sdk_tries.insert(call, *sdk_try);
         }
-        if let Some(l) = line(e, shown, &attempts, &sdk_tries) {
+        if let Some(l) = line(e, shown, &attempts, &sdk_tries, &gave_up) {
             // The second handler's lines (a duplicate delivery's agent run) are marked.
             let mark = match e.attempt {
                 Some(a) if a >= crate::model::deliveries::DUPLICATE_ATTEMPT_BASE => "[handler 2] ",

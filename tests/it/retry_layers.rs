@@ -132,3 +132,47 @@ fn a_crash_after_the_providers_200_is_retried_as_a_reset() {
     assert_eq!(count(&gateway, "service_crash"), 6, "{gateway:?}");
     assert_eq!(count(&gateway, "layer_retry"), 0, "{gateway:?}");
 }
+
+/// The story of ticket 1 of `scenario` (`run --ticket 1`).
+fn story(scenario: &Value) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let sc = dir.path().join("s.json");
+    std::fs::write(&sc, scenario.to_string()).unwrap();
+    let out = refundsim()
+        .arg("run")
+        .arg(&sc)
+        .args(["--ticket", "1"])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// When a proxy's per-try timeout drops a call, the call's late answer says the proxy gave up,
+/// not the executor (whose 15 s timeout never fired); when the executor's timeout drops it,
+/// the executor is named.
+#[test]
+fn a_late_answer_names_the_layer_that_gave_up() {
+    let mut sc: Value = serde_json::from_str(
+        &std::fs::read_to_string("scenarios/recipes/proxy-retries-post.json").unwrap(),
+    )
+    .unwrap();
+    sc["layers"] = json!({"sidecar": {"kind": "proxy", "max_retries": 1, "retry_on": ["timeout"],
+                                      "per_try_timeout": "200ms"}});
+    sc["stripe"]["faults"] = json!({});
+    sc.as_object_mut().unwrap().remove("expect");
+    let s = story(&sc);
+    assert_eq!(
+        s.matches("[async, arrives after sidecar gave up]").count(),
+        2,
+        "{s}"
+    );
+    assert!(!s.contains("executor gave up"), "{s}");
+    sc["layers"]["sidecar"]["per_try_timeout"] = json!("20s");
+    sc["executor"]["timeout"] = json!("200ms");
+    let s = story(&sc);
+    assert_eq!(
+        s.matches("[async, arrives after executor gave up]").count(),
+        1,
+        "{s}"
+    );
+}
