@@ -765,6 +765,7 @@ impl Evaluator {
                 outcome,
                 latency_ns,
                 refund_id,
+                ..
             } => {
                 self.stripe_lat.record(*latency_ns);
                 if let Some(f) = facts {

@@ -118,8 +118,9 @@ fn line(
             status,
             outcome,
             refund_id,
+            via,
             ..
-        } => stripe_response(e, sdk_tries, *status, *outcome, refund_id.as_deref()),
+        } => stripe_response(e, sdk_tries, via, *status, *outcome, refund_id.as_deref()),
         EventKind::RefundCreated {
             refund_id,
             amount_cents,
@@ -234,19 +235,29 @@ fn line(
     })
 }
 
-/// `stripe: POST /v1/refunds for call #N (sdk try K) → STATUS OUTCOME [REFUND]`.
+/// `stripe: POST /v1/refunds for call #N (sdk try K, egress try J) → STATUS OUTCOME [REFUND]`:
+/// the SDK's try and the tries of the proxies after `sdk` (`via`), each when it is a retry.
 fn stripe_response(
     e: &Event,
     sdk_tries: &BTreeMap<u64, u32>,
+    via: &BTreeMap<String, u32>,
     status: u16,
     outcome: ProviderOutcome,
     refund_id: Option<&str>,
 ) -> String {
     let call = e.call.unwrap_or(0);
-    let whose = match (e.call, sdk_tries.get(&call)) {
-        (Some(_), Some(n)) if *n > 0 => format!("call #{call} (sdk try {})", n + 1),
-        (Some(_), _) => format!("call #{call}"),
-        (None, _) => "the manual refund".into(),
+    let mut tries: Vec<String> = Vec::new();
+    if let Some(n) = sdk_tries.get(&call).filter(|n| **n > 0) {
+        tries.push(format!("sdk try {}", n + 1));
+    }
+    tries.extend(
+        via.iter()
+            .map(|(layer, n)| format!("{layer} try {}", n + 1)),
+    );
+    let whose = match e.call {
+        Some(_) if tries.is_empty() => format!("call #{call}"),
+        Some(_) => format!("call #{call} ({})", tries.join(", ")),
+        None => "the manual refund".into(),
     };
     let status = if status == 0 {
         "no response,".to_string()

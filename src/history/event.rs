@@ -359,6 +359,12 @@ pub enum EventKind {
         amount_cents: u64,
         /// SDK network try (0 = first).
         sdk_try: u32,
+        /// The tries (≥ 1) of the proxies after `sdk` this request went through, by layer name
+        /// (e.g. `{"egress": 1}` for the egress proxy's first retry); absent on a first try and
+        /// without such proxies. With them, each of their tries is a request of its own, traced
+        /// where it leaves for Stripe.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        via: BTreeMap<String, u32>,
     },
     /// The model's LLM call reading a successful tool result failed
     /// (`agent.llm_error_after_tool`).
@@ -379,6 +385,9 @@ pub enum EventKind {
         refund_id: Option<String>,
         /// Time from request to answer, ns.
         latency_ns: u64,
+        /// The proxies' tries of the request this answers (as its `stripe_request`'s `via`).
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        via: BTreeMap<String, u32>,
     },
     /// A refund object came into existence at Stripe.
     RefundCreated {

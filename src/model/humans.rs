@@ -9,7 +9,7 @@ use super::executor::call_tool;
 use super::refunds_service::get_status;
 use super::stripe::{Origin, RefundParams, StripeRequest};
 use super::stripe_api::{serve, serve_recorded_outside, Caller};
-use super::stripe_client::classify;
+use super::stripe_client::{classify, record_request, record_response};
 use super::world::{Ids, World};
 use crate::history::{EventKind, HumanAction, Outcome, TicketStatus};
 use crate::scenario::{Cancellation, ManualRefundVia, OutsideRefund, RequestKey};
@@ -183,15 +183,7 @@ async fn manual_refund(
             request: None,
         },
     };
-    w.record(
-        ids,
-        EventKind::StripeRequest {
-            idempotency_key: None,
-            business_id: None,
-            amount_cents,
-            sdk_try: attempt,
-        },
-    );
+    record_request(w, ids, &req, attempt, &Vec::new());
     let rng = w.ticket_stream("stripe_human", t.id, &[u64::from(attempt)]);
     let start = w.now();
     let key = RequestKey::human(t.id, attempt);
@@ -200,16 +192,6 @@ async fn manual_refund(
     } else {
         serve(w.clone(), req, ids, Caller::Human, rng, key).await
     };
-    let (status, outcome, refund_id) = classify(&delivered);
-    let latency_ns = (w.now() - start).as_nanos();
-    w.record(
-        ids,
-        EventKind::StripeResponse {
-            status,
-            outcome,
-            refund_id,
-            latency_ns,
-        },
-    );
-    status
+    record_response(w, ids, &delivered, start, &Vec::new());
+    classify(&delivered).0
 }

@@ -8,7 +8,7 @@ use std::task::{Context, Poll};
 
 use super::caller::CallerState;
 use super::dist;
-use super::layers::before_provider::{self, ToProvider};
+use super::layers::before_provider::{self, EgressAnswer, ToProvider};
 use super::layers::{via_ids, Via};
 use super::stripe::{Body, Delivered, ErrorType, Origin, RefundParams, Response, StripeRequest};
 use super::stripe_api::{serve, Caller};
@@ -23,17 +23,48 @@ use crate::sim::{race, Either, JoinHandle, SimTime};
 /// after `sdk` (a boxed future only then).
 enum Server {
     Task(JoinHandle<Delivered>),
-    Egress(Pin<Box<dyn Future<Output = Delivered>>>),
+    Egress(Pin<Box<dyn Future<Output = EgressAnswer>>>),
 }
 
 impl Future for Server {
-    type Output = Delivered;
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Delivered> {
+    type Output = EgressAnswer;
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<EgressAnswer> {
         match self.get_mut() {
-            Server::Task(task) => Pin::new(task).poll(cx),
+            Server::Task(task) => Pin::new(task).poll(cx).map(EgressAnswer::Stripe),
             Server::Egress(path) => path.as_mut().poll(cx),
         }
     }
+}
+
+/// Traces `req` leaving for Stripe (`stripe_request`) as SDK try `sdk_try`, through the
+/// proxies' tries `via` (empty without proxies after `sdk`).
+pub fn record_request(w: &World, ids: Ids, req: &StripeRequest, sdk_try: u32, via: &Via) {
+    w.record(
+        ids,
+        EventKind::StripeRequest {
+            idempotency_key: req.idempotency_key.clone(),
+            business_id: req.business_id.clone(),
+            amount_cents: req.params.amount_cents,
+            sdk_try,
+            via: via.iter().cloned().collect(),
+        },
+    );
+}
+
+/// Traces Stripe's answer `got` to a request sent at `start` ([`classify`]d, as
+/// `stripe_response`), through the proxies' tries `via`.
+pub fn record_response(w: &World, ids: Ids, got: &Delivered, start: SimTime, via: &Via) {
+    let (status, outcome, refund_id) = classify(got);
+    w.record(
+        ids,
+        EventKind::StripeResponse {
+            status,
+            outcome,
+            refund_id,
+            latency_ns: (w.now() - start).as_nanos(),
+            via: via.iter().cloned().collect(),
+        },
+    );
 }
 
 /// How a logical call ended, as the refunds service sees it.
@@ -186,15 +217,10 @@ pub async fn create_refund(
                 request: ids.call,
             },
         };
-        w.record(
-            ids,
-            EventKind::StripeRequest {
-                idempotency_key: key.clone(),
-                business_id: business_id.clone(),
-                amount_cents: params.amount_cents,
-                sdk_try: try_no,
-            },
-        );
+        // With proxies after `sdk`, each of their tries is traced where it leaves for Stripe.
+        if !has_egress {
+            record_request(&w, ids, &req, try_no, &Via::new());
+        }
         // The draw key (attempt, executor try, SDK try, then the layers' tries), on the stack
         // unless layers above retried.
         let head = [attempt, u64::from(exec_try), u64::from(try_no)];
@@ -216,6 +242,7 @@ pub async fn create_refund(
                     ids,
                     entity: entity.to_vec(),
                     script_key,
+                    sdk_try: try_no,
                 },
             ))
         } else {
@@ -236,21 +263,29 @@ pub async fn create_refund(
             },
             None => (sdk_timeout.await.ok(), false),
         };
-        let latency_ns = (w.now() - start).as_nanos();
+        // A proxy's own answer (it gave up) is read as what it is: a 504 or a dropped connection.
+        let proxy_text = match &got {
+            Some(EgressAnswer::Proxy { text, .. }) => Some(text.clone()),
+            _ => None,
+        };
+        let got = got.map(|a| a.delivered());
         let (status, outcome, refund_id) = match &got {
             Some(d) => classify(d),
             None if aborted => (0, ProviderOutcome::AbortedByCaller, None),
             None => (0, ProviderOutcome::SdkTimeout, None),
         };
-        w.record(
-            ids,
-            EventKind::StripeResponse {
-                status,
-                outcome,
-                refund_id: refund_id.clone(),
-                latency_ns,
-            },
-        );
+        if !has_egress {
+            w.record(
+                ids,
+                EventKind::StripeResponse {
+                    status,
+                    outcome,
+                    refund_id: refund_id.clone(),
+                    latency_ns: (w.now() - start).as_nanos(),
+                    via: Default::default(),
+                },
+            );
+        }
         if let (200, Some(id)) = (status, refund_id) {
             return (CallResult::Refunded(id), uncertain);
         }
@@ -278,7 +313,10 @@ pub async fn create_refund(
                 .await;
             continue;
         }
-        let text = format!("stripe {outcome} (HTTP {status})");
+        let text = match proxy_text {
+            Some(t) => format!("{t} (HTTP {status})"),
+            None => format!("stripe {outcome} (HTTP {status})"),
+        };
         let result = if outcome.is_key_conflict() {
             CallResult::KeyConflict(status, text)
         } else {

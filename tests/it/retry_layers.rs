@@ -176,3 +176,82 @@ fn a_late_answer_names_the_layer_that_gave_up() {
         "{s}"
     );
 }
+
+/// `proxy-retries-post`'s world (every response lost after Stripe commits; three tickets) with
+/// the retries of the SDK's network layer (`sdk`) or of an egress proxy placed after it.
+fn lost_responses(egress: bool) -> Value {
+    let mut sc: Value = serde_json::from_str(
+        &std::fs::read_to_string("scenarios/recipes/proxy-retries-post.json").unwrap(),
+    )
+    .unwrap();
+    sc.as_object_mut().unwrap().remove("expect");
+    if egress {
+        sc["stack"] = json!([
+            "model_retry",
+            "executor",
+            "refunds_service",
+            "sdk",
+            "sidecar"
+        ]);
+    } else {
+        sc.as_object_mut().unwrap().remove("layers");
+        sc["stack"] = json!(["model_retry", "executor", "refunds_service", "sdk"]);
+        sc["refunds_service"] = json!({"stripe_client": {"max_network_retries": 2, "key": "none"}});
+    }
+    sc
+}
+
+/// Each try of a proxy after `sdk` is a request to Stripe and is traced as one, as the SDK's
+/// own network retries are: the same world through either makes 9 requests with 9 lost
+/// responses, and the story labels the proxy's tries. Before, the proxy's world traced only the
+/// SDK's 3 requests, so `stripe_no_response` read 3 where the SDK's read 9.
+#[test]
+fn an_egress_proxys_tries_are_traced_like_the_sdks() {
+    for egress in [false, true] {
+        let n = kinds(&lost_responses(egress), &[]);
+        assert_eq!(count(&n, "refund_created"), 9, "egress {egress}: {n:?}");
+        assert_eq!(count(&n, "stripe_request"), 9, "egress {egress}: {n:?}");
+        assert_eq!(
+            count(&n, "stripe_response:connection_lost"),
+            9,
+            "egress {egress}: {n:?}"
+        );
+    }
+    let s = story(&lost_responses(true));
+    assert!(
+        s.contains(
+            "stripe: POST /v1/refunds for call #1 (sidecar try 3) → no response, connection_lost"
+        ),
+        "{s}"
+    );
+}
+
+/// An egress proxy that gives up on its last try answers the SDK with its own 504: the model is
+/// told the proxy's words, and the run counts no Stripe 5xx (Stripe answered 200 every time,
+/// late). Before, the proxy's 504 was traced and counted as Stripe's `api_error`.
+#[test]
+fn an_egress_proxys_own_504_is_not_a_stripe_500() {
+    let mut sc = lost_responses(true);
+    sc["layers"] = json!({"sidecar": {"kind": "proxy", "max_retries": 1, "retry_on": ["timeout"],
+                                      "per_try_timeout": "200ms"}});
+    sc["stripe"]["faults"] = json!({});
+    let n = kinds(&sc, &[]);
+    assert_eq!(count(&n, "stripe_response:created"), 6, "{n:?}");
+    assert_eq!(count(&n, "stripe_response:api_error"), 0, "{n:?}");
+    let s = story(&sc);
+    assert!(
+        s.contains(r#"tool_result: { error: "sidecar: upstream request timeout after 0.200s (HTTP 504)" } [fail]"#),
+        "{s}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.json");
+    std::fs::write(&path, sc.to_string()).unwrap();
+    let out = refundsim()
+        .arg("run")
+        .arg(&path)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["stripe_500"], 0, "{report}");
+}

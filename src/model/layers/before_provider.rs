@@ -3,9 +3,12 @@
 //!
 //! Each try is a new HTTP request to Stripe carrying the SDK's request unchanged (same key), so
 //! with a key Stripe replays or answers 409, and without one every try that executes is a new
-//! refund. A try the proxy gives up on (`per_try_timeout`) keeps executing at Stripe. A proxy
-//! that gives up answers the SDK 504 (`on_timeout: error`, as Envoy does) or drops the
-//! connection (`unknown`).
+//! refund. Each try is traced where it leaves for Stripe (`stripe_request` and Stripe's
+//! `stripe_response`, with the proxies' tries as `via`), as the SDK's tries are without
+//! proxies. A try the proxy gives up on (`per_try_timeout`) keeps executing at Stripe. A proxy
+//! that gives up answers the SDK with its own 504 (`on_timeout: error`, as Envoy does) or drops
+//! the connection (`unknown`): an [`EgressAnswer::Proxy`], which is not Stripe's answer and is
+//! not counted as one.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -14,6 +17,7 @@ use std::rc::Rc;
 use super::{self as layers, Place, Via};
 use crate::model::stripe::{Body, Delivered, ErrorType, Response, StripeRequest};
 use crate::model::stripe_api::{serve, Caller};
+use crate::model::stripe_client::{record_request, record_response};
 use crate::model::world::{Ids, World};
 use crate::scenario::{Position, ReportTimeout, RequestKey, RetryLayer, RetryOn};
 use crate::sim::SimTime;
@@ -29,18 +33,62 @@ pub struct ToProvider {
     pub entity: Vec<u64>,
     /// The per-request latency script key.
     pub script_key: RequestKey,
+    /// The SDK's network try (0 = first), for the trace.
+    pub sdk_try: u32,
 }
 
-/// The class of what Stripe (or a proxy below) answered, for a proxy's `retry_on`.
-fn class_of(d: &Delivered) -> Option<RetryOn> {
-    match d {
+/// What comes back up the proxies after `sdk`: Stripe's answer passed through, or a proxy's own.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EgressAnswer {
+    /// Stripe's answer (already traced where the try left for Stripe).
+    Stripe(Delivered),
+    /// A proxy gave up on its last try (`per_try_timeout`) and answered itself.
+    Proxy {
+        /// Its own status: 504 (`on_timeout: error`), or `None` when it dropped the
+        /// connection (`unknown`).
+        status: Option<u16>,
+        /// What the caller is told (`egress: upstream request timeout after 3s`).
+        text: String,
+    },
+}
+
+impl EgressAnswer {
+    /// What the SDK reads from it: Stripe's answer, or the proxy's 504 (an `api_error` body
+    /// with Envoy's words) or dropped connection.
+    pub fn delivered(&self) -> Delivered {
+        match self {
+            EgressAnswer::Stripe(d) => d.clone(),
+            EgressAnswer::Proxy {
+                status: Some(status),
+                text,
+            } => Delivered::Response(Response {
+                status: *status,
+                body: Body::Error {
+                    kind: ErrorType::ApiError,
+                    code: None,
+                    param: None,
+                    message: text.clone(),
+                },
+                idempotent_replayed: false,
+                should_retry: None,
+                retry_after: None,
+            }),
+            EgressAnswer::Proxy { status: None, .. } => Delivered::ConnectionLost,
+        }
+    }
+}
+
+/// The class of what Stripe (or a proxy below) answered, for a proxy's `retry_on`: a dropped
+/// connection is a `reset`, a status its Envoy class (a proxy's own 504 is a `gateway-error`).
+fn class_of(a: &EgressAnswer) -> Option<RetryOn> {
+    match a.delivered() {
         Delivered::ConnectionLost => Some(RetryOn::Reset),
         Delivered::Response(r) => layers::http_class(r.status),
     }
 }
 
 /// The path from the SDK to Stripe through the proxies after `sdk` (top to bottom).
-pub fn to_provider(w: Rc<World>, p: ToProvider) -> Pin<Box<dyn Future<Output = Delivered>>> {
+pub fn to_provider(w: Rc<World>, p: ToProvider) -> Pin<Box<dyn Future<Output = EgressAnswer>>> {
     layers::through::<BeforeProvider>(w, Down { p, via: Via::new() }, 0)
 }
 
@@ -57,7 +105,7 @@ pub(crate) struct BeforeProvider;
 
 impl Place for BeforeProvider {
     type Req = Down;
-    type Answer = Delivered;
+    type Answer = EgressAnswer;
     const POSITION: Position = Position::BeforeProvider;
     const TRY_AS_TASK: bool = true;
 
@@ -76,34 +124,36 @@ impl Place for BeforeProvider {
             via,
         }
     }
-    fn below(w: Rc<World>, d: Down) -> Pin<Box<dyn Future<Output = Delivered>>> {
+    /// One try leaves for Stripe: traced (`stripe_request` now, Stripe's `stripe_response` when
+    /// it comes, both with the proxies' tries), served by Stripe as a task of its own.
+    fn below(w: Rc<World>, d: Down) -> Pin<Box<dyn Future<Output = EgressAnswer>>> {
         let ticket = d.p.req.origin.ticket;
         let mut entity = d.p.entity;
         entity.extend(layers::via_ids(&d.via));
         let rng = w.ticket_stream("stripe", ticket, &entity);
         let (ww, req, ids, script_key) = (w.clone(), d.p.req, d.p.ids, d.p.script_key);
-        Box::pin(w.spawn_for_with(ticket, move || {
-            serve(ww, req, ids, Caller::Service, rng, script_key)
+        record_request(&w, ids, &req, d.p.sdk_try, &d.via);
+        let start = w.now();
+        Box::pin(w.spawn_for_with(ticket, move || async move {
+            let got = serve(ww.clone(), req, ids, Caller::Service, rng, script_key).await;
+            record_response(&ww, ids, &got, start, &d.via);
+            EgressAnswer::Stripe(got)
         }))
     }
-    fn class(d: &Delivered) -> Option<RetryOn> {
-        class_of(d)
+    fn class(a: &EgressAnswer) -> Option<RetryOn> {
+        class_of(a)
     }
-    fn gave_up(_name: &str, layer: &RetryLayer, after: SimTime) -> Delivered {
-        match layer.on_timeout {
-            ReportTimeout::Error => Delivered::Response(Response {
-                status: 504,
-                body: Body::Error {
-                    kind: ErrorType::ApiError,
-                    code: None,
-                    param: None,
-                    message: format!("upstream request timeout after {after}"),
-                },
-                idempotent_replayed: false,
-                should_retry: None,
-                retry_after: None,
-            }),
-            ReportTimeout::Unknown => Delivered::ConnectionLost,
-        }
+    fn gave_up(name: &str, layer: &RetryLayer, after: SimTime) -> EgressAnswer {
+        let (status, text) = match layer.on_timeout {
+            ReportTimeout::Error => (
+                Some(504),
+                format!("{name}: upstream request timeout after {after}"),
+            ),
+            ReportTimeout::Unknown => (
+                None,
+                format!("{name}: gave up after {after} and dropped the connection"),
+            ),
+        };
+        EgressAnswer::Proxy { status, text }
     }
 }

@@ -45,6 +45,7 @@ fn refunded(sent: u64, done: u64, attempt: u32, call: u64, late: bool) -> Vec<Ev
                 business_id: None,
                 amount_cents: 4200,
                 sdk_try: 0,
+                via: Default::default(),
             },
         ),
         ev(
@@ -68,6 +69,7 @@ fn refunded(sent: u64, done: u64, attempt: u32, call: u64, late: bool) -> Vec<Ev
                 outcome: ProviderOutcome::Created,
                 refund_id: Some(id.clone()),
                 latency_ns: (done - sent) * 1_000_000,
+                via: Default::default(),
             },
         ),
         ev(
@@ -344,6 +346,7 @@ fn a_stripe_error_fails_the_client_span_and_the_services_5xx_its_server_span() {
             business_id: None,
             amount_cents: 4200,
             sdk_try: 1,
+            via: Default::default(),
         },
     ));
     evs.push(ev(
@@ -355,6 +358,7 @@ fn a_stripe_error_fails_the_client_span_and_the_services_5xx_its_server_span() {
             outcome: ProviderOutcome::SdkTimeout,
             refund_id: None,
             latency_ns: 10_000_000,
+            via: Default::default(),
         },
     ));
     evs.push(ev(

@@ -43,6 +43,7 @@ fn stripe_done(ms: u64, attempt: u32, call: u64, late: bool) -> Vec<Event> {
                 outcome: ProviderOutcome::Created,
                 refund_id: Some(id.clone()),
                 latency_ns: 1,
+                via: Default::default(),
             },
         ),
         ev(ms, a, c, EventKind::PoolRelease),
@@ -99,6 +100,7 @@ fn acquire(ms: u64, attempt: u32, call: u64) -> Vec<Event> {
                 business_id: None,
                 amount_cents: 4200,
                 sdk_try: 0,
+                via: Default::default(),
             },
         ),
     ]

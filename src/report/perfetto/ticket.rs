@@ -232,6 +232,7 @@ impl TicketEvents {
                 business_id,
                 amount_cents,
                 sdk_try,
+                ..
             } => {
                 let args = Args::default()
                     .opt("idempotency_key", idempotency_key.as_deref())
@@ -258,6 +259,7 @@ impl TicketEvents {
                 outcome,
                 refund_id,
                 latency_ns,
+                ..
             } => {
                 let suffix = format!(" → {status} {outcome}");
                 let args = Args::default()
