@@ -8,7 +8,7 @@ use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, Test
 
 use super::strategy::{layer_draw, layer_json, layer_names, Case, LayerDraw};
 use super::{check_case, Violation};
-use crate::scenario::layers::{tries_per_tool_call, MAX_TRIES_PER_TOOL_CALL};
+use crate::scenario::layers::MAX_TRIES_PER_TOOL_CALL;
 use crate::scenario::{default_expect, stack_of, RetryLayer, Scenario, TicketSpec, TieBreakConfig};
 
 /// Options of one exploration.
@@ -187,7 +187,7 @@ fn add_layer(s: &mut Scenario, name: &str, kind: &str, d: &LayerDraw, lat_ms: &[
     stack.insert(at, name.to_string());
     s.stack = Some(stack);
     s.schema_version = s.schema_version.max(2);
-    if tries_per_tool_call(s) > MAX_TRIES_PER_TOOL_CALL {
+    if crate::scenario::Stack::of(s).fan_out() > MAX_TRIES_PER_TOOL_CALL {
         (s.layers, s.stack, s.schema_version) = before;
     }
 }

@@ -286,12 +286,11 @@ pub(super) fn upper_retry_span(
             "the model's retries",
         ));
     }
-    if let (true, Some(r)) = (executor, &s.executor.retry) {
-        let mut t = s.executor.timeout.saturating_mul(r.max_retries);
-        for k in 0..r.max_retries {
-            let d = r.initial_delay.as_secs_f64() * r.backoff_factor.powi(k.min(62) as i32);
-            t = t.saturating_add(secs(d.min(r.max_delay.as_secs_f64()) * (1.0 + r.jitter)));
-        }
+    if let (true, Some(_)) = (executor, &s.executor.retry) {
+        // The executor's retries span its deadline beyond the first try.
+        let t = crate::scenario::Stack::of(s)
+            .executor_deadline()
+            .saturating_sub(s.executor.timeout);
         if best.is_none_or(|(b, _)| t > b) {
             best = Some((t, "the executor's retries"));
         }

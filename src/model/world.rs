@@ -4,15 +4,8 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use super::layers::LayerLoad;
-use crate::scenario::{layers_at, LatencyDist, Position, RetryLayer};
+use crate::scenario::{LatencyDist, Position, RetryLayer, Stack};
 
-/// The positions an added layer can take, in the order of `World::path`.
-const POSITIONS: [Position; 4] = [
-    Position::AboveModel,
-    Position::AroundTool,
-    Position::BeforeService,
-    Position::BeforeProvider,
-];
 use super::dist;
 use super::ledger::Ledger;
 use super::pool::Pool;
@@ -177,8 +170,9 @@ pub struct World {
     pub stripe: RefCell<FakeStripe>,
     next_call: Cell<u64>,
     layer_loads: RefCell<std::collections::BTreeMap<String, Rc<LayerLoad>>>,
-    /// The added layers at each position of the stack, compiled once per run.
-    path: [Vec<(String, RetryLayer)>; 4],
+    /// The stack, compiled once per run: its layers at each position, and what it does as a
+    /// whole.
+    pub stack: Stack,
     /// The latencies drawn per request, with their parameters computed once per run.
     pub latencies: Latencies,
     /// Whether the pool is replayed from a recording (a `replay` section): recorded requests
@@ -249,12 +243,7 @@ impl World {
             SimTime::from_duration(cfg.pool_wait_threshold()),
             SimTime::from_duration(cfg.horizon),
         );
-        let path = POSITIONS.map(|p| {
-            layers_at(&cfg, p)
-                .into_iter()
-                .map(|(n, l)| (n.to_string(), l.clone()))
-                .collect()
-        });
+        let stack = Stack::of(&cfg);
         let latencies = Latencies::new(&cfg);
         let replays_pool = cfg.replay.is_some();
         let overhead = cfg.refunds_service.overhead;
@@ -289,7 +278,7 @@ impl World {
             stripe: RefCell::new(stripe),
             next_call: Cell::new(1),
             layer_loads: RefCell::default(),
-            path,
+            stack,
             latencies,
             replays_pool,
             reach_scale,
@@ -498,8 +487,7 @@ impl World {
     /// The added layers at `position`, top to bottom, with their names (compiled once per run
     /// from `stack` and `layers`).
     pub fn layers_at(&self, position: Position) -> &[(String, RetryLayer)] {
-        let i = POSITIONS.iter().position(|p| *p == position).unwrap_or(0);
-        &self.path[i]
+        self.stack.layers_at(position)
     }
 
     /// The requests and retries in flight through the added layer `name` (for its budget).

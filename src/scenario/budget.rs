@@ -359,34 +359,26 @@ fn stripe_median(s: &Scenario) -> f64 {
     }
 }
 
-/// The tries one model attempt can make: the executor's retry, every added layer's retries and
-/// the SDK's network retries multiply; with the fields responsible.
+/// The Stripe requests one ticket can make ([`Stack::fan_out`](super::Stack::fan_out): every
+/// retrying layer's tries multiply), with a duplicate delivery's second agent run counted at its
+/// probability; and the fields responsible (a model rule only past one retry: the incident's
+/// constants already count its two attempts).
 fn tries(s: &Scenario) -> (f64, Vec<String>) {
-    let mut factor = 1.0f64;
-    let mut fields = Vec::new();
-    let model = f64::from(s.agent.retry.max_retries) + 1.0;
-    factor *= model;
-    if s.agent.retry.max_retries > 1 {
-        fields.push("agent.retry.max_retries".to_string());
-    }
-    if let Some(r) = &s.executor.retry {
-        factor *= f64::from(r.max_retries) + 1.0;
-        if r.max_retries > 0 {
-            fields.push("executor.retry.max_retries".to_string());
-        }
-    }
-    for (name, layer) in &s.layers {
-        let in_stack = s.stack.as_ref().is_none_or(|st| st.contains(name));
-        if in_stack && layer.retries() > 0 {
-            factor *= f64::from(layer.retries()) + 1.0;
-            fields.push(format!("layers.{name}.max_retries"));
-        }
-    }
-    let sdk = &s.refunds_service.stripe_client;
-    if sdk.max_network_retries > 0 {
-        factor *= f64::from(sdk.max_network_retries) + 1.0;
-        fields.push("refunds_service.stripe_client.max_network_retries".to_string());
-    }
+    let stack = super::Stack::of(s);
+    let mut fields: Vec<String> = stack
+        .tries()
+        .iter()
+        .filter(|l| {
+            l.tries
+                > if l.field == "agent.retry.max_retries" {
+                    2
+                } else {
+                    1
+                }
+        })
+        .map(|l| l.field.clone())
+        .collect();
+    let mut factor = stack.fan_out();
     if s.deliveries.duplicate_probability > 0.0 {
         factor *= 1.0 + s.deliveries.duplicate_probability;
         fields.push("deliveries.duplicate_probability".to_string());

@@ -383,7 +383,7 @@ pub fn validate_layers(s: &Scenario) -> Check {
     for (name, layer) in &s.layers {
         validate_layer(&format!("layers.{name}"), name, layer)?;
     }
-    let per_call = tries_per_tool_call(s);
+    let per_call = super::Stack::of(s).fan_out();
     if per_call > MAX_TRIES_PER_TOOL_CALL {
         return fail(
             "layers",
@@ -522,23 +522,9 @@ fn added_layers_placed(s: &Scenario, stack: &[String]) -> Check {
     Ok(())
 }
 
-/// Most Stripe requests one ticket's tool calls may fan out to through the stack's retries:
-/// 1,000 (the `stacked-retries` recipe makes 12).
+/// Most Stripe requests one ticket's tool calls may fan out to through the stack's retries
+/// ([`Stack::fan_out`](super::Stack::fan_out)): 1,000 (the `stacked-retries` recipe makes 12).
 pub const MAX_TRIES_PER_TOOL_CALL: f64 = 1000.0;
-
-/// The product of (retries + 1) over the model's rule, the added layers, the executor's retry
-/// layer and the SDK: the most requests one ticket can send to Stripe.
-pub fn tries_per_tool_call(s: &Scenario) -> f64 {
-    let n = |r: u32| f64::from(r) + 1.0;
-    let layers: f64 = s.layers.values().map(|l| n(l.retries())).product();
-    let executor = n(s.executor.retry.as_ref().map_or(0, |r| r.max_retries));
-    let sdk = n(s.refunds_service.stripe_client.max_network_retries)
-        + f64::from(u8::from(
-            s.refunds_service.stripe_client.retry_dropped_connection
-                != super::config::DroppedConnectionRetry::Off,
-        ));
-    n(s.agent.retry.max_retries) * layers * executor * sdk
-}
 
 fn validate_layer(path: &str, name: &str, l: &RetryLayer) -> Check {
     let plain = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';

@@ -27,6 +27,7 @@ pub(crate) fn echo(text: &str) -> String {
 mod serde_error;
 mod set;
 mod shape;
+mod stack;
 #[cfg(test)]
 mod test_support;
 mod validate;
@@ -49,4 +50,5 @@ pub use provider::{Provider, ProviderKind, Settle};
 pub use replay::{
     OutsideRefund, PoolCalibration, RecordedCall, RecordedRequest, RecordedTicket, Replay,
 };
+pub use stack::{LayerTries, Stack, POSITIONS};
 pub use validate::{validate, MAX_CENTS, MAX_DURATION, MAX_FIRST_TICKET_ID, MAX_HORIZON, METRICS};
