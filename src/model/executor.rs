@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use super::caller::CallerState;
 use super::dist;
-use super::layers::before_service;
+use super::layers::{self, before_service};
 use super::layers::{status_class, Via};
 use super::refunds_service::{
     get_status, is_unknown_outcome, issue, ServiceRequest, ServiceResult,
@@ -119,7 +119,8 @@ fn retry_delay(r: &ExecutorRetry, n: u32, u: f64) -> SimTime {
 /// Runs the executor for the model's tool call `attempt` for `ticket` (below any framework
 /// retry layer) and returns what the model is shown. `via` names the tries of the layers above
 /// and `cancel_above` the strongest cancellation among them. The `tool_result` event is
-/// recorded by the caller.
+/// recorded by the caller. The executor's own `retry` runs the one retry loop
+/// ([`layers::retry_loop`]) with [`ExecutorRetryPolicy`] around one executor try.
 pub async fn call_tool(
     w: Rc<World>,
     ticket: u64,
@@ -128,20 +129,55 @@ pub async fn call_tool(
     via: Via,
     cancel_above: Cancellation,
 ) -> ToolReply {
-    let cfg = &w.cfg.executor;
-    let timeout = SimTime::from_duration(cfg.timeout);
-    let max_tries = cfg.retry.as_ref().map_or(0, |r| r.max_retries);
-    let mut jitter_rng = w.ticket_stream("executor_retry", ticket, &[u64::from(attempt)]);
-    let mut exec_try = 0;
-    loop {
+    let mut policy = ExecutorRetryPolicy {
+        retry: w.cfg.executor.retry.clone(),
+        jitter: w.ticket_stream("executor_retry", ticket, &[u64::from(attempt)]),
+    };
+    let mut one = ExecutorTry {
+        w: w.clone(),
+        ticket,
+        attempt,
+        amount_cents,
+        via,
+        cancellation: cancel_above.max(w.cfg.executor.cancellation),
+    };
+    layers::retry_loop(&w, &mut policy, &mut one).await.reply
+}
+
+/// What one executor try ends with: the reply, and whether it is final (a success, an unknown
+/// outcome, a probe's answer) or a failure the executor's `retry` may try again.
+struct ExecutorAnswer {
+    reply: ToolReply,
+    retryable: bool,
+}
+
+/// One executor try of a tool call: a request to the service (through the proxies before it)
+/// under the executor's timeout, then what the executor makes of the answer (probing on a
+/// timeout under `probe_status`).
+struct ExecutorTry {
+    w: Rc<World>,
+    ticket: u64,
+    attempt: u32,
+    amount_cents: u64,
+    via: Via,
+    cancellation: Cancellation,
+}
+
+impl layers::Inner for ExecutorTry {
+    type Answer = ExecutorAnswer;
+
+    async fn try_once(&mut self, exec_try: u32, _via: Via) -> layers::TryEnd<ExecutorAnswer> {
+        let (w, ticket, attempt) = (&self.w, self.ticket, self.attempt);
+        let cfg = &w.cfg.executor;
+        let timeout = SimTime::from_duration(cfg.timeout);
         let req = Outgoing {
             ticket,
             attempt,
             exec_try,
-            amount_cents,
+            amount_cents: self.amount_cents,
             deadline: w.now() + timeout,
-            via: via.clone(),
-            cancellation: cancel_above.max(cfg.cancellation),
+            via: self.via.clone(),
+            cancellation: self.cancellation,
         };
         let last_call = Rc::new(Cell::new(0));
         // Without proxy layers the request goes straight to the service (what
@@ -153,8 +189,9 @@ pub async fn call_tool(
             let path = before_service::before_service(w.clone(), req, last_call.clone());
             w.sim.timeout(timeout, path).await
         };
-        let reply = match answer {
-            Ok(ServiceResult::Refunded(id)) => return ToolReply::ok(id),
+        let last = || Ids::call(ticket, attempt, last_call.get());
+        let (reply, retryable) = match answer {
+            Ok(ServiceResult::Refunded(id)) => (ToolReply::ok(id), false),
             // Under `probe_status` with `probe_after` beyond `timeout`, an error answer (one
             // that leaves the outcome unknown, or any) is probed like a timeout. A probe
             // answering `none` makes it a definite failure, which the executor's retry layer
@@ -162,16 +199,17 @@ pub async fn call_tool(
             Ok(e @ (ServiceResult::Error { .. } | ServiceResult::Reset(_)))
                 if probes_error(cfg, &e) =>
             {
-                match probe(&w, Ids::call(ticket, attempt, last_call.get())).await {
-                    failed if failed.outcome == Outcome::Fail => failed,
-                    answered => return answered,
-                }
+                let reply = probe(w, last()).await;
+                let retryable = reply.outcome == Outcome::Fail;
+                (reply, retryable)
             }
-            Ok(ServiceResult::Error { status, text }) => ToolReply::fail(text, false, status),
-            Ok(ServiceResult::Reset(text)) => ToolReply::reset(text),
-            Ok(ServiceResult::Unknown(text)) => return ToolReply::unknown(text),
+            Ok(ServiceResult::Error { status, text }) => {
+                (ToolReply::fail(text, false, status), true)
+            }
+            Ok(ServiceResult::Reset(text)) => (ToolReply::reset(text), true),
+            Ok(ServiceResult::Unknown(text)) => (ToolReply::unknown(text), false),
             Err(_) => {
-                let ids = Ids::call(ticket, attempt, last_call.get());
+                let ids = last();
                 w.record(
                     ids,
                     EventKind::ExecutorTimeout {
@@ -180,22 +218,49 @@ pub async fn call_tool(
                     },
                 );
                 match cfg.on_timeout {
-                    OnTimeout::ReportError => ToolReply::fail(
-                        format!("timeout after {}ms", timeout.as_nanos() / 1_000_000),
+                    OnTimeout::ReportError => (
+                        ToolReply::fail(
+                            format!("timeout after {}ms", timeout.as_nanos() / 1_000_000),
+                            true,
+                            0,
+                        ),
                         true,
-                        0,
                     ),
-                    OnTimeout::ProbeStatus => return probe(&w, ids).await,
+                    OnTimeout::ProbeStatus => (probe(w, ids).await, false),
                 }
             }
         };
-        match &cfg.retry {
-            Some(r) if exec_try < max_tries => {
-                exec_try += 1;
-                let u = dist::uniform(&mut jitter_rng, 0.0, 1.0);
-                w.sim.sleep(retry_delay(r, exec_try, u)).await;
+        layers::TryEnd::Answered {
+            value: ExecutorAnswer { reply, retryable },
+            class: None,
+        }
+    }
+}
+
+/// The executor's `retry` (LangChain's ToolRetryMiddleware): a failure is tried again up to
+/// `max_retries` times after [`retry_delay`], its jitter drawn in order from the attempt's
+/// `executor_retry` stream. Without `retry`, one try.
+struct ExecutorRetryPolicy {
+    retry: Option<ExecutorRetry>,
+    jitter: crate::sim::StreamRng,
+}
+
+impl layers::Policy<ExecutorTry> for ExecutorRetryPolicy {
+    fn retry(
+        &mut self,
+        n: u32,
+        end: &layers::TryEnd<ExecutorAnswer>,
+        _inner: &mut ExecutorTry,
+    ) -> Option<SimTime> {
+        let layers::TryEnd::Answered { value, .. } = end else {
+            return None;
+        };
+        match &self.retry {
+            Some(r) if value.retryable && n < r.max_retries => {
+                let u = dist::uniform(&mut self.jitter, 0.0, 1.0);
+                Some(retry_delay(r, n + 1, u))
             }
-            _ => return reply,
+            _ => None,
         }
     }
 }

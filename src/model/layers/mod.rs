@@ -126,32 +126,189 @@ pub struct Layer<'a> {
 }
 
 /// What one retry layer wraps (tower's inner `Service`), and what its place in the stack
-/// records around the one retry loop, [`retry`]. Each place — the run-level retry above the
-/// model, framework middleware around the tool, a proxy before the service, an egress proxy
-/// before the provider — differs only by this and by the layer's policy value.
+/// records around the one retry loop, [`retry_loop`]. Each place — the run-level retry above the
+/// model, framework middleware around the tool, the executor's own retry, a proxy before the
+/// service, an egress proxy before the provider — differs only by this and by its [`Policy`].
 pub(crate) trait Inner {
     /// The answer reported upward.
     type Answer;
-    /// Try `n` (0-based) of the inner service; `via` is the caller's [`Via`] with this
-    /// layer's try appended when `n` ≥ 1.
+    /// Try `n` (0-based) of the inner service; `via` is what the policy marks the try with
+    /// ([`Policy::via`]: an added layer's caller's [`Via`] with its try appended when `n` ≥ 1).
     async fn try_once(&mut self, n: u32, via: Via) -> TryEnd<Self::Answer>;
-    /// Where the layer's events after the try that just ended are recorded.
-    fn ids(&self) -> Ids;
-    /// The key of retry `n`'s (1-based) backoff draw, in stream `layer_backoff`.
-    fn backoff_key(&self, n: u32) -> Vec<u64>;
-    /// Try `n` timed out and its work was dropped; called before `layer_timeout` is recorded.
+    /// Where an added layer's events after the try that just ended are recorded.
+    fn ids(&self) -> Ids {
+        Ids::default()
+    }
+    /// The key of an added layer's retry `n` (1-based) backoff draw, in stream `layer_backoff`.
+    fn backoff_key(&self, _n: u32) -> Vec<u64> {
+        Vec::new()
+    }
+    /// Try `n` timed out and its work was dropped; called before the policy decides.
     fn try_timed_out(&mut self, _n: u32) {}
-    /// Retry `n` (1-based) is decided; called before its backoff is drawn.
+    /// Retry `n` (1-based) is decided; an added layer's policy calls it before its backoff is
+    /// drawn.
     fn retrying(&mut self, _n: u32) {}
     /// The answer to report when the last try timed out after `after`.
-    fn timed_out(&mut self, after: SimTime) -> Self::Answer;
+    fn timed_out(&mut self, _after: SimTime) -> Self::Answer {
+        unreachable!("a policy without a per-try timeout never times a try out")
+    }
 }
 
-/// The one retry loop: runs `inner`'s tries n = 0, 1, … under the layer's policy ([`decide`]:
-/// `retry_on`, `num_retries`, `budget`; `per_try_timeout`; [`backoff`]) and returns the answer
-/// to report upward: the last answer, or [`Inner::timed_out`] when the last try timed out.
-/// Records `layer_timeout`, `layer_budget_exhausted` and `layer_retry` (with the backoff) at
-/// [`Inner::ids`]; counts the layer's load for its budget. `ticket` keys the backoff stream.
+/// Whether and when to try again (tower's `Policy`), apart from the loop that runs the tries:
+/// an added layer's [`LayerPolicy`] (`retry_on`, `num_retries`, `budget`, its backoff and
+/// events), the executor's `retry` (LangChain's ToolRetryMiddleware), the SDK's network
+/// retries (stripe-node's rules).
+pub(crate) trait Policy<I: Inner> {
+    /// How long one try may run before the loop drops it (its work keeps running where it is a
+    /// task of its own); `None`: tries are not timed out by the loop.
+    fn per_try_timeout(&self) -> Option<SimTime> {
+        None
+    }
+    /// What try `n` is marked with in its requests ([`Via`]); empty by default.
+    fn via(&self, _n: u32) -> Via {
+        Via::new()
+    }
+    /// Try `n` is about to start.
+    fn starting(&mut self, _n: u32) {}
+    /// Try `n` has ended (answered or timed out), before [`Policy::retry`].
+    fn ended(&mut self, _n: u32) {}
+    /// After try `n` (0-based) ended with `end`: the wait before try `n + 1`, or `None` to
+    /// report `end` upward.
+    fn retry(&mut self, n: u32, end: &TryEnd<I::Answer>, inner: &mut I) -> Option<SimTime>;
+}
+
+/// The one retry loop: runs `inner`'s tries n = 0, 1, … under `policy` (each under its
+/// per-try timeout, if any), sleeps the wait the policy decides between them, and returns the
+/// answer to report upward: the last answer, or [`Inner::timed_out`] when the last try timed out.
+pub(crate) async fn retry_loop<I: Inner, P: Policy<I>>(
+    w: &Rc<World>,
+    policy: &mut P,
+    inner: &mut I,
+) -> I::Answer {
+    let mut n = 0u32;
+    loop {
+        policy.starting(n);
+        let one = inner.try_once(n, policy.via(n));
+        let end = match policy.per_try_timeout() {
+            Some(t) => w.sim.timeout(t, one).await.unwrap_or(TryEnd::TimedOut),
+            None => one.await,
+        };
+        policy.ended(n);
+        if matches!(end, TryEnd::TimedOut) {
+            inner.try_timed_out(n);
+        }
+        match policy.retry(n, &end, inner) {
+            Some(wait) => {
+                n += 1;
+                w.sim.sleep(wait).await;
+            }
+            None => {
+                return match end {
+                    TryEnd::Answered { value, .. } => value,
+                    TryEnd::TimedOut => {
+                        inner.timed_out(policy.per_try_timeout().unwrap_or_default())
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// An added layer's policy: `retry_on`, `num_retries` and `budget` ([`decide`]),
+/// `per_try_timeout`, its backoff ([`backoff`], drawn from stream `layer_backoff` keyed by
+/// [`Inner::backoff_key`]), its load (for its budget), and the events `layer_timeout`,
+/// `layer_budget_exhausted` and `layer_retry` recorded at [`Inner::ids`]. Tries after the first
+/// are marked with the layer's try in their [`Via`].
+pub(crate) struct LayerPolicy<'a> {
+    w: &'a Rc<World>,
+    layer: Layer<'a>,
+    ticket: u64,
+    via: &'a Via,
+    load: Rc<LayerLoad>,
+}
+
+impl<'a> LayerPolicy<'a> {
+    /// The policy of `layer` for a request of `ticket` that came through the tries `via`.
+    pub(crate) fn new(w: &'a Rc<World>, layer: Layer<'a>, ticket: u64, via: &'a Via) -> Self {
+        let load = w.layer_load(layer.name);
+        LayerPolicy {
+            w,
+            layer,
+            ticket,
+            via,
+            load,
+        }
+    }
+}
+
+impl<I: Inner> Policy<I> for LayerPolicy<'_> {
+    fn per_try_timeout(&self) -> Option<SimTime> {
+        self.layer.cfg.per_try_timeout.map(SimTime::from_duration)
+    }
+    fn via(&self, n: u32) -> Via {
+        let mut here = self.via.clone();
+        if n > 0 {
+            here.push((self.layer.name.to_string(), n));
+        }
+        here
+    }
+    fn starting(&mut self, n: u32) {
+        self.load.active.set(self.load.active.get() + 1);
+        if n > 0 {
+            self.load.retrying.set(self.load.retrying.get() + 1);
+        }
+    }
+    fn ended(&mut self, n: u32) {
+        self.load.active.set(self.load.active.get() - 1);
+        if n > 0 {
+            self.load.retrying.set(self.load.retrying.get() - 1);
+        }
+    }
+    fn retry(&mut self, n: u32, end: &TryEnd<I::Answer>, inner: &mut I) -> Option<SimTime> {
+        let (w, name, cfg) = (self.w, self.layer.name, self.layer.cfg);
+        let class = end.class();
+        let ids = inner.ids();
+        if matches!(end, TryEnd::TimedOut) {
+            let after_ns = cfg.per_try_timeout.map_or(0, |d| d.as_nanos() as u64);
+            w.record(
+                ids,
+                EventKind::LayerTimeout {
+                    layer: name.to_string(),
+                    layer_try: n,
+                    after_ns,
+                },
+            );
+        }
+        if !decide(cfg, n, class, &self.load) {
+            if class.is_some_and(|c| cfg.retries_on(c)) && n < cfg.retries() {
+                w.record(
+                    ids,
+                    EventKind::LayerBudgetExhausted {
+                        layer: name.to_string(),
+                        layer_try: n + 1,
+                    },
+                );
+            }
+            return None;
+        }
+        inner.retrying(n + 1);
+        let mut rng = w.ticket_stream("layer_backoff", self.ticket, &inner.backoff_key(n + 1));
+        let delay = backoff(cfg, n + 1, dist::uniform(&mut rng, 0.0, 1.0));
+        w.record(
+            ids,
+            EventKind::LayerRetry {
+                layer: name.to_string(),
+                layer_try: n + 1,
+                reason: class.map(retry_on_name).unwrap_or_default().into(),
+                backoff_ns: delay.as_nanos(),
+            },
+        );
+        Some(delay)
+    }
+}
+
+/// An added layer around `inner`: [`retry_loop`] under the layer's [`LayerPolicy`]. `ticket`
+/// keys the backoff stream; `via` holds the tries of the layers above.
 pub(crate) async fn retry<I: Inner>(
     w: &Rc<World>,
     layer: Layer<'_>,
@@ -159,78 +316,8 @@ pub(crate) async fn retry<I: Inner>(
     via: &Via,
     inner: &mut I,
 ) -> I::Answer {
-    let load = w.layer_load(layer.name);
-    let mut n = 0u32;
-    loop {
-        let mut here = via.clone();
-        if n > 0 {
-            here.push((layer.name.to_string(), n));
-        }
-        load.active.set(load.active.get() + 1);
-        if n > 0 {
-            load.retrying.set(load.retrying.get() + 1);
-        }
-        let end = match layer.cfg.per_try_timeout {
-            Some(t) => {
-                let t = SimTime::from_duration(t);
-                w.sim
-                    .timeout(t, inner.try_once(n, here))
-                    .await
-                    .unwrap_or(TryEnd::TimedOut)
-            }
-            None => inner.try_once(n, here).await,
-        };
-        load.active.set(load.active.get() - 1);
-        if n > 0 {
-            load.retrying.set(load.retrying.get() - 1);
-        }
-        let class = end.class();
-        let ids = inner.ids();
-        if matches!(end, TryEnd::TimedOut) {
-            inner.try_timed_out(n);
-            let after_ns = layer.cfg.per_try_timeout.map_or(0, |d| d.as_nanos() as u64);
-            w.record(
-                ids,
-                EventKind::LayerTimeout {
-                    layer: layer.name.to_string(),
-                    layer_try: n,
-                    after_ns,
-                },
-            );
-        }
-        if !decide(layer.cfg, n, class, &load) {
-            let wanted = class.is_some_and(|c| layer.cfg.retries_on(c)) && n < layer.cfg.retries();
-            if wanted {
-                w.record(
-                    ids,
-                    EventKind::LayerBudgetExhausted {
-                        layer: layer.name.to_string(),
-                        layer_try: n + 1,
-                    },
-                );
-            }
-            return match end {
-                TryEnd::Answered { value, .. } => value,
-                TryEnd::TimedOut => inner.timed_out(SimTime::from_duration(
-                    layer.cfg.per_try_timeout.unwrap_or_default(),
-                )),
-            };
-        }
-        n += 1;
-        inner.retrying(n);
-        let mut rng = w.ticket_stream("layer_backoff", ticket, &inner.backoff_key(n));
-        let delay = backoff(layer.cfg, n, dist::uniform(&mut rng, 0.0, 1.0));
-        w.record(
-            ids,
-            EventKind::LayerRetry {
-                layer: layer.name.to_string(),
-                layer_try: n,
-                reason: class.map(retry_on_name).unwrap_or_default().into(),
-                backoff_ns: delay.as_nanos(),
-            },
-        );
-        w.sim.sleep(delay).await;
-    }
+    let mut policy = LayerPolicy::new(w, layer, ticket, via);
+    retry_loop(w, &mut policy, inner).await
 }
 
 /// An [`Inner`] made of a closure per try and one for a timed-out last try, with its events at
