@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 use super::caller::CallerState;
 use super::dist;
 use super::layers::before_provider::{self, EgressAnswer, ToProvider};
-use super::layers::{via_ids, Via};
+use super::layers::{self, via_ids, Via};
 use super::stripe::{Body, Delivered, ErrorType, Origin, RefundParams, Response, StripeRequest};
 use super::stripe_api::{serve, Caller};
 use super::world::{Ids, World};
@@ -177,7 +177,8 @@ fn sdk_key(
 /// One logical `refunds.create(charge, amount, reason)` from the refunds service. `key` is the
 /// service's idempotency key; with network retries on and no key, the SDK generates one per
 /// logical call. Stripe draws and backoff draws are keyed by `(ticket, attempt, exec_try, sdk_try)`
-/// (ticket by [`World::ticket_key`]).
+/// (ticket by [`World::ticket_key`]). The SDK's network retries run the one retry loop
+/// ([`layers::retry_loop`]) with [`SdkRetryPolicy`] around one HTTP request ([`SdkTry`]).
 ///
 /// Returns the call's result and whether any of its tries ended without a definite answer (no
 /// response, an SDK timeout, an abort, a 5xx or a 409): then a refund may exist even when the
@@ -191,71 +192,154 @@ pub async fn create_refund(
     via: &Via,
     caller: Option<&CallerState>,
 ) -> (CallResult, bool) {
-    let cfg = &w.cfg.refunds_service.stripe_client;
-    let mut uncertain = false;
     let ticket = params.ticket;
     let call = ids.call.unwrap_or(0);
-    let attempt = u64::from(ids.attempt.unwrap_or(0));
-    let mut try_no = 0;
-    let mut dropped_retry_used = false;
-    let has_egress = !w.layers_at(Position::BeforeProvider).is_empty();
     let business_id = match w.cfg.refunds_service.business_id {
         KeyMode::None => None,
         KeyMode::PerAttempt => Some(super::ids::business_id(ticket, Some(call))),
         KeyMode::PerTicket => Some(super::ids::business_id(ticket, None)),
     };
-    loop {
-        let key = key
+    let mut one = SdkTry {
+        w: w.clone(),
+        key,
+        params,
+        business_id,
+        ids,
+        exec_try,
+        via,
+        caller,
+        has_egress: !w.layers_at(Position::BeforeProvider).is_empty(),
+        uncertain: false,
+    };
+    let mut policy = SdkRetryPolicy;
+    let last = layers::retry_loop(&w, &mut policy, &mut one).await;
+    (last.result(), one.uncertain)
+}
+
+/// How one SDK try ended: what came back (`None`: the SDK's timeout or the caller's abort),
+/// and its trace classification.
+struct SdkAnswer {
+    got: Option<Delivered>,
+    aborted: bool,
+    /// The words of an egress proxy that answered itself (it gave up).
+    proxy_text: Option<String>,
+    status: u16,
+    outcome: ProviderOutcome,
+    refund_id: Option<String>,
+}
+
+impl SdkAnswer {
+    /// The logical call's result when this is the last try.
+    fn result(self) -> CallResult {
+        let (status, outcome) = (self.status, self.outcome);
+        if let (200, Some(id)) = (status, self.refund_id) {
+            return CallResult::Refunded(id);
+        }
+        if self.aborted {
+            return CallResult::Failed(0, "connection aborted by the caller".into());
+        }
+        let text = match self.proxy_text {
+            Some(t) => format!("{t} (HTTP {status})"),
+            None => format!("stripe {outcome} (HTTP {status})"),
+        };
+        if outcome.is_key_conflict() {
+            CallResult::KeyConflict(status, text)
+        } else {
+            CallResult::Failed(status, text)
+        }
+    }
+}
+
+/// Calls `f` with the Stripe draw key of SDK try `sdk_try`: (attempt, executor try, SDK try,
+/// then the tries of the layers above), on the stack unless layers above retried.
+fn with_entity<R>(
+    ids: Ids,
+    exec_try: u32,
+    sdk_try: u32,
+    via: &Via,
+    f: impl FnOnce(&[u64]) -> R,
+) -> R {
+    let head = [
+        u64::from(ids.attempt.unwrap_or(0)),
+        u64::from(exec_try),
+        u64::from(sdk_try),
+    ];
+    let tail = via_ids(via);
+    if tail.is_empty() {
+        f(&head)
+    } else {
+        f(&[&head[..], &tail[..]].concat())
+    }
+}
+
+/// One HTTP request of the SDK's logical call: sent to Stripe (or down the egress proxies),
+/// under the SDK's timeout, abandoned when the caller aborts in flight.
+struct SdkTry<'a> {
+    w: Rc<World>,
+    key: Option<String>,
+    params: RefundParams,
+    business_id: Option<String>,
+    ids: Ids,
+    exec_try: u32,
+    via: &'a Via,
+    caller: Option<&'a CallerState>,
+    has_egress: bool,
+    /// Whether a try so far ended without a definite answer.
+    uncertain: bool,
+}
+
+impl layers::Inner for SdkTry<'_> {
+    type Answer = SdkAnswer;
+
+    async fn try_once(&mut self, try_no: u32, _via: Via) -> layers::TryEnd<SdkAnswer> {
+        let (w, ids, ticket) = (&self.w, self.ids, self.params.ticket);
+        let cfg = &w.cfg.refunds_service.stripe_client;
+        let call = ids.call.unwrap_or(0);
+        // Only stripe-node's retry of a dropped connection goes past `max_network_retries`.
+        let dropped_retry = try_no > cfg.max_network_retries;
+        let key = self
+            .key
             .clone()
-            .or_else(|| sdk_key(cfg, ticket, call, try_no, dropped_retry_used));
+            .or_else(|| sdk_key(cfg, ticket, call, try_no, dropped_retry));
         let req = StripeRequest {
-            idempotency_key: key.clone(),
-            params: params.clone(),
-            business_id: business_id.clone(),
+            idempotency_key: key,
+            params: self.params.clone(),
+            business_id: self.business_id.clone(),
             origin: Origin {
                 ticket,
                 request: ids.call,
             },
         };
         // With proxies after `sdk`, each of their tries is traced where it leaves for Stripe.
-        if !has_egress {
-            record_request(&w, ids, &req, try_no, &Via::new());
+        if !self.has_egress {
+            record_request(w, ids, &req, try_no, &Via::new());
         }
-        // The draw key (attempt, executor try, SDK try, then the layers' tries), on the stack
-        // unless layers above retried.
-        let head = [attempt, u64::from(exec_try), u64::from(try_no)];
-        let tail = via_ids(via);
-        let joined;
-        let entity: &[u64] = if tail.is_empty() {
-            &head
-        } else {
-            joined = [&head[..], &tail[..]].concat();
-            &joined
-        };
         let script_key = RequestKey::service(ticket, ids.attempt.unwrap_or(0), try_no);
         let start = w.now();
-        let server = if has_egress {
-            Server::Egress(before_provider::to_provider(
-                w.clone(),
-                ToProvider {
-                    req,
-                    ids,
-                    entity: entity.to_vec(),
-                    script_key,
-                    sdk_try: try_no,
-                },
-            ))
-        } else {
-            let rng = w.ticket_stream("stripe", ticket, entity);
-            let ww = w.clone();
-            Server::Task(w.spawn_for_with(ticket, move || {
-                serve(ww, req, ids, Caller::Service, rng, script_key)
-            }))
-        };
+        let server = with_entity(ids, self.exec_try, try_no, self.via, |entity| {
+            if self.has_egress {
+                Server::Egress(before_provider::to_provider(
+                    w.clone(),
+                    ToProvider {
+                        req,
+                        ids,
+                        entity: entity.to_vec(),
+                        script_key,
+                        sdk_try: try_no,
+                    },
+                ))
+            } else {
+                let rng = w.ticket_stream("stripe", ticket, entity);
+                let ww = w.clone();
+                Server::Task(w.spawn_for_with(ticket, move || {
+                    serve(ww, req, ids, Caller::Service, rng, script_key)
+                }))
+            }
+        });
         let sdk_timeout = w.sim.timeout(SimTime::from_duration(cfg.timeout), server);
         // The caller may abort the call in flight (`abort_in_flight`): the connection closes and
         // the SDK stops waiting; Stripe's task runs on and may still commit.
-        let (got, aborted) = match caller {
+        let (got, aborted) = match self.caller {
             Some(c) if c.aborted() => (None, true),
             Some(c) => match race(sdk_timeout, c.abort_signal()).await {
                 Either::Left(got) => (got.ok(), false),
@@ -274,7 +358,7 @@ pub async fn create_refund(
             None if aborted => (0, ProviderOutcome::AbortedByCaller, None),
             None => (0, ProviderOutcome::SdkTimeout, None),
         };
-        if !has_egress {
+        if !self.has_egress {
             w.record(
                 ids,
                 EventKind::StripeResponse {
@@ -286,43 +370,59 @@ pub async fn create_refund(
                 },
             );
         }
-        if let (200, Some(id)) = (status, refund_id) {
-            return (CallResult::Refunded(id), uncertain);
+        self.uncertain |= status == 0 || status == 409 || status >= 500;
+        layers::TryEnd::Answered {
+            value: SdkAnswer {
+                got,
+                aborted,
+                proxy_text,
+                status,
+                outcome,
+                refund_id,
+            },
+            class: None,
         }
-        uncertain |= status == 0 || status == 409 || status >= 500;
-        if aborted {
-            let failed = CallResult::Failed(0, "connection aborted by the caller".into());
-            return (failed, uncertain);
+    }
+}
+
+/// The SDK's network retries (stripe-node's and stripe-python's rules): after a try that
+/// [`should_retry`] names, up to `max_network_retries`, plus stripe-node's one retry of a
+/// dropped connection (`retry_dropped_connection`); a refund or an abort ends the call. The
+/// wait is the SDK's [`backoff`], or the answer's `Retry-After` ([`retry_wait`]), its draw keyed
+/// by (ticket, attempt, executor try, SDK try) in stream `sdk_backoff`, never by a run-wide
+/// counter, so a change elsewhere in the run never moves it.
+struct SdkRetryPolicy;
+
+impl layers::Policy<SdkTry<'_>> for SdkRetryPolicy {
+    fn retry(
+        &mut self,
+        n: u32,
+        end: &layers::TryEnd<SdkAnswer>,
+        inner: &mut SdkTry<'_>,
+    ) -> Option<SimTime> {
+        let layers::TryEnd::Answered { value: a, .. } = end else {
+            return None;
+        };
+        if (a.status == 200 && a.refund_id.is_some()) || a.aborted {
+            return None;
         }
-        let dropped = matches!(got, Some(Delivered::ConnectionLost));
+        let w = &inner.w;
+        let cfg = &w.cfg.refunds_service.stripe_client;
+        let dropped = matches!(a.got, Some(Delivered::ConnectionLost));
         let dropped_retry = dropped
-            && !dropped_retry_used
-            && try_no >= cfg.max_network_retries
+            && n == cfg.max_network_retries
             && cfg.retry_dropped_connection != DroppedConnectionRetry::Off;
         let honour = cfg.honour_retry_headers;
-        if dropped_retry || (try_no < cfg.max_network_retries && should_retry(got.as_ref(), honour))
+        if !(dropped_retry || (n < cfg.max_network_retries && should_retry(a.got.as_ref(), honour)))
         {
-            dropped_retry_used |= dropped_retry;
-            // Keyed by (ticket, attempt, executor try, SDK retry), not by a run-wide counter,
-            // so a change elsewhere in the run never moves this draw.
-            let mut backoff_rng = w.ticket_stream("sdk_backoff", ticket, entity);
-            try_no += 1;
-            let u = dist::uniform(&mut backoff_rng, 0.0, 1.0);
-            w.sim
-                .sleep(retry_wait(backoff(try_no, u), got.as_ref(), honour))
-                .await;
-            continue;
+            return None;
         }
-        let text = match proxy_text {
-            Some(t) => format!("{t} (HTTP {status})"),
-            None => format!("stripe {outcome} (HTTP {status})"),
-        };
-        let result = if outcome.is_key_conflict() {
-            CallResult::KeyConflict(status, text)
-        } else {
-            CallResult::Failed(status, text)
-        };
-        return (result, uncertain);
+        let ticket = inner.params.ticket;
+        let u = with_entity(inner.ids, inner.exec_try, n, inner.via, |entity| {
+            let mut rng = w.ticket_stream("sdk_backoff", ticket, entity);
+            dist::uniform(&mut rng, 0.0, 1.0)
+        });
+        Some(retry_wait(backoff(n + 1, u), a.got.as_ref(), honour))
     }
 }
 
