@@ -333,7 +333,9 @@ fn replayed_call_after(w: &World, ticket: u64, attempt: u32) -> Option<SimTime> 
 /// model's retry rule (its `max_retries` counts within the turn). `run` is the run-level retry
 /// layer above the model, if any: a failure its `retry_on` names is raised out of the turn
 /// instead of being shown to the model (the framework re-raises the tool error). `cancel` is
-/// what giving up on the turn's tool calls cancels (the run layer's `cancellation`).
+/// what giving up on the turn's tool calls cancels (the run layer's `cancellation`). The model's
+/// retries run the one retry loop ([`layers::retry_loop`]): [`ModelCalls`] under
+/// [`ModelRetryRule`].
 async fn run_turn(
     w: &Rc<World>,
     t: &Ticket,
@@ -343,14 +345,69 @@ async fn run_turn(
     run: Option<&RetryLayer>,
     cancel: Cancellation,
 ) -> TurnEnd {
-    let cfg = &w.cfg.agent;
-    let overhead = SimTime::from_duration(cfg.call_overhead);
-    let first = turn.attempt;
     let think = w.latencies.think_time.draw(rng);
     w.sim
         .sleep(replayed_think(w, t.id, turn.attempt).unwrap_or(think))
         .await;
-    loop {
+    let mut calls = ModelCalls {
+        w,
+        t,
+        rng,
+        turn,
+        via,
+        run,
+        cancel,
+    };
+    match layers::retry_loop(w, &mut ModelRetryRule, &mut calls).await {
+        ModelStep::End(end) => end,
+        ModelStep::Failed { ids, reply, .. } => TurnEnd::GaveUp { ids, reply },
+    }
+}
+
+/// How one of the model's tool calls ended for its retry rule: the turn is over, or the tool
+/// failed (shown at `ids`) and the model, having thought, may retry; its draws for the decision
+/// are made whatever is decided.
+enum ModelStep {
+    End(TurnEnd),
+    Failed {
+        ids: Ids,
+        reply: ToolReply,
+        complies: bool,
+        drifts: bool,
+    },
+}
+
+/// The model's tool calls in one turn: each try is a call (through the framework layers and
+/// the executor), its result shown to the model, and the model's thinking about it.
+struct ModelCalls<'a> {
+    w: &'a Rc<World>,
+    t: &'a Ticket,
+    rng: &'a mut StreamRng,
+    turn: &'a mut TurnState,
+    via: &'a Via,
+    run: Option<&'a RetryLayer>,
+    cancel: Cancellation,
+}
+
+impl layers::Inner for ModelCalls<'_> {
+    type Answer = ModelStep;
+
+    async fn try_once(&mut self, _n: u32, _via: Via) -> layers::TryEnd<ModelStep> {
+        let step = self.call_and_think().await;
+        layers::TryEnd::Answered {
+            value: step,
+            class: None,
+        }
+    }
+}
+
+impl ModelCalls<'_> {
+    /// One tool call of the turn, its result shown to the model, and (after a failure) the
+    /// model's thinking before it decides.
+    async fn call_and_think(&mut self) -> ModelStep {
+        let (w, t, turn) = (self.w, self.t, &mut *self.turn);
+        let cfg = &w.cfg.agent;
+        let overhead = SimTime::from_duration(cfg.call_overhead);
         w.sim
             .sleep(replayed_call_after(w, t.id, turn.attempt).unwrap_or(overhead))
             .await;
@@ -371,8 +428,8 @@ async fn run_turn(
                 t.id,
                 turn.attempt,
                 turn.amount,
-                via.clone(),
-                cancel,
+                self.via.clone(),
+                self.cancel,
             )
             .await
         } else {
@@ -381,41 +438,14 @@ async fn run_turn(
                 t.id,
                 turn.attempt,
                 turn.amount,
-                via.clone(),
-                cancel,
+                self.via.clone(),
+                self.cancel,
             )
             .await
         };
         turn.awaiting_result = false;
         if reply.outcome == Outcome::Ok {
-            let llm_error = llm_fails_after_tool(w, t.id, turn.attempt);
-            let raised = llm_error
-                .then(|| {
-                    run.filter(|l| l.retries_on(RetryOn::LlmError))
-                        .map(|_| reply.clone())
-                })
-                .flatten();
-            // The reply is not needed after its event: moved into it rather than cloned.
-            w.record(
-                ids,
-                EventKind::ToolResult {
-                    outcome: reply.outcome,
-                    shown: reply.shown,
-                    refund_id: reply.refund_id,
-                },
-            );
-            if !llm_error {
-                return TurnEnd::Done;
-            }
-            w.record(ids, EventKind::LlmError);
-            return match raised {
-                Some(reply) => TurnEnd::Raised {
-                    ids,
-                    reply,
-                    class: RetryOn::LlmError,
-                },
-                None => TurnEnd::LlmFailed { ids },
-            };
+            return ModelStep::End(succeeded(w, ids, reply, self.run));
         }
         w.record(
             ids,
@@ -425,31 +455,99 @@ async fn run_turn(
                 refund_id: reply.refund_id.clone(),
             },
         );
-        if let (Some(layer), Outcome::Fail, Some(class)) = (run, reply.outcome, reply.class) {
+        if let (Some(layer), Outcome::Fail, Some(class)) = (self.run, reply.outcome, reply.class) {
             if layer.retries_on(class) {
-                return TurnEnd::Raised { ids, reply, class };
+                return ModelStep::End(TurnEnd::Raised { ids, reply, class });
             }
         }
         // Draws in a fixed order per decision, whatever is decided.
-        let think = w.latencies.think_time.draw(rng);
-        let complies = dist::chance(rng, cfg.retry.compliance);
-        let drifts = dist::chance(rng, cfg.retry.amount_drift_probability);
+        let think = w.latencies.think_time.draw(self.rng);
+        let complies = dist::chance(self.rng, cfg.retry.compliance);
+        let drifts = dist::chance(self.rng, cfg.retry.amount_drift_probability);
         w.sim
             .sleep(replayed_think(w, t.id, turn.attempt + 1).unwrap_or(think))
             .await;
-        let used = turn.attempt - first;
-        // Within `max_retries`: a failure is retried when the rule allows it and the model
-        // complies, or when the rule forbids it and the model does not; "outcome unknown, do
-        // not retry" only by a model that does not comply.
+        ModelStep::Failed {
+            ids,
+            reply,
+            complies,
+            drifts,
+        }
+    }
+}
+
+/// A successful tool call shown to the model: the turn is done, unless the model's LLM call
+/// reading it fails (`agent.llm_error_after_tool`); a run-level layer whose `retry_on` names
+/// `llm-error` raises that out of the turn.
+fn succeeded(w: &World, ids: Ids, reply: ToolReply, run: Option<&RetryLayer>) -> TurnEnd {
+    let llm_error = llm_fails_after_tool(w, ids.ticket.unwrap_or(0), ids.attempt.unwrap_or(0));
+    let raised = llm_error
+        .then(|| {
+            run.filter(|l| l.retries_on(RetryOn::LlmError))
+                .map(|_| reply.clone())
+        })
+        .flatten();
+    // The reply is not needed after its event: moved into it rather than cloned.
+    w.record(
+        ids,
+        EventKind::ToolResult {
+            outcome: reply.outcome,
+            shown: reply.shown,
+            refund_id: reply.refund_id,
+        },
+    );
+    if !llm_error {
+        return TurnEnd::Done;
+    }
+    w.record(ids, EventKind::LlmError);
+    match raised {
+        Some(reply) => TurnEnd::Raised {
+            ids,
+            reply,
+            class: RetryOn::LlmError,
+        },
+        None => TurnEnd::LlmFailed { ids },
+    }
+}
+
+/// The model's retry rule from its system prompt (`agent.retry`): within `max_retries` per
+/// turn, a failure is retried when the rule allows it (`applies_to`) and the model complies, or
+/// when the rule forbids it and the model does not; "outcome unknown, do not retry" only by a
+/// model that does not comply. A retry is said (`model_decision`), may drift the amount
+/// (`amount_drift_probability`), and starts at once: the model already thought.
+struct ModelRetryRule;
+
+impl layers::Policy<ModelCalls<'_>> for ModelRetryRule {
+    fn retry(
+        &mut self,
+        n: u32,
+        end: &layers::TryEnd<ModelStep>,
+        calls: &mut ModelCalls<'_>,
+    ) -> layers::Next {
+        let layers::TryEnd::Answered {
+            value:
+                ModelStep::Failed {
+                    ids,
+                    reply,
+                    complies,
+                    drifts,
+                },
+            ..
+        } = end
+        else {
+            return layers::Next::Report;
+        };
+        let w = calls.w;
+        let cfg = &w.cfg.agent;
         let allowed = retry_eligible(w);
-        let retry = used < cfg.retry.max_retries
+        let retry = n < cfg.retry.max_retries
             && match reply.outcome {
-                Outcome::Fail => allowed == complies,
+                Outcome::Fail => allowed == *complies,
                 Outcome::Info => !complies,
                 Outcome::Ok => false,
             };
         if !retry {
-            return TurnEnd::GaveUp { ids, reply };
+            return layers::Next::Report;
         }
         let text: Text = if reply.outcome == Outcome::Info {
             "The refund's outcome is unknown and the tool said not to retry. Retrying anyway."
@@ -469,18 +567,20 @@ async fn run_turn(
             text.replace("once ", "").into()
         };
         w.record(
-            ids,
+            *ids,
             EventKind::ModelDecision {
                 decision: Decision::Retry,
                 text,
             },
         );
-        if drifts {
+        let turn = &mut *calls.turn;
+        if *drifts {
             turn.amount = turn
                 .amount
                 .saturating_add_signed(cfg.retry.amount_drift_cents)
                 .max(1);
         }
         turn.attempt += 1;
+        layers::Next::Now
     }
 }

@@ -251,16 +251,16 @@ impl layers::Policy<ExecutorTry> for ExecutorRetryPolicy {
         n: u32,
         end: &layers::TryEnd<ExecutorAnswer>,
         _inner: &mut ExecutorTry,
-    ) -> Option<SimTime> {
+    ) -> layers::Next {
         let layers::TryEnd::Answered { value, .. } = end else {
-            return None;
+            return layers::Next::Report;
         };
         match &self.retry {
             Some(r) if value.retryable && n < r.max_retries => {
                 let u = dist::uniform(&mut self.jitter, 0.0, 1.0);
-                Some(retry_delay(r, n + 1, u))
+                layers::Next::After(retry_delay(r, n + 1, u))
             }
-            _ => None,
+            _ => layers::Next::Report,
         }
     }
 }

@@ -399,12 +399,12 @@ impl layers::Policy<SdkTry<'_>> for SdkRetryPolicy {
         n: u32,
         end: &layers::TryEnd<SdkAnswer>,
         inner: &mut SdkTry<'_>,
-    ) -> Option<SimTime> {
+    ) -> layers::Next {
         let layers::TryEnd::Answered { value: a, .. } = end else {
-            return None;
+            return layers::Next::Report;
         };
         if (a.status == 200 && a.refund_id.is_some()) || a.aborted {
-            return None;
+            return layers::Next::Report;
         }
         let w = &inner.w;
         let cfg = &w.cfg.refunds_service.stripe_client;
@@ -415,14 +415,14 @@ impl layers::Policy<SdkTry<'_>> for SdkRetryPolicy {
         let honour = cfg.honour_retry_headers;
         if !(dropped_retry || (n < cfg.max_network_retries && should_retry(a.got.as_ref(), honour)))
         {
-            return None;
+            return layers::Next::Report;
         }
         let ticket = inner.params.ticket;
         let u = with_entity(inner.ids, inner.exec_try, n, inner.via, |entity| {
             let mut rng = w.ticket_stream("sdk_backoff", ticket, entity);
             dist::uniform(&mut rng, 0.0, 1.0)
         });
-        Some(retry_wait(backoff(n + 1, u), a.got.as_ref(), honour))
+        layers::Next::After(retry_wait(backoff(n + 1, u), a.got.as_ref(), honour))
     }
 }
 

@@ -172,9 +172,20 @@ pub(crate) trait Policy<I: Inner> {
     fn starting(&mut self, _n: u32) {}
     /// Try `n` has ended (answered or timed out), before [`Policy::retry`].
     fn ended(&mut self, _n: u32) {}
-    /// After try `n` (0-based) ended with `end`: the wait before try `n + 1`, or `None` to
-    /// report `end` upward.
-    fn retry(&mut self, n: u32, end: &TryEnd<I::Answer>, inner: &mut I) -> Option<SimTime>;
+    /// After try `n` (0-based) ended with `end`: report it upward, or try again.
+    fn retry(&mut self, n: u32, end: &TryEnd<I::Answer>, inner: &mut I) -> Next;
+}
+
+/// What a [`Policy`] decides after a try.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// Report the try's answer upward.
+    Report,
+    /// Try again after this backoff (a zero backoff still yields to the engine once).
+    After(SimTime),
+    /// Try again at once, without yielding: the wait already happened inside the try (the
+    /// model thought before deciding).
+    Now,
 }
 
 /// The one retry loop: runs `inner`'s tries n = 0, 1, … under `policy` (each under its
@@ -198,11 +209,12 @@ pub(crate) async fn retry_loop<I: Inner, P: Policy<I>>(
             inner.try_timed_out(n);
         }
         match policy.retry(n, &end, inner) {
-            Some(wait) => {
+            Next::After(wait) => {
                 n += 1;
                 w.sim.sleep(wait).await;
             }
-            None => {
+            Next::Now => n += 1,
+            Next::Report => {
                 return match end {
                     TryEnd::Answered { value, .. } => value,
                     TryEnd::TimedOut => {
@@ -264,7 +276,7 @@ impl<I: Inner> Policy<I> for LayerPolicy<'_> {
             self.load.retrying.set(self.load.retrying.get() - 1);
         }
     }
-    fn retry(&mut self, n: u32, end: &TryEnd<I::Answer>, inner: &mut I) -> Option<SimTime> {
+    fn retry(&mut self, n: u32, end: &TryEnd<I::Answer>, inner: &mut I) -> Next {
         let (w, name, cfg) = (self.w, self.layer.name, self.layer.cfg);
         let class = end.class();
         let ids = inner.ids();
@@ -289,7 +301,7 @@ impl<I: Inner> Policy<I> for LayerPolicy<'_> {
                     },
                 );
             }
-            return None;
+            return Next::Report;
         }
         inner.retrying(n + 1);
         let mut rng = w.ticket_stream("layer_backoff", self.ticket, &inner.backoff_key(n + 1));
@@ -303,7 +315,7 @@ impl<I: Inner> Policy<I> for LayerPolicy<'_> {
                 backoff_ns: delay.as_nanos(),
             },
         );
-        Some(delay)
+        Next::After(delay)
     }
 }
 
