@@ -7,7 +7,7 @@ use rand::Rng;
 use super::caller::CallerState;
 use super::dist;
 use super::ids;
-use super::layers::{via_ids, Via};
+use super::layers::{self, via_ids, Via};
 use super::pool::Permit;
 use super::stripe::RefundParams;
 use super::stripe_client::{create_refund, CallResult};
@@ -203,23 +203,58 @@ fn dropped_before_stripe(w: &World, req: &ServiceRequest, caller: &CallerState) 
 
 /// Waits for a pool connection; after an acquire timeout, retries up to `acquire_retries` times
 /// after `acquire_retry_backoff` (at the back of the queue), unless the request is to be dropped.
+/// The one retry loop ([`layers::retry_loop`]): [`Acquire`] under [`AcquireRetryPolicy`].
 async fn acquire_with_retries(
-    w: &World,
+    w: &Rc<World>,
     req: &ServiceRequest,
     ids: Ids,
     caller: &CallerState,
 ) -> Option<Permit> {
-    let cfg = &w.cfg.refunds_service;
-    let mut permit = acquire(w, ids).await;
-    let mut n = 0;
-    while permit.is_none() && n < cfg.acquire_retries && !dropped_before_stripe(w, req, caller) {
-        n += 1;
-        w.sim
-            .sleep(SimTime::from_duration(cfg.acquire_retry_backoff))
-            .await;
-        permit = acquire(w, ids).await;
+    let mut policy = AcquireRetryPolicy { req, caller };
+    layers::retry_loop(w, &mut policy, &mut Acquire { w, ids }).await
+}
+
+/// One wait for a pool connection, under `acquire_timeout` ([`acquire`]).
+struct Acquire<'a> {
+    w: &'a World,
+    ids: Ids,
+}
+
+impl layers::Inner for Acquire<'_> {
+    type Answer = Option<Permit>;
+    async fn try_once(&mut self, _n: u32, _via: Via) -> layers::TryEnd<Option<Permit>> {
+        layers::TryEnd::Answered {
+            value: acquire(self.w, self.ids).await,
+            class: None,
+        }
     }
-    permit
+}
+
+/// The service's acquire retries: after an acquire timeout, up to `acquire_retries` more waits
+/// after a constant `acquire_retry_backoff`, unless the request is to be dropped
+/// ([`dropped_before_stripe`]).
+struct AcquireRetryPolicy<'a> {
+    req: &'a ServiceRequest,
+    caller: &'a CallerState,
+}
+
+impl<'a> layers::Policy<Acquire<'a>> for AcquireRetryPolicy<'_> {
+    fn retry(
+        &mut self,
+        n: u32,
+        end: &layers::TryEnd<Option<Permit>>,
+        inner: &mut Acquire<'a>,
+    ) -> layers::Next {
+        let w = inner.w;
+        let cfg = &w.cfg.refunds_service;
+        let timed_out = matches!(end, layers::TryEnd::Answered { value: None, .. });
+        if timed_out && n < cfg.acquire_retries && !dropped_before_stripe(w, self.req, self.caller)
+        {
+            layers::Next::After(SimTime::from_duration(cfg.acquire_retry_backoff))
+        } else {
+            layers::Next::Report
+        }
+    }
 }
 
 async fn handle(
