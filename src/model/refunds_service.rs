@@ -257,45 +257,23 @@ impl<'a> layers::Policy<Acquire<'a>> for AcquireRetryPolicy<'_> {
     }
 }
 
+/// Handles one request: answered from the service's own state when it can be (local dedup,
+/// `lookup_before_create`), else a pool connection, one logical Stripe call, and the answer
+/// made of its result.
 async fn handle(
     w: &Rc<World>,
     req: &ServiceRequest,
     ids: Ids,
     caller: &CallerState,
 ) -> ServiceResult {
-    let cfg = &w.cfg.refunds_service;
-    let overhead = SimTime::from_duration(cfg.overhead);
+    let overhead = SimTime::from_duration(w.cfg.refunds_service.overhead);
     let received = w.now();
     let reach = replayed_reach(w, req);
     w.sim
         .sleep(reach.map_or(overhead, |r| r.min(overhead)))
         .await;
-    if cfg.local_dedup {
-        match claim_pending_row(w, req.ticket, req.call, cfg.on_pending_row).await {
-            Claim::Refunded(id) => {
-                answer_as_recorded(w, req, received).await;
-                return ServiceResult::Refunded(id);
-            }
-            Claim::Conflict => {
-                answer_as_recorded(w, req, received).await;
-                return ServiceResult::error(
-                    409,
-                    "a refund for this ticket is already in progress (unique constraint, 409)",
-                );
-            }
-            Claim::Claimed => {}
-        }
-    }
-    if cfg.lookup_before_create {
-        let found = w
-            .stripe
-            .borrow()
-            .first_money_moving_refund(&w.charge_of(req.ticket))
-            .map(|r| String::from(&*r.id));
-        if let Some(id) = found {
-            answer_as_recorded(w, req, received).await;
-            return ServiceResult::Refunded(id);
-        }
+    if let Some(answer) = answered_locally(w, req, received).await {
+        return answer;
     }
     let key = match replayed_key(w, req) {
         Some(recorded) => recorded,
@@ -324,6 +302,59 @@ async fn handle(
         };
         return ServiceResult::error(504, text);
     }
+    let result = call_stripe(w, req, ids, caller, key, permit).await;
+    answer(w, req, ids, caller, result).await
+}
+
+/// The answer the service gives from its own state, without Stripe: a pending row's refund or
+/// 409 (`local_dedup`), or the charge's refund at Stripe (`lookup_before_create`).
+async fn answered_locally(
+    w: &Rc<World>,
+    req: &ServiceRequest,
+    received: SimTime,
+) -> Option<ServiceResult> {
+    let cfg = &w.cfg.refunds_service;
+    if cfg.local_dedup {
+        match claim_pending_row(w, req.ticket, req.call, cfg.on_pending_row).await {
+            Claim::Refunded(id) => {
+                answer_as_recorded(w, req, received).await;
+                return Some(ServiceResult::Refunded(id));
+            }
+            Claim::Conflict => {
+                answer_as_recorded(w, req, received).await;
+                return Some(ServiceResult::error(
+                    409,
+                    "a refund for this ticket is already in progress (unique constraint, 409)",
+                ));
+            }
+            Claim::Claimed => {}
+        }
+    }
+    if cfg.lookup_before_create {
+        let found = w
+            .stripe
+            .borrow()
+            .first_money_moving_refund(&w.charge_of(req.ticket))
+            .map(|r| String::from(&*r.id));
+        if let Some(id) = found {
+            answer_as_recorded(w, req, received).await;
+            return Some(ServiceResult::Refunded(id));
+        }
+    }
+    None
+}
+
+/// The logical Stripe call under `key` on the held connection (`permit`, returned after it):
+/// its result; an uncertain one marks the ledger row unknown
+/// (`sdk_timeout_recorded_as: unknown`).
+async fn call_stripe(
+    w: &Rc<World>,
+    req: &ServiceRequest,
+    ids: Ids,
+    caller: &CallerState,
+    key: Option<String>,
+    permit: Option<Permit>,
+) -> CallResult {
     let params = RefundParams {
         charge: w.charge_of(req.ticket),
         amount_cents: req.amount_cents,
@@ -357,13 +388,27 @@ async fn handle(
         release(w, ids);
     }
     if uncertain
-        && cfg.sdk_timeout_recorded_as == UnknownOutcomeRecord::Unknown
+        && w.cfg.refunds_service.sdk_timeout_recorded_as == UnknownOutcomeRecord::Unknown
         && !matches!(result, CallResult::Refunded(_))
     {
         // A try ended without a definite answer: whatever the last try said, a refund may
         // exist. Recorded now; a refund recorded later clears nothing it needs.
         w.ledger.borrow_mut().row(req.ticket).unknown_outcome = true;
     }
+    result
+}
+
+/// What the service answers after its Stripe call ended with `result`: a crash before the
+/// ledger write, a lookup on an unknown outcome (`on_unknown_outcome: lookup`), or what
+/// `on_key_conflict` says for a key conflict.
+async fn answer(
+    w: &Rc<World>,
+    req: &ServiceRequest,
+    ids: Ids,
+    caller: &CallerState,
+    result: CallResult,
+) -> ServiceResult {
+    let cfg = &w.cfg.refunds_service;
     match result {
         CallResult::Refunded(id) if crashes_before_ledger_write(w, req) => {
             w.record(ids, EventKind::ServiceCrash { refund_id: id });

@@ -453,13 +453,53 @@ fn recorded_peak(tickets: &[super::config::TicketSpec], window: f64) -> f64 {
     best as f64
 }
 
-/// Estimates one run of `s`.
+/// Estimates one run of `s`: its work ([`work`]) and its peak memory ([`memory`]).
 pub fn estimate(s: &Scenario) -> Estimate {
     let horizon = s.horizon.as_secs_f64();
     let arr = arrivals(s);
+    let background_requests = s.background_load.rate_per_s * horizon;
+    let work = work(s, &arr, background_requests);
+    let mem = memory(s, &arr, &work);
+    let keep = |d: Vec<(f64, String, String)>| -> Vec<(String, String)> {
+        d.into_iter()
+            .filter(|d| d.0 > 0.0)
+            .map(|(_, f, w)| (f, w))
+            .collect()
+    };
+    Estimate {
+        tickets: arr.tickets,
+        background_requests,
+        tries_factor: work.tries_factor,
+        timeout_fraction: work.timeout_fraction,
+        probes_per_ticket: work.probes_per_ticket,
+        events: work.events,
+        cpu_seconds: work.events / EVENTS_PER_CPU_SECOND + mem.peak_mb / MB_PER_CPU_SECOND,
+        open_tickets: mem.open,
+        requests_per_open_ticket: mem.requests_per_open_ticket,
+        peak_mb: mem.peak_mb,
+        drivers: keep(work.drivers),
+        memory_drivers: keep(mem.drivers),
+    }
+}
+
+/// A run's work: the Stripe requests per ticket and the fields that multiply them, the share of
+/// tries that time out and the status probes they cause, the engine events, and what drives
+/// them (events, the fields, the words), largest first.
+struct Work {
+    tries_per_ticket: f64,
+    tries_fields: Vec<String>,
+    tries_factor: f64,
+    probing: bool,
+    timeout_fraction: f64,
+    probes_per_ticket: f64,
+    events: f64,
+    drivers: Vec<(f64, String, String)>,
+}
+
+/// See [`Work`].
+fn work(s: &Scenario, arr: &Arrivals, background_requests: f64) -> Work {
     let tickets = arr.tickets;
     let a = &s.arrivals;
-    let background_requests = s.background_load.rate_per_s * horizon;
     let (tries_per_ticket, tries_fields) = tries(s);
     // The incident's constant already counts its two model attempts.
     let tries_factor = (tries_per_ticket / 2.0).max(0.5);
@@ -519,6 +559,35 @@ pub fn estimate(s: &Scenario) -> Estimate {
     }
     drivers.sort_by(|x, y| y.0.total_cmp(&x.0));
 
+    Work {
+        tries_per_ticket,
+        tries_fields,
+        tries_factor,
+        probing,
+        timeout_fraction,
+        probes_per_ticket,
+        events,
+        drivers,
+    }
+}
+
+/// A run's peak memory: the tickets open at once (a backlog the pool cannot serve, and the
+/// steady tickets open for their tries, probes and a human's pickup), the requests in flight
+/// per open ticket, the peak in MB, and what drives it (bytes, the fields, the words), largest
+/// first.
+struct Memory {
+    open: f64,
+    requests_per_open_ticket: f64,
+    peak_mb: f64,
+    drivers: Vec<(f64, String, String)>,
+}
+
+/// See [`Memory`].
+fn memory(s: &Scenario, arr: &Arrivals, work: &Work) -> Memory {
+    let tickets = arr.tickets;
+    let a = &s.arrivals;
+    let (tries_per_ticket, tries_fields) = (work.tries_per_ticket, &work.tries_fields);
+    let (probing, timeout_fraction) = (work.probing, work.timeout_fraction);
     // Memory: the tickets open at once.
     let attempts = f64::from(s.agent.retry.max_retries) + 1.0;
     let mut per_attempt = s.executor.timeout.as_secs_f64().max(stripe_tail(s));
@@ -617,29 +686,15 @@ pub fn estimate(s: &Scenario) -> Estimate {
         ));
     }
     memory_drivers.sort_by(|x, y| y.0.total_cmp(&x.0));
-    let keep = |d: Vec<(f64, String, String)>| -> Vec<(String, String)> {
-        d.into_iter()
-            .filter(|d| d.0 > 0.0)
-            .map(|(_, f, w)| (f, w))
-            .collect()
-    };
-    Estimate {
-        tickets,
-        background_requests,
-        tries_factor,
-        timeout_fraction,
-        probes_per_ticket,
-        events,
-        cpu_seconds: events / EVENTS_PER_CPU_SECOND + peak_mb / MB_PER_CPU_SECOND,
-        open_tickets: open,
+    Memory {
+        open,
         requests_per_open_ticket: if arr.backlog > 0.0 {
             backlog_requests
         } else {
             steady_requests
         },
         peak_mb,
-        drivers: keep(drivers),
-        memory_drivers: keep(memory_drivers),
+        drivers: memory_drivers,
     }
 }
 
