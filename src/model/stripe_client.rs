@@ -288,6 +288,35 @@ struct SdkTry<'a> {
     uncertain: bool,
 }
 
+impl SdkTry<'_> {
+    /// Sends try `try_no`'s request: to Stripe as a task of its own, or down the egress
+    /// proxies; its Stripe draws keyed by [`with_entity`].
+    fn send(&self, req: StripeRequest, try_no: u32) -> Server {
+        let (w, ids, ticket) = (&self.w, self.ids, self.params.ticket);
+        let script_key = RequestKey::service(ticket, ids.attempt.unwrap_or(0), try_no);
+        with_entity(ids, self.exec_try, try_no, self.via, |entity| {
+            if self.has_egress {
+                Server::Egress(before_provider::to_provider(
+                    w.clone(),
+                    ToProvider {
+                        req,
+                        ids,
+                        entity: entity.to_vec(),
+                        script_key,
+                        sdk_try: try_no,
+                    },
+                ))
+            } else {
+                let rng = w.ticket_stream("stripe", ticket, entity);
+                let ww = w.clone();
+                Server::Task(w.spawn_for_with(ticket, move || {
+                    serve(ww, req, ids, Caller::Service, rng, script_key)
+                }))
+            }
+        })
+    }
+}
+
 impl layers::Inner for SdkTry<'_> {
     type Answer = SdkAnswer;
 
@@ -314,28 +343,8 @@ impl layers::Inner for SdkTry<'_> {
         if !self.has_egress {
             record_request(w, ids, &req, try_no, &Via::new());
         }
-        let script_key = RequestKey::service(ticket, ids.attempt.unwrap_or(0), try_no);
         let start = w.now();
-        let server = with_entity(ids, self.exec_try, try_no, self.via, |entity| {
-            if self.has_egress {
-                Server::Egress(before_provider::to_provider(
-                    w.clone(),
-                    ToProvider {
-                        req,
-                        ids,
-                        entity: entity.to_vec(),
-                        script_key,
-                        sdk_try: try_no,
-                    },
-                ))
-            } else {
-                let rng = w.ticket_stream("stripe", ticket, entity);
-                let ww = w.clone();
-                Server::Task(w.spawn_for_with(ticket, move || {
-                    serve(ww, req, ids, Caller::Service, rng, script_key)
-                }))
-            }
-        });
+        let server = self.send(req, try_no);
         let sdk_timeout = w.sim.timeout(SimTime::from_duration(cfg.timeout), server);
         // The caller may abort the call in flight (`abort_in_flight`): the connection closes and
         // the SDK stops waiting; Stripe's task runs on and may still commit.
