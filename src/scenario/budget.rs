@@ -582,13 +582,38 @@ struct Memory {
     drivers: Vec<(f64, String, String)>,
 }
 
-/// See [`Memory`].
-fn memory(s: &Scenario, arr: &Arrivals, work: &Work) -> Memory {
-    let tickets = arr.tickets;
-    let a = &s.arrivals;
-    let (tries_per_ticket, tries_fields) = (work.tries_per_ticket, &work.tries_fields);
-    let (probing, timeout_fraction) = (work.probing, work.timeout_fraction);
-    // Memory: the tickets open at once.
+/// A memory driver's fields: `base`, and the retry fields when more than the incident's two
+/// requests per ticket are in flight (they drive the excess).
+fn with_retry_fields(base: &str, requests: f64, tries_fields: &[String]) -> String {
+    if requests > 2.0 && !tries_fields.is_empty() {
+        format!("{base}, {}", tries_fields.join(", "))
+    } else {
+        base.to_string()
+    }
+}
+
+/// `, with N requests in flight each (…)` when more than two are (`all`: the most, "up to";
+/// else about the expected number), or nothing.
+fn in_flight(requests: f64, all: bool) -> String {
+    if requests > 2.0 {
+        format!(
+            ", with {} requests in flight each (retries multiply across layers)",
+            if all {
+                up_to(requests)
+            } else if (requests - requests.round()).abs() < 0.05 {
+                about(requests)
+            } else {
+                about_tenths(requests)
+            }
+        )
+    } else {
+        String::new()
+    }
+}
+
+/// How long a ticket stays open, seconds: every model attempt's wait (the executor's timeout or
+/// Stripe's tail, and its probes), and a human's pickup for the share of tries that time out.
+fn open_for(s: &Scenario, probing: bool, timeout_fraction: f64) -> f64 {
     let attempts = f64::from(s.agent.retry.max_retries) + 1.0;
     let mut per_attempt = s.executor.timeout.as_secs_f64().max(stripe_tail(s));
     if probing {
@@ -599,6 +624,17 @@ fn memory(s: &Scenario, arr: &Arrivals, work: &Work) -> Memory {
     if s.humans.enabled {
         open_for += s.humans.pickup_delay.median().as_secs_f64() * timeout_fraction;
     }
+    open_for
+}
+
+/// See [`Memory`].
+fn memory(s: &Scenario, arr: &Arrivals, work: &Work) -> Memory {
+    let tickets = arr.tickets;
+    let a = &s.arrivals;
+    let (tries_per_ticket, tries_fields) = (work.tries_per_ticket, &work.tries_fields);
+    let (probing, timeout_fraction) = (work.probing, work.timeout_fraction);
+    // Memory: the tickets open at once.
+    let open_for = open_for(s, probing, timeout_fraction);
     // Recorded tickets: the most opened within any `open_for` (all of them when they open at
     // once), not their average rate over the horizon.
     let (steady, steady_rate) = if a.tickets.is_empty() {
@@ -615,30 +651,7 @@ fn memory(s: &Scenario, arr: &Arrivals, work: &Work) -> Memory {
     let steady_bytes = (open - arr.backlog).max(0.0) * per_ticket(steady_requests);
     let peak_mb = (BASE_BYTES + backlog_bytes + steady_bytes) / (1024.0 * 1024.0);
     let mut memory_drivers = Vec::new();
-    // Requests in flight beyond the incident's are driven by the retry fields.
-    let with_fields = |base: &str, requests: f64| {
-        if requests > 2.0 && !tries_fields.is_empty() {
-            format!("{base}, {}", tries_fields.join(", "))
-        } else {
-            base.to_string()
-        }
-    };
-    let in_flight = |requests: f64, all: bool| {
-        if requests > 2.0 {
-            format!(
-                ", with {} requests in flight each (retries multiply across layers)",
-                if all {
-                    up_to(requests)
-                } else if (requests - requests.round()).abs() < 0.05 {
-                    about(requests)
-                } else {
-                    about_tenths(requests)
-                }
-            )
-        } else {
-            String::new()
-        }
-    };
+    let with_fields = |base: &str, requests: f64| with_retry_fields(base, requests, tries_fields);
     if arr.backlog > 0.0 {
         memory_drivers.push((
             backlog_bytes,
