@@ -404,6 +404,21 @@ pub fn validate_layers(s: &Scenario) -> Check {
             format!("layer {name:?} is not in `stack`; expected its name in `stack` where it sits"),
         );
     }
+    // `cancellation` acts on the work a dropped try leaves behind in the service (queued for the
+    // pool, or in flight at the provider); below `sdk` a try is already at the provider, which
+    // nothing closing a connection undoes, so the setting would mean nothing there.
+    for (name, l) in layers_at(s, Position::BeforeProvider) {
+        if l.cancellation != Cancellation::None {
+            return fail(
+                format!("layers.{name}.cancellation"),
+                format!(
+                    "a proxy after `sdk` drops a try that is already at the provider, which runs \
+                     it to its end whatever the proxy closes; expected \"none\" (or place \
+                     {name:?} above `refunds_service`, where cancelling reaches queued work)"
+                ),
+            );
+        }
+    }
     Ok(())
 }
 

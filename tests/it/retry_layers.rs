@@ -255,3 +255,31 @@ fn an_egress_proxys_own_504_is_not_a_stripe_500() {
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["stripe_500"], 0, "{report}");
 }
+
+/// `cancellation` means what it means on every layer that has work to cancel; a proxy after
+/// `sdk` has none (its dropped try is already at the provider), so the setting is refused there
+/// with the field named, rather than accepted and ignored (`lint` loads the same way).
+#[test]
+fn cancellation_on_an_egress_proxy_is_refused() {
+    for command in ["run", "lint"] {
+        let out = refundsim()
+            .args([command, "tests/fixtures/layers/egress-proxy.json"])
+            .args(["--set", r#"layers.egress.cancellation="abort_in_flight""#])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{command}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("layers.egress.cancellation: a proxy after `sdk` drops a try that is already at the provider"),
+            "{command}: {err}"
+        );
+    }
+    let ok = refundsim()
+        .args(["run", "tests/fixtures/layers/egress-proxy.json"])
+        .args(["--set", r#"layers.egress.cancellation="none""#])
+        .output()
+        .unwrap();
+    assert_eq!(ok.status.code(), Some(0), "{ok:?}");
+    assert!(String::from_utf8_lossy(&ok.stdout)
+        .contains("refunds created                            3"));
+}
