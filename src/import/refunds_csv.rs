@@ -30,15 +30,6 @@ use super::fields::{parse_utc, quoted};
 use super::Warning;
 use super::{CsvColumns, ExportedRefund, ImportError, ImportOptions, Instant, Recording, Source};
 
-/// Stripe's refund statuses.
-const STATUSES: [&str; 5] = [
-    "pending",
-    "requires_action",
-    "succeeded",
-    "failed",
-    "canceled",
-];
-
 /// The header's position of each column.
 struct Columns {
     id: usize,
@@ -304,13 +295,8 @@ fn refund(
         )
     })?;
     let status_text = get(c.status);
-    let status = status(status_text).ok_or_else(|| {
-        bad(
-            4,
-            "a refund status (pending, requires_action, succeeded, failed or canceled)",
-            status_text,
-        )
-    })?;
+    let status = super::fields::refund_status(status_text)
+        .ok_or_else(|| bad(4, super::fields::REFUND_STATUS_TEXT, status_text))?;
     Ok(Some(ExportedRefund {
         id: id.to_string(),
         charge: charge.to_string(),
@@ -323,12 +309,6 @@ fn refund(
             line,
         },
     }))
-}
-
-/// One of Stripe's refund statuses, in any case: lowercased.
-fn status(s: &str) -> Option<String> {
-    let status = s.to_ascii_lowercase();
-    STATUSES.contains(&status.as_str()).then_some(status)
 }
 
 /// A non-empty string of ASCII digits as a number.
