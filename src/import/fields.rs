@@ -336,6 +336,18 @@ impl Lines {
     }
 }
 
+/// The elements of a JSON array, `items`, with their paths: `{at}[0]`, `{at}[1]`, ….
+pub(crate) fn numbered<'t>(
+    at: &str,
+    items: Vec<&'t serde_json::value::RawValue>,
+) -> Vec<(String, &'t serde_json::value::RawValue)> {
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| (format!("{at}[{i}]"), r))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

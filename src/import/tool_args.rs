@@ -349,7 +349,7 @@ impl<'t> DefinitionsFile<'t> {
         if doc.get().starts_with('[') {
             let items: Vec<&RawValue> = serde_json::from_str(doc.get())
                 .map_err(|e| self.not_json(&e, self.line_of(doc)))?;
-            return Ok(numbered("", items));
+            return Ok(super::fields::numbered("", items));
         }
         let fields: BTreeMap<String, &RawValue> = if doc.get().starts_with('{') {
             serde_json::from_str(doc.get()).map_err(|e| self.not_json(&e, self.line_of(doc)))?
@@ -365,7 +365,7 @@ impl<'t> DefinitionsFile<'t> {
                         format!("{at}: expected an array of tool definitions"),
                     )
                 })?;
-                Ok(numbered(at, items))
+                Ok(super::fields::numbered(at, items))
             }
             None => Ok(vec![(String::new(), doc)]),
         }
@@ -410,15 +410,6 @@ fn tools_list<'t>(fields: &BTreeMap<String, &'t RawValue>) -> Option<(&'static s
         })
         .map(|t| ("result.tools", t));
     result_tools.or_else(|| fields.get("tools").map(|t| ("tools", *t)))
-}
-
-/// `items` with their paths: `{at}[0]`, `{at}[1]`, ….
-fn numbered<'t>(at: &str, items: Vec<&'t RawValue>) -> Vec<(String, &'t RawValue)> {
-    items
-        .into_iter()
-        .enumerate()
-        .map(|(i, r)| (format!("{at}[{i}]"), r))
-        .collect()
 }
 
 #[cfg(test)]
