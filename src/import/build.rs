@@ -258,9 +258,17 @@ fn provider_refunds<'a>(
     requests: impl Iterator<Item = &'a ProviderRequestRec>,
     assumed: KeyMode,
 ) -> Option<usize> {
-    let mut any = false;
-    let created = creating_requests(requests.inspect(|_| any = true), assumed);
-    any.then_some(created.len())
+    let requests: Vec<&ProviderRequestRec> = requests.collect();
+    if requests.is_empty() {
+        return None;
+    }
+    let again = repeats(&requests, &[], assumed);
+    let created = requests
+        .iter()
+        .zip(again)
+        .filter(|(r, again)| is_2xx(r.status) && !again)
+        .count();
+    Some(created)
 }
 
 fn is_2xx(status: Option<u16>) -> bool {
@@ -313,29 +321,6 @@ fn repeats(requests: &[&ProviderRequestRec], made: &[bool], assumed: KeyMode) ->
         };
     }
     out
-}
-
-/// The requests of [`provider_refunds`] that created a refund: each 2xx answer to a refund
-/// create that does not repeat an earlier 2xx's refund id or, without ids, its
-/// `Idempotency-Key`; in order of sending.
-fn creating_requests<'a>(
-    requests: impl Iterator<Item = &'a ProviderRequestRec>,
-    assumed: KeyMode,
-) -> Vec<&'a ProviderRequestRec> {
-    let mut seen = BTreeSet::new();
-    let mut sorted: Vec<&ProviderRequestRec> = requests.collect();
-    sorted.sort_by(|a, b| (a.sent.at, &a.source).cmp(&(b.sent.at, &b.source)));
-    sorted.retain(|r| {
-        if !is_2xx(r.status) {
-            return false;
-        }
-        match (&r.refund_id, effective_key(r, assumed)) {
-            (Some(id), _) => seen.insert(format!("id {id}")),
-            (None, Some(key)) => seen.insert(format!("key {key}")),
-            (None, None) => true,
-        }
-    });
-    sorted
 }
 
 /// The refunds in `unclaimed` (the export's refunds of one ticket that no answer returned by
