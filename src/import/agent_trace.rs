@@ -218,7 +218,10 @@ pub(crate) fn each_in_lines(
 }
 
 /// The values of `body`; `line` is the line they are all on (JSON lines), else `line_of`
-/// tells each one's.
+/// tells each one's. Each record ([`records`]) that is an object is given to `f`.
+///
+/// # Errors
+/// A value is not JSON ([`not_json`]), a record is not an object of `what`, or `f`'s error.
 fn each_value(
     name: &str,
     body: &str,
@@ -229,44 +232,8 @@ fn each_value(
     f: &mut dyn FnMut(&Item<'_>) -> Result<(), ImportError>,
 ) -> Result<(), ImportError> {
     for doc in serde_json::Deserializer::from_str(body).into_iter::<&RawValue>() {
-        let doc = doc.map_err(|e| {
-            let at = line.unwrap_or(e.line() as u64);
-            let column = if line.is_some() && !crate::input::is_nesting_limit(&e) {
-                format!(" (column {})", e.column())
-            } else {
-                String::new()
-            };
-            ImportError::at(
-                name,
-                at,
-                format!(
-                    "not JSON: {}{column}: expected {what}s (a JSON array, or one per line)",
-                    bare_message(&e)
-                ),
-            )
-        })?;
-        let parse = |raw, path| elements(name, raw, path, line_of(raw));
-        let records: Vec<(String, &RawValue)> = if doc.get().starts_with('[') {
-            parse(doc, "")?
-        } else {
-            let container = if doc.get().starts_with('{') {
-                let fields: BTreeMap<String, &RawValue> =
-                    serde_json::from_str(doc.get()).unwrap_or_default();
-                containers.iter().find_map(|c| {
-                    fields
-                        .get(*c)
-                        .filter(|r| r.get().starts_with('['))
-                        .map(|r| (*c, *r))
-                })
-            } else {
-                None
-            };
-            match container {
-                Some((key, raw)) => parse(raw, key)?,
-                None => vec![(String::new(), doc)],
-            }
-        };
-        for (path, raw) in records {
+        let doc = doc.map_err(|e| not_json(name, line, what, &e))?;
+        for (path, raw) in records(name, doc, line_of, containers)? {
             let at = line_of(raw);
             let v: Value = serde_json::from_str(raw.get()).map_err(|e| {
                 ImportError::at(
@@ -295,6 +262,59 @@ fn each_value(
     Ok(())
 }
 
+/// The error for a document of file `name` that is not JSON: at its `line` (JSON lines, with
+/// the column unless nested too deep), else at the parser's line.
+fn not_json(name: &str, line: Option<u64>, what: &str, e: &serde_json::Error) -> ImportError {
+    let at = line.unwrap_or(e.line() as u64);
+    let column = if line.is_some() && !crate::input::is_nesting_limit(e) {
+        format!(" (column {})", e.column())
+    } else {
+        String::new()
+    };
+    ImportError::at(
+        name,
+        at,
+        format!(
+            "not JSON: {}{column}: expected {what}s (a JSON array, or one per line)",
+            bare_message(e)
+        ),
+    )
+}
+
+/// The records of document `doc`, each with its path: an array's elements, else the elements
+/// of the first of `containers` that is an array field of the object, else the document
+/// itself.
+///
+/// # Errors
+/// The array does not parse ([`elements`]).
+fn records<'d>(
+    name: &str,
+    doc: &'d RawValue,
+    line_of: &dyn Fn(&RawValue) -> u64,
+    containers: &[&str],
+) -> Result<Vec<(String, &'d RawValue)>, ImportError> {
+    let parse = |raw, path| elements(name, raw, path, line_of(raw));
+    if doc.get().starts_with('[') {
+        return parse(doc, "");
+    }
+    let container = if doc.get().starts_with('{') {
+        let fields: BTreeMap<String, &RawValue> =
+            serde_json::from_str(doc.get()).unwrap_or_default();
+        containers.iter().find_map(|c| {
+            fields
+                .get(*c)
+                .filter(|r| r.get().starts_with('['))
+                .map(|r| (*c, *r))
+        })
+    } else {
+        None
+    };
+    match container {
+        Some((key, raw)) => parse(raw, key),
+        None => Ok(vec![(String::new(), doc)]),
+    }
+}
+
 /// The elements of the JSON array `raw` (at `path`, on `line`), each with its path.
 fn elements<'a>(
     name: &str,
@@ -306,11 +326,7 @@ fn elements<'a>(
         let at = if path.is_empty() { "(document)" } else { path };
         ImportError::at(name, line, format!("{at}: {}", bare_message(&e)))
     })?;
-    Ok(items
-        .into_iter()
-        .enumerate()
-        .map(|(i, r)| (format!("{path}[{i}]"), r))
-        .collect())
+    Ok(super::fields::numbered(path, items))
 }
 
 /// The first of `names` that `args` holds (not null), with its value.

@@ -17,6 +17,25 @@ pub(crate) fn within_second(secs: i64) -> Option<super::Instant> {
     })
 }
 
+/// The refund statuses Stripe documents.
+const REFUND_STATUSES: [&str; 5] = [
+    "pending",
+    "requires_action",
+    "succeeded",
+    "failed",
+    "canceled",
+];
+
+/// What a refund status may be, for error messages (a refund export's, Stripe's list's).
+pub(crate) const REFUND_STATUS_TEXT: &str =
+    "a refund status (pending, requires_action, succeeded, failed or canceled)";
+
+/// One of Stripe's refund statuses, in any case: lowercased; `None` for any other text.
+pub(crate) fn refund_status(s: &str) -> Option<String> {
+    let status = s.to_ascii_lowercase();
+    REFUND_STATUSES.contains(&status.as_str()).then_some(status)
+}
+
 /// What a ticket id may be, for error messages.
 pub(crate) const TICKET_TEXT: &str =
     "a ticket id (a non-negative integer, or a string like \"T-100000\" of at most 200 characters)";
@@ -315,6 +334,18 @@ impl Lines {
     pub(crate) fn line_of(&self, offset: usize) -> u64 {
         self.starts.partition_point(|&s| s <= offset) as u64
     }
+}
+
+/// The elements of a JSON array, `items`, with their paths: `{at}[0]`, `{at}[1]`, ….
+pub(crate) fn numbered<'t>(
+    at: &str,
+    items: Vec<&'t serde_json::value::RawValue>,
+) -> Vec<(String, &'t serde_json::value::RawValue)> {
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| (format!("{at}[{i}]"), r))
+        .collect()
 }
 
 #[cfg(test)]

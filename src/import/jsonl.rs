@@ -208,9 +208,13 @@ pub fn read_lines(
     lines: impl Iterator<Item = Result<String, ImportError>>,
     opts: &ImportOptions,
 ) -> Result<Recording, ImportError> {
-    let mut rec = Recording::default();
-    let mut timeout_line = 0;
-    let mut other_tools: Vec<(u64, String)> = Vec::new();
+    let mut reader = JsonLines {
+        name,
+        opts,
+        rec: Recording::default(),
+        timeout_line: 0,
+        other_tools: Vec::new(),
+    };
     for (i, line) in lines.enumerate() {
         let line = line?;
         let n = i as u64 + 1;
@@ -218,88 +222,61 @@ pub fn read_lines(
         if line.is_empty() {
             continue;
         }
+        reader.line(n, line)?;
+    }
+    Ok(reader.finish())
+}
+
+/// A file of JSON lines being read into a recording.
+struct JsonLines<'a> {
+    /// The file's name, for sources and errors.
+    name: &'a str,
+    opts: &'a ImportOptions,
+    rec: Recording,
+    /// The line that stated the executor's timeout (0 before one did).
+    timeout_line: u64,
+    /// The tool calls of other tools than `opts.tool` skipped: (line, tool).
+    other_tools: Vec<(u64, String)>,
+}
+
+impl JsonLines<'_> {
+    /// Reads line `n`, `line` (trimmed, not blank): a tool call (skipped when of another
+    /// tool), a provider request or the executor's timeout.
+    ///
+    /// # Errors
+    /// The line is not a JSON object with a known `type` and that type's fields
+    /// ([`typed_object`], [`fields`]); the executor's timeout is not valid
+    /// ([`JsonLines::executor`]); more records than an import reads. The error names the line.
+    fn line(&mut self, n: u64, line: &str) -> Result<(), ImportError> {
+        let name = self.name;
         // Numbers in the message as the line writes them (`1e30`, not `1e+30`).
         let err = |msg: String| ImportError::at(name, n, as_written(&msg, line));
-        let mut obj = match serde_json::from_str::<Value>(line) {
-            Ok(Value::Object(obj)) => obj,
-            Ok(other) => {
-                return Err(err(format!(
-                    "expected a JSON object, got {}",
-                    shown(&other)
-                )))
-            }
-            Err(e) if crate::input::is_nesting_limit(&e) => {
-                return Err(err(format!("not JSON: {}", bare_message(&e))))
-            }
-            Err(e) => {
-                return Err(err(format!(
-                    "not JSON: {} (column {})",
-                    bare_message(&e),
-                    e.column()
-                )))
-            }
-        };
-        let kind = match obj.remove("type") {
-            Some(Value::String(t)) => t,
-            Some(other) => {
-                return Err(err(format!(
-                    "type: expected {TYPES}, got {}",
-                    shown(&other)
-                )))
-            }
-            None => return Err(err(format!("missing field `type`: expected {TYPES}"))),
-        };
+        let (kind, body) = typed_object(line).map_err(err)?;
         let source = Source {
             file: name.to_string(),
             line: n,
         };
-        let body = Value::Object(obj);
         match kind.as_str() {
             "tool_call" => {
                 let l: ToolCallLine = fields(body).map_err(err)?;
                 match l.tool {
-                    Some(t) if t != opts.tool => other_tools.push((n, t)),
+                    Some(t) if t != self.opts.tool => self.other_tools.push((n, t)),
                     _ => {
-                        rec.tool_calls.push(tool_call(l, opts, source));
-                        super::check_record_count(name, n, "tool call", rec.tool_calls.len())?;
+                        self.rec.tool_calls.push(tool_call(l, self.opts, source));
+                        let count = self.rec.tool_calls.len();
+                        super::check_record_count(name, n, "tool call", count)?;
                     }
                 }
             }
             "provider_request" => {
                 let l: ProviderLine = fields(body).map_err(err)?;
-                rec.provider_requests.push(provider_request(l, source));
-                super::check_record_count(
-                    name,
-                    n,
-                    "provider request",
-                    rec.provider_requests.len(),
-                )?;
+                self.rec.provider_requests.push(provider_request(l, source));
+                let count = self.rec.provider_requests.len();
+                super::check_record_count(name, n, "provider request", count)?;
             }
             "executor" => {
                 let l: ExecutorLine = fields(body).map_err(err)?;
-                if !(1..=86_400_000).contains(&l.timeout_ms) {
-                    return Err(err(format!(
-                        "timeout_ms: expected a whole number of milliseconds from 1 to 86400000 \
-                         (one day), got {}",
-                        l.timeout_ms
-                    )));
-                }
-                let ns = l.timeout_ms.saturating_mul(1_000_000);
-                match rec.executor_timeout_ns {
-                    Some(prev) if prev != ns => {
-                        return Err(err(format!(
-                            "timeout_ms: {} differs from the {} ms on line {timeout_line}: one \
-                             recording has one executor timeout",
-                            l.timeout_ms,
-                            prev / 1_000_000
-                        )))
-                    }
-                    Some(_) => {}
-                    None => {
-                        rec.executor_timeout_ns = Some(ns);
-                        timeout_line = n;
-                    }
-                }
+                self.executor(&l, n).map_err(err)?;
             }
             other => {
                 return Err(err(format!(
@@ -308,25 +285,91 @@ pub fn read_lines(
                 )))
             }
         }
+        Ok(())
     }
-    if let Some((line, tool)) = other_tools.first() {
-        rec.warn(Warning {
-            source: Source {
-                file: name.to_string(),
-                line: *line,
-            },
-            message: format!(
-                "{} of tools other than `{}` (this one of `{tool}`) skipped",
-                super::fields::plural(other_tools.len(), "tool call", "tool calls"),
-                opts.tool
-            ),
-        });
+
+    /// The executor's timeout, stated on line `n`: the recording's, when no earlier line
+    /// stated another.
+    ///
+    /// # Errors
+    /// The message when the timeout is not 1 ms to a day, or differs from an earlier line's.
+    fn executor(&mut self, l: &ExecutorLine, n: u64) -> Result<(), String> {
+        if !(1..=86_400_000).contains(&l.timeout_ms) {
+            return Err(format!(
+                "timeout_ms: expected a whole number of milliseconds from 1 to 86400000 \
+                 (one day), got {}",
+                l.timeout_ms
+            ));
+        }
+        let ns = l.timeout_ms.saturating_mul(1_000_000);
+        match self.rec.executor_timeout_ns {
+            Some(prev) if prev != ns => {
+                return Err(format!(
+                    "timeout_ms: {} differs from the {} ms on line {}: one \
+                     recording has one executor timeout",
+                    l.timeout_ms,
+                    prev / 1_000_000,
+                    self.timeout_line
+                ))
+            }
+            Some(_) => {}
+            None => {
+                self.rec.executor_timeout_ns = Some(ns);
+                self.timeout_line = n;
+            }
+        }
+        Ok(())
     }
-    rec.tool_calls
-        .sort_by(|a, b| (a.at.at, &a.source).cmp(&(b.at.at, &b.source)));
-    rec.provider_requests
-        .sort_by(|a, b| (a.sent.at, &a.source).cmp(&(b.sent.at, &b.source)));
-    Ok(rec)
+
+    /// The recording read, with a warning for the calls of other tools skipped; tool calls
+    /// and provider requests in time order (ties in line order).
+    fn finish(mut self) -> Recording {
+        if let Some((line, tool)) = self.other_tools.first() {
+            self.rec.warn(Warning {
+                source: Source {
+                    file: self.name.to_string(),
+                    line: *line,
+                },
+                message: format!(
+                    "{} of tools other than `{}` (this one of `{tool}`) skipped",
+                    super::fields::plural(self.other_tools.len(), "tool call", "tool calls"),
+                    self.opts.tool
+                ),
+            });
+        }
+        let mut rec = self.rec;
+        rec.tool_calls
+            .sort_by(|a, b| (a.at.at, &a.source).cmp(&(b.at.at, &b.source)));
+        rec.provider_requests
+            .sort_by(|a, b| (a.sent.at, &a.source).cmp(&(b.sent.at, &b.source)));
+        rec
+    }
+}
+
+/// A line's `type` and its other fields.
+///
+/// # Errors
+/// The message when the line is not JSON, not an object, or has no `type` string.
+fn typed_object(line: &str) -> Result<(String, Value), String> {
+    let mut obj = match serde_json::from_str::<Value>(line) {
+        Ok(Value::Object(obj)) => obj,
+        Ok(other) => return Err(format!("expected a JSON object, got {}", shown(&other))),
+        Err(e) if crate::input::is_nesting_limit(&e) => {
+            return Err(format!("not JSON: {}", bare_message(&e)))
+        }
+        Err(e) => {
+            return Err(format!(
+                "not JSON: {} (column {})",
+                bare_message(&e),
+                e.column()
+            ))
+        }
+    };
+    match obj.remove("type") {
+        Some(Value::String(t)) => Ok((t, Value::Object(obj))),
+        Some(other) => Err(format!("type: expected {TYPES}, got {}", shown(&other))),
+        None => Err(format!("missing field `type`: expected {TYPES}")),
+    }
 }
 
 /// Deserializes a line's fields (without `type`), naming the field path of a problem.

@@ -30,7 +30,7 @@
 use super::fields::quoted as shown;
 use super::fields::{ticket_text, TICKET_TEXT};
 use super::recording::{
-    Instant, Recording, ServiceResponseRec, ToolCallRec, ToolResultRec, Warning,
+    Instant, Recording, ServiceResponseRec, TicketRef, ToolCallRec, ToolResultRec, Warning,
 };
 use super::tool_args::listed_all;
 use super::{ImportError, ImportOptions, Source};
@@ -193,12 +193,18 @@ pub fn read_lines(
 ) -> Result<Recording, ImportError> {
     let date = opts.date.as_deref().unwrap_or("1970-01-01");
     let day0 = midnight(date).map_err(|e| ImportError::at(name, 0, format!("--date: {e}")))?;
-    // Entries: (line number, time, tolerance, text with continuation lines joined).
-    let mut entries: Vec<(u64, i64, u64, String)> = Vec::new();
-    let mut rec = Recording::default();
-    let mut day = day0;
-    let mut previous: Option<i64> = None;
-    let mut current: Option<usize> = None;
+    let mut log = LogReader {
+        name,
+        opts,
+        rec: Recording::default(),
+        current: None,
+    };
+    let mut clock = Clock {
+        day: day0,
+        previous: None,
+    };
+    // The entry being read: complete when the next timed line starts.
+    let mut pending: Option<Entry> = None;
     for (i, raw) in lines.enumerate() {
         let raw = raw?;
         let line_no = i as u64 + 1;
@@ -207,324 +213,467 @@ pub fn read_lines(
             continue;
         }
         if line.starts_with(char::is_whitespace) {
-            match entries.last_mut() {
-                Some(e) => {
-                    e.3.push(' ');
-                    e.3.push_str(line.trim());
-                }
-                None => {
-                    return Err(ImportError::at(
-                        name,
-                        line_no,
-                        "an indented continuation line before any timed line: expected a line starting HH:MM:SS.mmm",
-                    ))
-                }
-            }
-            continue;
-        }
-        let Some(((tod, tolerance), rest)) = time_of_day(line) else {
-            if line.starts_with(|c: char| c.is_ascii_digit()) {
+            let Some(e) = pending.as_mut() else {
                 return Err(ImportError::at(
                     name,
                     line_no,
-                    format!(
-                        "time: expected HH:MM:SS.mmm (trailing digits may be redacted as x), got {}",
-                        shown(line.split_whitespace().next().unwrap_or(""))
-                    ),
+                    "an indented continuation line before any timed line: expected a line starting HH:MM:SS.mmm",
                 ));
-            }
-            rec.warn(Warning {
-                source: Source {
-                    file: name.into(),
-                    line: line_no,
-                },
-                message: "no HH:MM:SS.mmm time at the start: line skipped".into(),
-            });
+            };
+            e.body.push(' ');
+            e.body.push_str(line.trim());
+            continue;
+        }
+        let Some(((tod, tolerance), rest)) = time_of_day(line) else {
+            log.untimed(line_no, line)?;
             continue;
         };
-        let mut at = day + tod;
-        if let Some(p) = previous {
-            if at < p {
-                if p - at > DAY_NS / 2 {
-                    day += DAY_NS;
-                    at += DAY_NS;
-                } else {
-                    return Err(ImportError::at(
-                        name,
-                        line_no,
-                        format!(
-                            "time goes back {:.3} s from the line before: expected lines in time order",
-                            (p - at) as f64 / 1e9
-                        ),
-                    ));
-                }
-            }
-        }
-        previous = Some(at);
+        let at = clock
+            .place(tod)
+            .map_err(|m| ImportError::at(name, line_no, m))?;
         if tolerance > 0 {
-            rec.warn(Warning {
-                source: Source {
-                    file: name.into(),
-                    line: line_no,
-                },
-                message: format!(
-                    "redacted digits in the time: read as the middle of their range, ±{:.1} ms",
-                    tolerance as f64 / 1e6
-                ),
-            });
+            log.warn_redacted(line_no, tolerance);
         }
-        // The entry before this one is complete (no continuation can follow a timed line).
-        if let Some(done) = entries.pop() {
-            entry(name, done, &mut rec, &mut current, opts)?;
+        let next = Entry {
+            line_no,
+            instant: Instant {
+                at,
+                tolerance_ns: tolerance,
+            },
+            body: rest.trim().to_string(),
+        };
+        if let Some(done) = pending.replace(next) {
+            log.entry(&done)?;
         }
-        entries.push((line_no, at, tolerance, rest.trim().to_string()));
     }
-    if let Some(done) = entries.pop() {
-        entry(name, done, &mut rec, &mut current, opts)?;
+    if let Some(done) = pending {
+        log.entry(&done)?;
     }
-    Ok(rec)
+    Ok(log.rec)
 }
 
-/// One complete log entry (a timed line and its continuations): `current` is the index in
-/// `rec.tool_calls` of the latest tool call.
-fn entry(
-    name: &str,
-    (line_no, at, tolerance, body): (u64, i64, u64, String),
-    rec: &mut Recording,
-    current: &mut Option<usize>,
-    opts: &ImportOptions,
-) -> Result<(), ImportError> {
-    {
-        let here = Source {
-            file: name.into(),
+/// Where a log's times of day fall: on its current day, which moves on when a time is more
+/// than 12 h before the previous one.
+struct Clock {
+    /// Midnight of the current day, ns since the epoch.
+    day: i64,
+    /// The previous line's instant.
+    previous: Option<i64>,
+}
+
+impl Clock {
+    /// The instant of time of day `tod` (ns since midnight), ns since the epoch.
+    ///
+    /// # Errors
+    /// The message when the time goes back from the previous line's by 12 h or less.
+    fn place(&mut self, tod: i64) -> Result<i64, String> {
+        let mut at = self.day + tod;
+        if let Some(p) = self.previous.filter(|&p| at < p) {
+            if p - at > DAY_NS / 2 {
+                self.day += DAY_NS;
+                at += DAY_NS;
+            } else {
+                return Err(format!(
+                    "time goes back {:.3} s from the line before: expected lines in time order",
+                    (p - at) as f64 / 1e9
+                ));
+            }
+        }
+        self.previous = Some(at);
+        Ok(at)
+    }
+}
+
+/// One complete log entry: a timed line and its continuation lines.
+struct Entry {
+    /// The timed line's number (1-based).
+    line_no: u64,
+    /// Its time, and the tolerance its redacted digits give.
+    instant: Instant,
+    /// The text after the time, continuation lines joined with a space.
+    body: String,
+}
+
+/// A log being read into a recording.
+struct LogReader<'a> {
+    /// The file's name, for sources and errors.
+    name: &'a str,
+    opts: &'a ImportOptions,
+    rec: Recording,
+    /// The index in `rec.tool_calls` of the latest tool call.
+    current: Option<usize>,
+}
+
+impl LogReader<'_> {
+    /// Where line `line_no` is.
+    fn here(&self, line_no: u64) -> Source {
+        Source {
+            file: self.name.into(),
             line: line_no,
-        };
-        let instant = Instant {
-            at,
-            tolerance_ns: tolerance,
-        };
-        let need_call = |current: Option<usize>, what: &str| {
-            current.ok_or_else(|| {
-                ImportError::at(
-                    name,
-                    line_no,
-                    format!("{what} before any tool_call line: expected a tool_call first"),
-                )
-            })
-        };
-        let warn_truncated = |rec: &mut Recording, id: &Option<String>| {
-            if id
-                .as_deref()
-                .is_some_and(|s| s.ends_with("...") || s.ends_with('…'))
-            {
-                rec.warn(Warning {
-                    source: here.clone(),
-                    message: "truncated refund id: refunds are compared by count".into(),
-                });
-            }
-        };
-        if let Some(rest) = body.strip_prefix("tool_call") {
-            let rest = rest.trim();
-            let tool: String = rest
-                .chars()
-                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '-' || *c == '.')
-                .collect();
-            let args = arguments(rest).ok_or_else(|| {
-                ImportError::at(
-                    name,
-                    line_no,
-                    "tool_call: expected NAME(key=value, ...) after tool_call",
-                )
-            })?;
-            let get = |names: &[String]| {
-                names.iter().find_map(|k| {
-                    args.iter()
-                        .find(|(a, _)| a == k)
-                        .map(|(_, v)| (k.clone(), v.clone()))
-                })
-            };
-            let names = &opts.arguments;
-            let ticket = match get(&names.ticket) {
-                Some((k, v)) => ticket_text(v.trim_matches(['"', '\''])).ok_or_else(|| {
-                    ImportError::at(
-                        name,
-                        line_no,
-                        format!(
-                            "tool_call arguments.{k}: expected {TICKET_TEXT}, got {}",
-                            shown(&v)
-                        ),
-                    )
-                })?,
-                None if tool != opts.tool => return Ok(()),
-                None => {
-                    let seen: Vec<String> = args.iter().map(|(a, _)| a.clone()).collect();
-                    return Err(ImportError::at(
-                        name,
-                        line_no,
-                        format!(
-                            "tool_call arguments: expected a ticket argument {} (=TICKET), got {}: \
-                             name it with --ticket-field NAME",
-                            names.ticket_list(),
-                            if seen.is_empty() {
-                                "none".to_string()
-                            } else {
-                                listed_all(&seen)
-                            }
-                        ),
-                    ));
-                }
-            };
-            let amount = match get(&names.amount) {
-                Some((k, v)) => Some(
-                    super::fields::amount_text(v.trim_matches(['"', '\''])).ok_or_else(|| {
-                        ImportError::at(
-                            name,
-                            line_no,
-                            format!(
-                                "tool_call arguments.{k}: expected {}, got {}",
-                                super::fields::AMOUNT_TEXT,
-                                shown(&v)
-                            ),
-                        )
-                    })?,
-                ),
-                None => None,
-            };
-            let amount_missing = amount.is_none().then(|| {
-                let seen: Vec<String> = args.iter().map(|(a, _)| a.clone()).collect();
+        }
+    }
+
+    /// The error `message` at entry `e`'s line.
+    fn error(&self, e: &Entry, message: impl Into<String>) -> ImportError {
+        ImportError::at(self.name, e.line_no, message)
+    }
+
+    /// A line without a time at its start: skipped with a warning, unless it starts with a
+    /// digit.
+    ///
+    /// # Errors
+    /// The line starts with a digit: a time, but not a valid `HH:MM:SS.mmm`.
+    fn untimed(&mut self, line_no: u64, line: &str) -> Result<(), ImportError> {
+        if line.starts_with(|c: char| c.is_ascii_digit()) {
+            return Err(ImportError::at(
+                self.name,
+                line_no,
                 format!(
-                    "tool_call {tool}: {}",
-                    super::tool_args::arguments_seen(&seen)
-                )
-            });
-            rec.tool_calls.push(ToolCallRec {
-                ticket,
-                tool,
-                call_id: None,
-                at: instant,
-                amount_cents: amount,
-                amount_missing,
-                result: None,
-                decision_at: None,
-                service_response: None,
-                source: here,
-            });
-            super::check_record_count(name, line_no, "tool call", rec.tool_calls.len())?;
-            *current = Some(rec.tool_calls.len() - 1);
+                    "time: expected HH:MM:SS.mmm (trailing digits may be redacted as x), got {}",
+                    shown(line.split_whitespace().next().unwrap_or(""))
+                ),
+            ));
+        }
+        self.rec.warn(Warning {
+            source: self.here(line_no),
+            message: "no HH:MM:SS.mmm time at the start: line skipped".into(),
+        });
+        Ok(())
+    }
+
+    /// Warns that line `line_no`'s time has redacted digits, read as the middle of their range
+    /// (± `tolerance` ns).
+    fn warn_redacted(&mut self, line_no: u64, tolerance: u64) {
+        self.rec.warn(Warning {
+            source: self.here(line_no),
+            message: format!(
+                "redacted digits in the time: read as the middle of their range, ±{:.1} ms",
+                tolerance as f64 / 1e6
+            ),
+        });
+    }
+
+    /// Reads entry `e` by its kind: a tool call, the executor's timeout, the model's decision,
+    /// the tool's result or the service's response; anything else is skipped with a warning.
+    ///
+    /// # Errors
+    /// As the kind's reader.
+    fn entry(&mut self, e: &Entry) -> Result<(), ImportError> {
+        let body = e.body.as_str();
+        if let Some(rest) = body.strip_prefix("tool_call") {
+            self.tool_call(e, rest.trim())
         } else if body.starts_with("tool_executor:") && body.contains("timeout") {
-            let k = need_call(*current, "tool_executor timeout")?;
-            if let Some(after) = body.split("after").nth(1) {
-                let word = after.trim().split([',', ' ']).next().unwrap_or("");
-                let ms = word
-                    .strip_suffix("ms")
-                    .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
-                    .and_then(|d| d.parse::<u64>().ok())
-                    .filter(|&ms| (1..=86_400_000).contains(&ms))
-                    .ok_or_else(|| {
-                        ImportError::at(
-                            name,
-                            line_no,
-                            format!(
-                                "tool_executor timeout: expected `timeout after Nms` with N a whole number of milliseconds from 1 to 86400000, got {}",
-                                shown(word)
-                            ),
-                        )
-                    })?;
-                if let Some(earlier) = rec.executor_timeout_ns.filter(|&t| t != ms * 1_000_000) {
-                    return Err(ImportError::at(
-                        name,
-                        line_no,
-                        format!(
-                            "tool_executor timeout: {ms}ms, but an earlier line said {}ms: expected one executor timeout per recording",
-                            earlier / 1_000_000
-                        ),
-                    ));
-                }
-                rec.executor_timeout_ns = Some(ms * 1_000_000);
-            }
-            rec.tool_calls[k].result = Some(ToolResultRec {
-                at: instant,
-                ok: false,
-                timed_out: true,
-                refund_id: None,
-            });
+            self.executor_timeout(e)
         } else if body.starts_with("model:") {
-            let k = need_call(*current, "model decision")?;
-            rec.tool_calls[k].decision_at.get_or_insert(instant);
+            let k = self.need_call(e, "model decision")?;
+            self.rec.tool_calls[k].decision_at.get_or_insert(e.instant);
+            Ok(())
         } else if body.starts_with("tool_result") {
-            let k = need_call(*current, "tool_result")?;
-            let status = quoted(&body, "status");
-            let refund_id = quoted(&body, "refund_id");
-            warn_truncated(rec, &refund_id);
-            // `status` decides when given; without one, a refund id and no error.
-            let ok = match status.as_deref() {
-                Some(s) => s == "refunded",
-                None => refund_id.is_some() && !body.contains("error"),
-            };
-            rec.tool_calls[k].result = Some(ToolResultRec {
-                at: instant,
-                ok,
-                timed_out: false,
-                refund_id,
-            });
+            self.tool_result(e)
         } else if body.contains("response") && (body.contains("service") || body.contains("async"))
         {
-            let k = need_call(*current, "service response")?;
-            let ticket = rec.tool_calls[k].ticket.clone();
-            let of_ticket: Vec<usize> = (0..rec.tool_calls.len())
-                .filter(|&j| rec.tool_calls[j].ticket == ticket)
-                .collect();
-            let upper = body.to_ascii_uppercase();
-            let target = match ORDINALS
-                .iter()
-                .position(|o| upper.contains(&format!("{o} CALL")))
-            {
-                Some(n) => *of_ticket.get(n).ok_or_else(|| {
-                    ImportError::at(
-                        name,
-                        line_no,
-                        format!(
-                            "response for the {} call of ticket {ticket}, which has {} before it",
-                            ORDINALS[n].to_ascii_lowercase(),
-                            super::fields::plural(of_ticket.len(), "tool call", "tool calls")
-                        ),
-                    )
-                })?,
-                None => of_ticket
-                    .iter()
-                    .rev()
-                    .copied()
-                    .find(|&j| {
-                        rec.tool_calls[j]
-                            .result
-                            .as_ref()
-                            .is_some_and(|r| r.timed_out)
-                            && rec.tool_calls[j].service_response.is_none()
-                    })
-                    .unwrap_or(k),
-            };
-            let status = quoted(&body, "status");
-            let refund_id = quoted(&body, "refund_id");
-            warn_truncated(rec, &refund_id);
-            rec.tool_calls[target].service_response = Some(ServiceResponseRec {
-                at: instant,
-                ok: match status.as_deref() {
-                    Some(s) => s == "refunded",
-                    None => refund_id.is_some(),
-                },
-                refund_id,
-            });
+            self.service_response(e)
         } else {
-            rec.warn(Warning {
-                source: here,
+            self.rec.warn(Warning {
+                source: self.here(e.line_no),
                 message: format!(
                     "not a tool_call, tool_executor timeout, model decision, tool_result or service response: skipped (\"{}\")",
                     body.chars().take(40).collect::<String>()
                 ),
             });
+            Ok(())
         }
     }
-    Ok(())
+
+    /// The latest tool call's index, for entry `e` (a `what`) that belongs to it.
+    ///
+    /// # Errors
+    /// No tool call came before.
+    fn need_call(&self, e: &Entry, what: &str) -> Result<usize, ImportError> {
+        self.current.ok_or_else(|| {
+            self.error(
+                e,
+                format!("{what} before any tool_call line: expected a tool_call first"),
+            )
+        })
+    }
+
+    /// `tool_call NAME(k=v, …)` (`rest` is what follows `tool_call`): a new current tool call,
+    /// with its ticket and amount from the arguments named by the options. A call of another
+    /// tool without a ticket is skipped.
+    ///
+    /// # Errors
+    /// No `(…)` of arguments; the ticket or the amount is not valid, or the refund tool's call
+    /// has no ticket; more tool calls than an import reads.
+    fn tool_call(&mut self, e: &Entry, rest: &str) -> Result<(), ImportError> {
+        let tool: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '-' || *c == '.')
+            .collect();
+        let args = arguments(rest).ok_or_else(|| {
+            self.error(
+                e,
+                "tool_call: expected NAME(key=value, ...) after tool_call",
+            )
+        })?;
+        let Some(ticket) = self.ticket_argument(e, &tool, &args)? else {
+            return Ok(());
+        };
+        let amount = self.amount_argument(e, &args)?;
+        let amount_missing = amount.is_none().then(|| {
+            format!(
+                "tool_call {tool}: {}",
+                super::tool_args::arguments_seen(&argument_names(&args))
+            )
+        });
+        self.rec.tool_calls.push(ToolCallRec {
+            ticket,
+            tool,
+            call_id: None,
+            at: e.instant,
+            amount_cents: amount,
+            amount_missing,
+            result: None,
+            decision_at: None,
+            service_response: None,
+            source: self.here(e.line_no),
+        });
+        super::check_record_count(self.name, e.line_no, "tool call", self.rec.tool_calls.len())?;
+        self.current = Some(self.rec.tool_calls.len() - 1);
+        Ok(())
+    }
+
+    /// The ticket of a call of `tool` with arguments `args`: `None` for another tool's call
+    /// without one.
+    ///
+    /// # Errors
+    /// The ticket argument is not a ticket id, or the refund tool's call has none.
+    fn ticket_argument(
+        &self,
+        e: &Entry,
+        tool: &str,
+        args: &[(String, String)],
+    ) -> Result<Option<TicketRef>, ImportError> {
+        let names = &self.opts.arguments;
+        match argument(args, &names.ticket) {
+            Some((k, v)) => match ticket_text(v.trim_matches(['"', '\''])) {
+                Some(ticket) => Ok(Some(ticket)),
+                None => Err(self.error(
+                    e,
+                    format!(
+                        "tool_call arguments.{k}: expected {TICKET_TEXT}, got {}",
+                        shown(v)
+                    ),
+                )),
+            },
+            None if tool != self.opts.tool => Ok(None),
+            None => {
+                let seen = argument_names(args);
+                Err(self.error(
+                    e,
+                    format!(
+                        "tool_call arguments: expected a ticket argument {} (=TICKET), got {}: \
+                         name it with --ticket-field NAME",
+                        names.ticket_list(),
+                        if seen.is_empty() {
+                            "none".to_string()
+                        } else {
+                            listed_all(&seen)
+                        }
+                    ),
+                ))
+            }
+        }
+    }
+
+    /// The amount in cents among a call's arguments `args`, when one is named.
+    ///
+    /// # Errors
+    /// The amount argument is not whole cents.
+    fn amount_argument(
+        &self,
+        e: &Entry,
+        args: &[(String, String)],
+    ) -> Result<Option<u64>, ImportError> {
+        let Some((k, v)) = argument(args, &self.opts.arguments.amount) else {
+            return Ok(None);
+        };
+        match super::fields::amount_text(v.trim_matches(['"', '\''])) {
+            Some(cents) => Ok(Some(cents)),
+            None => Err(self.error(
+                e,
+                format!(
+                    "tool_call arguments.{k}: expected {}, got {}",
+                    super::fields::AMOUNT_TEXT,
+                    shown(v)
+                ),
+            )),
+        }
+    }
+
+    /// `tool_executor: timeout after Nms`: the current call's result is a timeout, and the
+    /// recording's executor timeout is N ms.
+    ///
+    /// # Errors
+    /// No tool call before; N is not whole milliseconds from 1 to 86,400,000; an earlier
+    /// line stated another timeout.
+    fn executor_timeout(&mut self, e: &Entry) -> Result<(), ImportError> {
+        let k = self.need_call(e, "tool_executor timeout")?;
+        if let Some(after) = e.body.split("after").nth(1) {
+            let ms = timeout_ms(after).map_err(|m| self.error(e, m))?;
+            if let Some(earlier) = self
+                .rec
+                .executor_timeout_ns
+                .filter(|&t| t != ms * 1_000_000)
+            {
+                return Err(self.error(
+                    e,
+                    format!(
+                        "tool_executor timeout: {ms}ms, but an earlier line said {}ms: expected one executor timeout per recording",
+                        earlier / 1_000_000
+                    ),
+                ));
+            }
+            self.rec.executor_timeout_ns = Some(ms * 1_000_000);
+        }
+        self.rec.tool_calls[k].result = Some(ToolResultRec {
+            at: e.instant,
+            ok: false,
+            timed_out: true,
+            refund_id: None,
+        });
+        Ok(())
+    }
+
+    /// `tool_result: {…}`: the current call's result, ok when its `status` is `refunded`, or
+    /// without a status when it has a refund id and no error.
+    ///
+    /// # Errors
+    /// No tool call before.
+    fn tool_result(&mut self, e: &Entry) -> Result<(), ImportError> {
+        let k = self.need_call(e, "tool_result")?;
+        let (status, refund_id) = self.answer_fields(e);
+        let ok = match status.as_deref() {
+            Some(s) => s == "refunded",
+            None => refund_id.is_some() && !e.body.contains("error"),
+        };
+        self.rec.tool_calls[k].result = Some(ToolResultRec {
+            at: e.instant,
+            ok,
+            timed_out: false,
+            refund_id,
+        });
+        Ok(())
+    }
+
+    /// `… refunds-service response for the FIRST call: {…}`: a late response of the service,
+    /// for the call [`LogReader::response_target`] names; ok when its `status` is `refunded`,
+    /// or without a status when it has a refund id.
+    ///
+    /// # Errors
+    /// As [`LogReader::response_target`].
+    fn service_response(&mut self, e: &Entry) -> Result<(), ImportError> {
+        let k = self.need_call(e, "service response")?;
+        let target = self.response_target(e, k)?;
+        let (status, refund_id) = self.answer_fields(e);
+        self.rec.tool_calls[target].service_response = Some(ServiceResponseRec {
+            at: e.instant,
+            ok: match status.as_deref() {
+                Some(s) => s == "refunded",
+                None => refund_id.is_some(),
+            },
+            refund_id,
+        });
+        Ok(())
+    }
+
+    /// The tool call a service response (entry `e`, after call `k`) is for, among the calls of
+    /// `k`'s ticket: the one its ordinal names (`FIRST call`, …), else the latest timed-out call
+    /// without a response, else `k`.
+    ///
+    /// # Errors
+    /// The ticket has fewer calls than the ordinal says.
+    fn response_target(&self, e: &Entry, k: usize) -> Result<usize, ImportError> {
+        let calls = &self.rec.tool_calls;
+        let ticket = &calls[k].ticket;
+        let of_ticket: Vec<usize> = (0..calls.len())
+            .filter(|&j| calls[j].ticket == *ticket)
+            .collect();
+        let upper = e.body.to_ascii_uppercase();
+        match ORDINALS
+            .iter()
+            .position(|o| upper.contains(&format!("{o} CALL")))
+        {
+            Some(n) => of_ticket.get(n).copied().ok_or_else(|| {
+                self.error(
+                    e,
+                    format!(
+                        "response for the {} call of ticket {ticket}, which has {} before it",
+                        ORDINALS[n].to_ascii_lowercase(),
+                        super::fields::plural(of_ticket.len(), "tool call", "tool calls")
+                    ),
+                )
+            }),
+            None => Ok(of_ticket
+                .iter()
+                .rev()
+                .copied()
+                .find(|&j| {
+                    calls[j].result.as_ref().is_some_and(|r| r.timed_out)
+                        && calls[j].service_response.is_none()
+                })
+                .unwrap_or(k)),
+        }
+    }
+
+    /// The `status` and `refund_id` of a result or response (entry `e`), warning when the
+    /// refund id is truncated (`re_1P9x...`): refunds are then compared by count.
+    fn answer_fields(&mut self, e: &Entry) -> (Option<String>, Option<String>) {
+        let status = quoted(&e.body, "status");
+        let refund_id = quoted(&e.body, "refund_id");
+        if refund_id
+            .as_deref()
+            .is_some_and(|s| s.ends_with("...") || s.ends_with('…'))
+        {
+            self.rec.warn(Warning {
+                source: self.here(e.line_no),
+                message: "truncated refund id: refunds are compared by count".into(),
+            });
+        }
+        (status, refund_id)
+    }
+}
+
+/// The first of `names` among a call's arguments `args`: its name and value.
+fn argument<'s>(args: &'s [(String, String)], names: &'s [String]) -> Option<(&'s str, &'s str)> {
+    names.iter().find_map(|k| {
+        args.iter()
+            .find(|(a, _)| a == k)
+            .map(|(_, v)| (k.as_str(), v.as_str()))
+    })
+}
+
+/// The names of a call's arguments `args`, in order.
+fn argument_names(args: &[(String, String)]) -> Vec<String> {
+    args.iter().map(|(a, _)| a.clone()).collect()
+}
+
+/// The milliseconds of `timeout after Nms`, from `after`, the text after `after`.
+///
+/// # Errors
+/// The message when the first word is not `Nms` with N whole milliseconds from 1 to 86,400,000.
+fn timeout_ms(after: &str) -> Result<u64, String> {
+    let word = after.trim().split([',', ' ']).next().unwrap_or("");
+    word.strip_suffix("ms")
+        .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|d| d.parse::<u64>().ok())
+        .filter(|&ms| (1..=86_400_000).contains(&ms))
+        .ok_or_else(|| {
+            format!(
+                "tool_executor timeout: expected `timeout after Nms` with N a whole number of milliseconds from 1 to 86400000, got {}",
+                shown(word)
+            )
+        })
 }
 
 #[cfg(test)]

@@ -333,79 +333,16 @@ pub fn read_files_with_progress(
     opts: &ImportOptions,
     progress: &dyn ImportProgress,
 ) -> Result<Recording, ImportError> {
-    let mut rec = Recording::default();
-    let mut otlp_texts = Vec::new();
+    let mut files = FilesRead {
+        opts,
+        progress,
+        rec: Recording::default(),
+        otlp_texts: Vec::new(),
+    };
     for p in paths {
-        let (name, format) = sniff(p, format)?;
-        let len = std::fs::metadata(p)
-            .ok()
-            .filter(std::fs::Metadata::is_file)
-            .map_or(0, |m| m.len());
-        progress.reading(&name, len);
-        let open = || {
-            let f = std::fs::File::open(p)
-                .map_err(|e| ImportError::at(&name, 0, format!("cannot read: {e}")))?;
-            let mut r =
-                std::io::BufReader::with_capacity(1 << 16, progress::Counted::new(f, progress));
-            skip_bom(&mut r).map_err(|e| ImportError::at(&name, 0, format!("cannot read: {e}")))?;
-            Ok::<_, ImportError>(r)
-        };
-        // A file read whole: told once it is in memory, then its parsing as a step (OTLP
-        // files are parsed together once all are read).
-        let load = |format: Format| {
-            let loaded = load(p, Some(format))?;
-            progress.read(loaded.1.len() as u64);
-            if format != Format::Otlp {
-                progress.step(&format!("parsing {name}"));
-            }
-            Ok::<_, ImportError>(loaded)
-        };
-        match format {
-            Format::Otlp => {
-                let (name, text, _) = load(Format::Otlp)?;
-                otlp_texts.push((name, text));
-            }
-            Format::StripeList => {
-                let (name, text, _) = load(Format::StripeList)?;
-                rec.extend(stripe_list::read(&name, &text, opts)?);
-            }
-            Format::Log => rec.extend(log::read_lines(
-                &name,
-                LineReader::new(&name, open()?),
-                opts,
-            )?),
-            Format::Jsonl => rec.extend(jsonl::read_lines(
-                &name,
-                LineReader::new(&name, open()?),
-                opts,
-            )?),
-            Format::RefundsCsv => rec.extend(refunds_csv::read_from(&name, open()?, opts)?),
-            Format::Langsmith | Format::Langfuse | Format::OpenaiAgents => {
-                if json_lines(p, &name)? {
-                    let lines = LineReader::new(&name, open()?);
-                    rec.extend(match format {
-                        Format::Langsmith => langsmith::read_lines(&name, lines, opts)?,
-                        Format::Langfuse => langfuse::read_lines(&name, lines, opts)?,
-                        _ => openai_agents::read_lines(&name, lines, opts)?,
-                    });
-                } else {
-                    let (name, text, _) = load(format)?;
-                    rec.extend(read_text(&name, &text, format, opts)?);
-                }
-            }
-        }
+        files.read(p, format)?;
     }
-    if !otlp_texts.is_empty() {
-        progress.step(&format!(
-            "parsing and linking the spans of {}",
-            plural(otlp_texts.len(), "OTLP file", "OTLP files")
-        ));
-        let files: Vec<(&str, &str)> = otlp_texts
-            .iter()
-            .map(|(n, t)| (n.as_str(), t.as_str()))
-            .collect();
-        rec.extend(otlp::read_files(&files, opts)?);
-    }
+    let rec = files.finish()?;
     // Each reader stops at MAX_RECORDS of its own file; several files together are bounded too.
     let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
     for (what, n) in [
@@ -416,6 +353,128 @@ pub fn read_files_with_progress(
         check_record_count(&names.join(", "), 0, what, n)?;
     }
     Ok(rec)
+}
+
+/// The files of a recording being read, one after the other.
+struct FilesRead<'a> {
+    opts: &'a ImportOptions,
+    progress: &'a dyn ImportProgress,
+    /// What the files read so far hold, but the OTLP files'.
+    rec: Recording,
+    /// The OTLP files read so far, (name, text): parsed together at the end.
+    otlp_texts: Vec<(String, String)>,
+}
+
+impl FilesRead<'_> {
+    /// Reads file `p`, in `format` or the one its content shows ([`sniff`]): streamed (logs,
+    /// JSON lines, refund exports, agent exports as JSON lines), or read whole (OTLP, kept for
+    /// [`FilesRead::finish`]; Stripe's list; agent exports as one document).
+    ///
+    /// # Errors
+    /// As [`read_file`].
+    fn read(&mut self, p: &Path, format: Option<Format>) -> Result<(), ImportError> {
+        let (name, format) = sniff(p, format)?;
+        let len = std::fs::metadata(p)
+            .ok()
+            .filter(std::fs::Metadata::is_file)
+            .map_or(0, |m| m.len());
+        self.progress.reading(&name, len);
+        let opts = self.opts;
+        let open = || open_counted(p, &name, self.progress);
+        match format {
+            Format::Otlp => {
+                let (name, text) = self.load_whole(p, &name, Format::Otlp)?;
+                self.otlp_texts.push((name, text));
+            }
+            Format::StripeList => {
+                let (name, text) = self.load_whole(p, &name, Format::StripeList)?;
+                self.rec.extend(stripe_list::read(&name, &text, opts)?);
+            }
+            Format::Log => {
+                let lines = LineReader::new(&name, open()?);
+                self.rec.extend(log::read_lines(&name, lines, opts)?);
+            }
+            Format::Jsonl => {
+                let lines = LineReader::new(&name, open()?);
+                self.rec.extend(jsonl::read_lines(&name, lines, opts)?);
+            }
+            Format::RefundsCsv => self
+                .rec
+                .extend(refunds_csv::read_from(&name, open()?, opts)?),
+            Format::Langsmith | Format::Langfuse | Format::OpenaiAgents => {
+                if json_lines(p, &name)? {
+                    let lines = LineReader::new(&name, open()?);
+                    self.rec.extend(match format {
+                        Format::Langsmith => langsmith::read_lines(&name, lines, opts)?,
+                        Format::Langfuse => langfuse::read_lines(&name, lines, opts)?,
+                        _ => openai_agents::read_lines(&name, lines, opts)?,
+                    });
+                } else {
+                    let (name, text) = self.load_whole(p, &name, format)?;
+                    self.rec.extend(read_text(&name, &text, format, opts)?);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// File `p` (named `name`) read whole, in `format`: its name as loaded and its text. The
+    /// progress is told once it is in memory, then its parsing as a step (OTLP files are
+    /// parsed together once all are read).
+    ///
+    /// # Errors
+    /// As [`load`].
+    fn load_whole(
+        &self,
+        p: &Path,
+        name: &str,
+        format: Format,
+    ) -> Result<(String, String), ImportError> {
+        let (name_loaded, text, _) = load(p, Some(format))?;
+        self.progress.read(text.len() as u64);
+        if format != Format::Otlp {
+            self.progress.step(&format!("parsing {name}"));
+        }
+        Ok((name_loaded, text))
+    }
+
+    /// The recording of every file: the OTLP files' spans parsed and linked together (a
+    /// span's parent may be in another file), added to the others'.
+    ///
+    /// # Errors
+    /// As [`otlp::read_files`].
+    fn finish(mut self) -> Result<Recording, ImportError> {
+        if !self.otlp_texts.is_empty() {
+            self.progress.step(&format!(
+                "parsing and linking the spans of {}",
+                plural(self.otlp_texts.len(), "OTLP file", "OTLP files")
+            ));
+            let files: Vec<(&str, &str)> = self
+                .otlp_texts
+                .iter()
+                .map(|(n, t)| (n.as_str(), t.as_str()))
+                .collect();
+            self.rec.extend(otlp::read_files(&files, self.opts)?);
+        }
+        Ok(self.rec)
+    }
+}
+
+/// File `p` (named `name`) opened to be streamed, telling `progress` the bytes read, past a
+/// UTF-8 byte order mark.
+///
+/// # Errors
+/// The file cannot be opened or read.
+fn open_counted<'p>(
+    p: &Path,
+    name: &str,
+    progress: &'p dyn ImportProgress,
+) -> Result<std::io::BufReader<progress::Counted<'p, std::fs::File>>, ImportError> {
+    let f = std::fs::File::open(p)
+        .map_err(|e| ImportError::at(name, 0, format!("cannot read: {e}")))?;
+    let mut r = std::io::BufReader::with_capacity(1 << 16, progress::Counted::new(f, progress));
+    skip_bom(&mut r).map_err(|e| ImportError::at(name, 0, format!("cannot read: {e}")))?;
+    Ok(r)
 }
 
 /// Longest line a streamed reader accepts, bytes (16 MiB): a longer one is refused rather than
@@ -723,11 +782,45 @@ pub fn import_with_progress(
         Some(p) => crate::scenario::load(p, &[], &[])?,
         None => crate::scenario::load_str(DEFAULT_BASE, "built-in base")?,
     };
+    let opts = import_options(inputs, &base)?;
+    let rec = read_files_with_progress(&inputs.files, inputs.format, &opts, progress)
+        .map_err(|e| CliError::Input(e.to_string()))?;
+    let sources: Vec<String> = inputs
+        .files
+        .iter()
+        .map(|f| f.display().to_string())
+        .collect();
+    let (scenario, report) = build_with_progress(&rec, &base, &sources, &opts, progress)
+        .map_err(|e| CliError::Input(e.to_string()))?;
+    progress.step("checking the replay scenario");
+    let json = serde_json::to_string_pretty(&scenario)
+        .map_err(|e| CliError::Input(format!("cannot write the scenario: {e}")))?
+        + "\n";
+    check_loads_back(&json, &sources)?;
+    Ok(Imported {
+        scenario,
+        json,
+        report,
+    })
+}
+
+/// The options the readers and the builder use: `inputs.options` with the log's date (else
+/// the base's `clock_origin` date), the refund tool's name (else the base's `agent.tool`) and
+/// the argument names its definition gives (`--tool-definition`, else the base's `tools`).
+///
+/// # Errors
+/// `--timeout-output` is not a valid pattern; the tool definition file cannot be read, or
+/// defines other tools only ([`other_tool`]).
+fn import_options(
+    inputs: &ImportInputs,
+    base: &crate::scenario::Scenario,
+) -> Result<ImportOptions, crate::error::CliError> {
+    use crate::error::CliError;
     let mut opts = inputs.options.clone();
     TimeoutOutput::new(&opts.timeout_output)
         .map_err(|e| CliError::Input(format!("--timeout-output {e}")))?;
     if opts.date.is_none() {
-        opts.date = origin_date(&base);
+        opts.date = origin_date(base);
     }
     opts.tool = inputs
         .tool
@@ -749,39 +842,30 @@ pub fn import_with_progress(
         inputs.ticket_field.as_deref(),
         inputs.amount_field.as_deref(),
     );
-    let rec = read_files_with_progress(&inputs.files, inputs.format, &opts, progress)
-        .map_err(|e| CliError::Input(e.to_string()))?;
-    let sources: Vec<String> = inputs
-        .files
-        .iter()
-        .map(|f| f.display().to_string())
-        .collect();
-    let (scenario, report) = build_with_progress(&rec, &base, &sources, &opts, progress)
-        .map_err(|e| CliError::Input(e.to_string()))?;
-    progress.step("checking the replay scenario");
-    let json = serde_json::to_string_pretty(&scenario)
-        .map_err(|e| CliError::Input(format!("cannot write the scenario: {e}")))?
-        + "\n";
-    // What is written must load back as it is: the replay is checked like any scenario. The
-    // builder checks what it can where the record is known; anything left is named by the
-    // input files and the scenario's field (a line of the generated JSON would mean nothing).
-    if let Err(e) = crate::scenario::load_str(&json, "the imported scenario") {
-        let what = match &e {
-            crate::scenario::ScenarioError::Invalid { path, message, .. } => {
-                format!("{path}: {}", crate::scenario::shorten_quoted(message))
-            }
-            other => other.to_string(),
-        };
-        return Err(CliError::Input(format!(
-            "{}: the recording gives an invalid replay scenario: {what}",
-            sources.join(", ")
-        )));
-    }
-    Ok(Imported {
-        scenario,
-        json,
-        report,
-    })
+    Ok(opts)
+}
+
+/// What is written must load back as it is: the replay `json` is checked like any scenario.
+/// The builder checks what it can where the record is known; anything left is named by the
+/// input files (`sources`) and the scenario's field (a line of the generated JSON would mean
+/// nothing).
+///
+/// # Errors
+/// The scenario does not load.
+fn check_loads_back(json: &str, sources: &[String]) -> Result<(), crate::error::CliError> {
+    let Err(e) = crate::scenario::load_str(json, "the imported scenario") else {
+        return Ok(());
+    };
+    let what = match &e {
+        crate::scenario::ScenarioError::Invalid { path, message, .. } => {
+            format!("{path}: {}", crate::scenario::shorten_quoted(message))
+        }
+        other => other.to_string(),
+    };
+    Err(crate::error::CliError::Input(format!(
+        "{}: the recording gives an invalid replay scenario: {what}",
+        sources.join(", ")
+    )))
 }
 
 /// The error for a `--tool-definition` file that defines other tools than the refund tool

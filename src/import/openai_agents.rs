@@ -27,7 +27,7 @@
 //! service's answers and Stripe's requests are drawn from the base scenario (see
 //! [`super::build`]).
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::agent_trace::{each_in_lines, each_in_text, AgentTrace, Item, ToolRun};
 use super::{ImportError, ImportOptions, Recording};
@@ -78,10 +78,43 @@ pub fn read_lines(
 const START: [&str; 1] = ["started_at"];
 const END: [&str; 1] = ["ended_at"];
 
-/// One item.
+/// One item: a function span of the refund tool is a tool call, a generation or response
+/// span a model decision; a trace, another tool's function span (counted) and other spans are
+/// skipped.
+///
+/// # Errors
+/// The item is not a trace or a span ([`span_data`]), a field read has the wrong type.
 fn span(trace: &mut AgentTrace, item: &Item<'_>, opts: &ImportOptions) -> Result<(), ImportError> {
+    let Some(data) = span_data(item)? else {
+        return Ok(());
+    };
+    let kind = data_text(item, data, "type")?.unwrap_or_default();
+    let name = data_text(item, data, "name")?.unwrap_or_default();
+    match kind {
+        "function" if name == opts.tool => function_span(trace, item, data, opts),
+        "function" => {
+            trace.other_tool(item, name);
+            Ok(())
+        }
+        "generation" | "response" => {
+            let (start, end) = item.times(&START, &END)?;
+            if let Some(end) = end {
+                trace.model(item, trace_of(item)?, start, end);
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A span's `span_data`; `None` for a trace (not a span).
+///
+/// # Errors
+/// `object` is neither `"trace"` nor `"trace.span"` (nor absent beside a `span_data`), or
+/// `span_data` is not an object.
+fn span_data<'i>(item: &Item<'i>) -> Result<Option<&'i Map<String, Value>>, ImportError> {
     match item.text(&["object"])? {
-        Some("trace") => return Ok(()),
+        Some("trace") => return Ok(None),
         Some("trace.span") => {}
         None if item.obj.contains_key("span_data") => {}
         other => {
@@ -94,43 +127,49 @@ fn span(trace: &mut AgentTrace, item: &Item<'_>, opts: &ImportOptions) -> Result
             ))
         }
     }
-    let data = match item.obj.get("span_data") {
-        Some(Value::Object(d)) => d,
-        other => {
-            return Err(item.error(
-                "span_data",
-                format!(
-                    "expected the span's data object ({{\"type\": \"function\", …}}), got {}",
-                    other.map_or_else(|| "nothing".to_string(), super::fields::shown)
-                ),
-            ))
-        }
-    };
-    let data_text = |key: &str| match data.get(key) {
+    match item.obj.get("span_data") {
+        Some(Value::Object(d)) => Ok(Some(d)),
+        other => Err(item.error(
+            "span_data",
+            format!(
+                "expected the span's data object ({{\"type\": \"function\", …}}), got {}",
+                other.map_or_else(|| "nothing".to_string(), super::fields::shown)
+            ),
+        )),
+    }
+}
+
+/// The text of `span_data.key` (`data`); `None` when absent or null.
+///
+/// # Errors
+/// It is not a string.
+fn data_text<'d>(
+    item: &Item<'_>,
+    data: &'d Map<String, Value>,
+    key: &str,
+) -> Result<Option<&'d str>, ImportError> {
+    match data.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.as_str())),
         Some(other) => Err(item.error(
             &format!("span_data.{key}"),
             format!("expected a string, got {}", super::fields::shown(other)),
         )),
-    };
-    let kind = data_text("type")?.unwrap_or_default();
-    let name = data_text("name")?.unwrap_or_default();
-    match kind {
-        "function" if name == opts.tool => {}
-        "function" => {
-            trace.other_tool(item, name);
-            return Ok(());
-        }
-        "generation" | "response" => {
-            let (start, end) = item.times(&START, &END)?;
-            if let Some(end) = end {
-                trace.model(item, trace_of(item)?, start, end);
-            }
-            return Ok(());
-        }
-        _ => return Ok(()),
     }
+}
+
+/// A function span of the refund tool (its `span_data` is `data`): a tool call, failed when
+/// the span has an `error`, timed out when that names a timeout, or when its output is the
+/// text of a timeout (`--timeout-output`).
+///
+/// # Errors
+/// Its times or trace id are not valid, or its arguments ([`AgentTrace::tool`]).
+fn function_span(
+    trace: &mut AgentTrace,
+    item: &Item<'_>,
+    data: &Map<String, Value>,
+    opts: &ImportOptions,
+) -> Result<(), ImportError> {
     let (start, end) = item.times(&START, &END)?;
     let error = item.get(&["error"]).map(|(_, e)| e);
     trace.tool(

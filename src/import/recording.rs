@@ -376,6 +376,19 @@ pub fn compact_warnings(
     out
 }
 
+/// Adds the counts of warnings not kept, by kind, of `other` to `into`: each kind's count
+/// summed, at the earliest source of either.
+pub(crate) fn add_suppressed(
+    into: &mut std::collections::BTreeMap<String, (u64, Source)>,
+    other: std::collections::BTreeMap<String, (u64, Source)>,
+) {
+    for (kind, (n, source)) in other {
+        let e = into.entry(kind).or_insert((0, source.clone()));
+        e.0 += n;
+        e.1 = e.1.clone().min(source);
+    }
+}
+
 impl Recording {
     /// Appends `other` (another file's recording).
     pub fn extend(&mut self, other: Recording) {
@@ -384,11 +397,7 @@ impl Recording {
         self.refunds.extend(other.refunds);
         self.executor_timeout_ns = self.executor_timeout_ns.or(other.executor_timeout_ns);
         self.warnings.extend(other.warnings);
-        for (kind, (n, source)) in other.suppressed {
-            let e = self.suppressed.entry(kind).or_insert((0, source.clone()));
-            e.0 += n;
-            e.1 = e.1.clone().min(source);
-        }
+        add_suppressed(&mut self.suppressed, other.suppressed);
     }
 
     /// Adds a warning, keeping at most [`WARNINGS_PER_KIND`] of its kind ([`warning_kind`]);

@@ -30,15 +30,6 @@ use super::fields::{parse_utc, quoted};
 use super::Warning;
 use super::{CsvColumns, ExportedRefund, ImportError, ImportOptions, Instant, Recording, Source};
 
-/// Stripe's refund statuses.
-const STATUSES: [&str; 5] = [
-    "pending",
-    "requires_action",
-    "succeeded",
-    "failed",
-    "canceled",
-];
-
 /// The header's position of each column.
 struct Columns {
     id: usize,
@@ -115,103 +106,38 @@ pub fn read_from(
 }
 
 /// Finds the configured columns (and, for default names, their alternatives) in `header`.
+///
+/// # Errors
+/// The header is empty or names a column twice ([`check_header`]); a column is missing.
 fn columns(name: &str, header: &[String], want: &CsvColumns) -> Result<Columns, ImportError> {
     let defaults = CsvColumns::default();
-    if header.iter().all(|h| h.trim().is_empty()) {
-        return Err(ImportError::at(
-            name,
-            1,
-            "no header: expected a first line of column names with at least id, charge, \
-             amount, created, status and the ticket's metadata column",
-        ));
-    }
-    // A repeated column name would make the row's value depend on which copy is read.
-    for (i, h) in header.iter().enumerate() {
-        if let Some(j) = header[..i]
-            .iter()
-            .position(|e| e.trim().eq_ignore_ascii_case(h.trim()))
-        {
-            return Err(ImportError::at(
-                name,
-                1,
-                format!(
-                    "column {} `{}` repeats column {}: expected each column name once",
-                    i + 1,
-                    h.trim(),
-                    j + 1
-                ),
-            ));
-        }
-    }
-    let find_all = |configured: &str, default: &str, also: &[&str]| -> Vec<(usize, String)> {
-        let mut names = vec![configured];
-        if configured == default {
-            names.extend_from_slice(also);
-        }
-        names
-            .iter()
-            .filter_map(|n| {
-                header
-                    .iter()
-                    .position(|h| h.trim().eq_ignore_ascii_case(n))
-                    .map(|i| (i, header[i].trim().to_string()))
-            })
-            .collect()
-    };
-    let one = |what: &str, configured: &str, default: &str, also: &[&str]| {
-        let found = find_all(configured, default, also);
-        match found.first() {
-            Some(f) => Ok(f.clone()),
-            None => {
-                let looked: Vec<String> = std::iter::once(configured)
-                    .chain(also.iter().copied().filter(|_| configured == default))
-                    .map(|n| format!("`{n}`"))
-                    .collect();
-                Err(ImportError::at(
-                    name,
-                    1,
-                    format!(
-                        "no {what} column: looked for {}; the header has {}",
-                        looked.join(", "),
-                        header
-                            .iter()
-                            .map(|h| format!("`{h}`"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                ))
-            }
-        }
-    };
-    let id = one("refund id", &want.id, &defaults.id, &[])?;
-    let charge = find_all(&want.charge, &defaults.charge, &["payment_intent"]);
+    check_header(name, header)?;
+    let h = Header { name, header };
+    let id = h.one("refund id", &candidates(&want.id, &defaults.id, &[]))?;
+    let charge_names = candidates(&want.charge, &defaults.charge, &["payment_intent"]);
+    let charge = h.find_all(&charge_names);
     if charge.is_empty() {
-        one(
-            "charge",
-            &want.charge,
-            &defaults.charge,
-            &["payment_intent"],
-        )?;
+        h.one("charge", &charge_names)?;
     }
-    let amount = one("amount", &want.amount, &defaults.amount, &[])?;
-    let created = one(
+    let amount = h.one("amount", &candidates(&want.amount, &defaults.amount, &[]))?;
+    let created = h.one(
         "created",
-        &want.created,
-        &defaults.created,
-        &["created (utc)"],
+        &candidates(&want.created, &defaults.created, &["created (utc)"]),
     )?;
-    let status = one("status", &want.status, &defaults.status, &[])?;
-    let ticket = one(
+    let status = h.one("status", &candidates(&want.status, &defaults.status, &[]))?;
+    let ticket = h.one(
         "ticket",
-        &want.ticket,
-        &defaults.ticket,
-        &[
-            "ticket (metadata)",
-            "metadata.ticket_id",
-            "ticket_id (metadata)",
-            "metadata[ticket]",
-            "metadata[ticket_id]",
-        ],
+        &candidates(
+            &want.ticket,
+            &defaults.ticket,
+            &[
+                "ticket (metadata)",
+                "metadata.ticket_id",
+                "ticket_id (metadata)",
+                "metadata[ticket]",
+                "metadata[ticket_id]",
+            ],
+        ),
     )?;
     Ok(Columns {
         id: id.0,
@@ -229,6 +155,96 @@ fn columns(name: &str, header: &[String], want: &CsvColumns) -> Result<Columns, 
             ticket.1,
         ],
     })
+}
+
+/// The header has a name, and no name twice (a repeated column name would make the row's
+/// value depend on which copy is read).
+///
+/// # Errors
+/// The header is empty, or names a column twice (without regard to case or spaces).
+fn check_header(name: &str, header: &[String]) -> Result<(), ImportError> {
+    if header.iter().all(|h| h.trim().is_empty()) {
+        return Err(ImportError::at(
+            name,
+            1,
+            "no header: expected a first line of column names with at least id, charge, \
+             amount, created, status and the ticket's metadata column",
+        ));
+    }
+    for (i, h) in header.iter().enumerate() {
+        if let Some(j) = header[..i]
+            .iter()
+            .position(|e| e.trim().eq_ignore_ascii_case(h.trim()))
+        {
+            return Err(ImportError::at(
+                name,
+                1,
+                format!(
+                    "column {} `{}` repeats column {}: expected each column name once",
+                    i + 1,
+                    h.trim(),
+                    j + 1
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The names a column is looked for under, in order: its `configured` name, and when that is
+/// its `default` name, the alternatives `also`.
+fn candidates<'n>(configured: &'n str, default: &str, also: &[&'n str]) -> Vec<&'n str> {
+    let mut names = vec![configured];
+    if configured == default {
+        names.extend_from_slice(also);
+    }
+    names
+}
+
+/// The header row of file `name`, to find columns in.
+struct Header<'a> {
+    name: &'a str,
+    header: &'a [String],
+}
+
+impl Header<'_> {
+    /// Where each of `names` is in the header (without regard to case or spaces), with the
+    /// name as the header writes it; in the order of `names`, those found.
+    fn find_all(&self, names: &[&str]) -> Vec<(usize, String)> {
+        names
+            .iter()
+            .filter_map(|n| {
+                self.header
+                    .iter()
+                    .position(|h| h.trim().eq_ignore_ascii_case(n))
+                    .map(|i| (i, self.header[i].trim().to_string()))
+            })
+            .collect()
+    }
+
+    /// The first of `names` in the header ([`Header::find_all`]): the `what` column.
+    ///
+    /// # Errors
+    /// None is: the error names those looked for and the header's.
+    fn one(&self, what: &str, names: &[&str]) -> Result<(usize, String), ImportError> {
+        if let Some(f) = self.find_all(names).into_iter().next() {
+            return Ok(f);
+        }
+        let looked: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+        Err(ImportError::at(
+            self.name,
+            1,
+            format!(
+                "no {what} column: looked for {}; the header has {}",
+                looked.join(", "),
+                self.header
+                    .iter()
+                    .map(|h| format!("`{h}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ))
+    }
 }
 
 /// One row as a refund; `None` when its ticket is empty.
@@ -279,14 +295,8 @@ fn refund(
         )
     })?;
     let status_text = get(c.status);
-    let status = status_text.to_ascii_lowercase();
-    if !STATUSES.contains(&status.as_str()) {
-        return Err(bad(
-            4,
-            "a refund status (pending, requires_action, succeeded, failed or canceled)",
-            status_text,
-        ));
-    }
+    let status = super::fields::refund_status(status_text)
+        .ok_or_else(|| bad(4, super::fields::REFUND_STATUS_TEXT, status_text))?;
     Ok(Some(ExportedRefund {
         id: id.to_string(),
         charge: charge.to_string(),

@@ -22,16 +22,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::fields::{amount_value, shown, ticket_value, AMOUNT_TEXT, TICKET_TEXT};
-use super::{ExportedRefund, ImportError, ImportOptions, Recording, Source, Warning};
-
-/// The refund statuses Stripe documents.
-const STATUSES: [&str; 5] = [
-    "pending",
-    "requires_action",
-    "succeeded",
-    "failed",
-    "canceled",
-];
+use super::{ExportedRefund, ImportError, ImportOptions, Recording, Source, TicketRef, Warning};
 
 /// Whether `text` looks like a Stripe list of refunds or refund objects: JSON whose first
 /// object has `"object": "list"` or `"object": "refund"`.
@@ -204,7 +195,12 @@ impl<'a> List<'a> {
         Ok(())
     }
 
-    /// One refund object `raw` at `at`, with its fields `r`.
+    /// One refund object `raw` at `at`, with its fields `r`: added to `rec`, or its line to
+    /// `skipped` when its metadata holds no ticket.
+    ///
+    /// # Errors
+    /// A field does not parse, `object` is not `"refund"`, or a field read is not valid
+    /// ([`List::ticket`], [`exported_refund`]); more refunds than an import reads.
     fn refund(
         &self,
         at: &str,
@@ -226,9 +222,33 @@ impl<'a> List<'a> {
                 ),
             )
         };
-        // The fields read, parsed (a value nested past serde_json's limit is an error here:
-        // the slices above were only scanned).
-        let mut values: BTreeMap<&str, Value> = BTreeMap::new();
+        let values = self.values(at, r)?;
+        if values
+            .get("object")
+            .is_some_and(|o| o.as_str() != Some("refund"))
+        {
+            return Err(bad("object", "\"refund\""));
+        }
+        let Some(ticket) = self.ticket(at, r, &values, &bad)? else {
+            skipped.push(line);
+            return Ok(());
+        };
+        let source = Source {
+            file: self.name.to_string(),
+            line,
+        };
+        rec.refunds
+            .push(exported_refund(&values, ticket, source, &bad)?);
+        super::check_record_count(self.name, line, "exported refund", rec.refunds.len())
+    }
+
+    /// The values of the fields a refund's `r` (at `at`) has among those read, parsed (a value
+    /// nested past serde_json's limit is an error here: the slices were only scanned).
+    ///
+    /// # Errors
+    /// A field's text does not parse.
+    fn values(&self, at: &str, r: &Fields<'a>) -> Result<Values, ImportError> {
+        let mut values = Values::new();
         for k in [
             "object",
             "metadata",
@@ -245,11 +265,23 @@ impl<'a> List<'a> {
                 values.insert(k, v);
             }
         }
-        let field = |k: &str| values.get(k).cloned();
-        if field("object").is_some_and(|o| o.as_str() != Some("refund")) {
-            return Err(bad("object", "\"refund\""));
-        }
-        let metadata = match field("metadata") {
+        Ok(values)
+    }
+
+    /// The ticket in a refund's `metadata` (its `values`; `r` and `at` for messages): the
+    /// value under the first of the tool's ticket argument names or the common ones present.
+    /// `None` without one, or when it is empty.
+    ///
+    /// # Errors
+    /// `metadata` is not an object (`bad`'s error), or the ticket is not a ticket id.
+    fn ticket(
+        &self,
+        at: &str,
+        r: &Fields<'a>,
+        values: &Values,
+        bad: &dyn Fn(&str, &str) -> ImportError,
+    ) -> Result<Option<TicketRef>, ImportError> {
+        let metadata = match values.get("metadata") {
             None | Some(Value::Null) => None,
             Some(Value::Object(m)) => Some(m),
             Some(_) => return Err(bad("metadata", "an object of string values")),
@@ -261,66 +293,73 @@ impl<'a> List<'a> {
             .iter()
             .map(String::as_str)
             .chain(super::TICKET_ARGUMENTS);
-        let found = metadata
-            .as_ref()
-            .and_then(|m| names.into_iter().find_map(|k| Some((k, m.get(k)?))));
+        let found = metadata.and_then(|m| names.into_iter().find_map(|k| Some((k, m.get(k)?))));
         let Some((key, ticket)) = found.filter(|(_, v)| v.as_str() != Some("")) else {
-            skipped.push(line);
-            return Ok(());
+            return Ok(None);
         };
-        let ticket = ticket_value(ticket).ok_or_else(|| {
-            self.bad(
+        match ticket_value(ticket) {
+            Some(t) => Ok(Some(t)),
+            None => Err(self.bad(
                 r["metadata"],
                 &join(at, &format!("metadata.{key}")),
                 format!("expected {TICKET_TEXT}, got {}", shown(ticket)),
-            )
-        })?;
-        let id = match field("id") {
-            Some(Value::String(s)) if !s.is_empty() => s,
-            _ => return Err(bad("id", "a refund id (\"re_…\")")),
-        };
-        let amount_cents = field("amount")
-            .as_ref()
-            .and_then(amount_value)
-            .ok_or_else(|| bad("amount", AMOUNT_TEXT))?;
-        let created = field("created")
-            .and_then(|c| c.as_i64())
-            .filter(|s| (0..=253_402_300_799).contains(s))
-            .and_then(super::fields::within_second)
-            .ok_or_else(|| bad("created", "Unix seconds (an integer)"))?;
-        let status = field("status")
-            .as_ref()
-            .and_then(Value::as_str)
-            .map(str::to_ascii_lowercase)
-            .filter(|s| STATUSES.contains(&s.as_str()))
-            .ok_or_else(|| {
-                bad(
-                    "status",
-                    "a refund status (pending, requires_action, succeeded, failed or canceled)",
-                )
-            })?;
-        let id_of = |key: &str| match field(key) {
-            Some(Value::String(s)) if !s.is_empty() => Some(s),
-            Some(Value::Object(o)) => o.get("id").and_then(Value::as_str).map(str::to_string),
-            _ => None,
-        };
-        let charge = id_of("charge")
-            .or_else(|| id_of("payment_intent"))
-            .unwrap_or_default();
-        rec.refunds.push(ExportedRefund {
-            id,
-            charge,
-            amount_cents,
-            created,
-            status,
-            ticket,
-            source: Source {
-                file: self.name.to_string(),
-                line,
-            },
-        });
-        super::check_record_count(self.name, line, "exported refund", rec.refunds.len())
+            )),
+        }
     }
+}
+
+/// A refund's fields read, by name, parsed.
+type Values = BTreeMap<&'static str, Value>;
+
+/// The refund of `ticket`, recorded at `source`, from its fields' `values`: its charge is the
+/// `charge`'s id, else the `payment_intent`'s (either may be expanded to an object), else
+/// empty.
+///
+/// # Errors
+/// `bad(field, expected)` for an `id` that is not a non-empty string, an `amount` that is not
+/// integer cents, a `created` that is not Unix seconds, a `status` that is not Stripe's.
+fn exported_refund(
+    values: &Values,
+    ticket: TicketRef,
+    source: Source,
+    bad: &dyn Fn(&str, &str) -> ImportError,
+) -> Result<ExportedRefund, ImportError> {
+    let id = match values.get("id") {
+        Some(Value::String(s)) if !s.is_empty() => s.clone(),
+        _ => return Err(bad("id", "a refund id (\"re_…\")")),
+    };
+    let amount_cents = values
+        .get("amount")
+        .and_then(amount_value)
+        .ok_or_else(|| bad("amount", AMOUNT_TEXT))?;
+    let created = values
+        .get("created")
+        .and_then(Value::as_i64)
+        .filter(|s| (0..=253_402_300_799).contains(s))
+        .and_then(super::fields::within_second)
+        .ok_or_else(|| bad("created", "Unix seconds (an integer)"))?;
+    let status = values
+        .get("status")
+        .and_then(Value::as_str)
+        .and_then(super::fields::refund_status)
+        .ok_or_else(|| bad("status", super::fields::REFUND_STATUS_TEXT))?;
+    let id_of = |key: &str| match values.get(key) {
+        Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+        Some(Value::Object(o)) => o.get("id").and_then(Value::as_str).map(str::to_string),
+        _ => None,
+    };
+    let charge = id_of("charge")
+        .or_else(|| id_of("payment_intent"))
+        .unwrap_or_default();
+    Ok(ExportedRefund {
+        id,
+        charge,
+        amount_cents,
+        created,
+        status,
+        ticket,
+        source,
+    })
 }
 
 /// The value of a field's text (already checked to be JSON; null if it were not).

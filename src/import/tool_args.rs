@@ -22,6 +22,7 @@
 //! | OpenAI Responses function | `parameters.properties` (with `"type": "function"`) | OpenAI API reference, Responses `tools[]` |
 //! | the incident's published block | `parameters` (each key a parameter) | `scenarios/issue_refund.tool.json` |
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::value::RawValue;
@@ -255,115 +256,160 @@ pub struct Definition {
 /// message names the file, the line and path of the value, and the shapes expected).
 pub fn read_definitions(path: &Path) -> Result<Vec<Definition>, ImportError> {
     let name = path.display().to_string();
-    let bytes = crate::input::read_input(path, "a tool definition")
-        .map_err(|e| ImportError::at(&name, 0, e.reason()))?;
-    let text = String::from_utf8(bytes).map_err(|e| {
-        let (line, column, what) = crate::scenario::not_utf8_at(e.as_bytes(), e.utf8_error());
-        ImportError::at(
-            &name,
-            line as u64,
-            format!("{what} at column {column}; expected a JSON tool definition"),
-        )
-    })?;
+    let text = read_definitions_text(&name, path)?;
+    let file = DefinitionsFile {
+        name: &name,
+        text: &text,
+        lines: super::fields::Lines::new(&text),
+    };
     let body = text.strip_prefix('\u{feff}').unwrap_or(&text);
-    if body.trim().is_empty() {
-        return Err(ImportError::at(
-            &name,
-            0,
-            "file is empty; expected a JSON tool definition",
-        ));
-    }
-    let lines = super::fields::Lines::new(&text);
-    let line_of = |raw: &RawValue| {
-        lines.line_of((raw.get().as_ptr() as usize).saturating_sub(text.as_ptr() as usize))
-    };
-    let not_json = |e: &serde_json::Error, line: u64| {
-        if crate::input::is_nesting_limit(e) {
-            return ImportError::at(&name, line, super::fields::bare_message(e));
-        }
-        ImportError::at(
-            &name,
-            line,
-            format!(
-                "not valid JSON ({}): expected a tool definition",
-                super::fields::bare_message(e)
-            ),
-        )
-    };
-    let doc: &RawValue = serde_json::from_str(body).map_err(|e| not_json(&e, e.line() as u64))?;
-    // The definitions and their paths: an array's items, a `tools` array's (at the top or
-    // under `result`), else the document itself.
-    let items: Vec<(String, &RawValue)> = if doc.get().starts_with('[') {
-        let items: Vec<&RawValue> =
-            serde_json::from_str(doc.get()).map_err(|e| not_json(&e, line_of(doc)))?;
-        items
-            .into_iter()
-            .enumerate()
-            .map(|(i, r)| (format!("[{i}]"), r))
-            .collect()
-    } else {
-        let fields: std::collections::BTreeMap<String, &RawValue> = if doc.get().starts_with('{') {
-            serde_json::from_str(doc.get()).map_err(|e| not_json(&e, line_of(doc)))?
-        } else {
-            Default::default()
-        };
-        let result_tools = fields
-            .get("result")
-            .filter(|r| r.get().starts_with('{'))
-            .and_then(|r| {
-                serde_json::from_str::<std::collections::BTreeMap<String, &RawValue>>(r.get())
-                    .ok()?
-                    .get("tools")
-                    .copied()
-            })
-            .map(|t| ("result.tools", t));
-        match result_tools.or_else(|| fields.get("tools").map(|t| ("tools", *t))) {
-            Some((at, list)) => {
-                let items: Vec<&RawValue> = serde_json::from_str(list.get()).map_err(|_| {
-                    ImportError::at(
-                        &name,
-                        line_of(list),
-                        format!("{at}: expected an array of tool definitions"),
-                    )
-                })?;
-                items
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, r)| (format!("{at}[{i}]"), r))
-                    .collect()
-            }
-            None => vec![(String::new(), doc)],
-        }
-    };
+    let doc: &RawValue =
+        serde_json::from_str(body).map_err(|e| file.not_json(&e, e.line() as u64))?;
+    let items = file.items(doc)?;
     if items.is_empty() {
         return Err(ImportError::at(
             &name,
-            line_of(doc),
+            file.line_of(doc),
             "no tool definition in the file: expected a tool definition, an array of them, \
              `{\"tools\": [...]}` or a `tools/list` result",
         ));
     }
     items
         .into_iter()
-        .map(|(at, raw)| {
-            let line = line_of(raw);
-            let v: Value = serde_json::from_str(raw.get()).map_err(|e| not_json(&e, line))?;
-            let (tool, parameters) = definition(&v).map_err(|message| {
-                let message = if at.is_empty() {
-                    message
-                } else {
-                    format!("{at}: {message}")
-                };
-                ImportError::at(&name, line, message)
-            })?;
-            Ok(Definition {
-                name: tool,
-                parameters,
-                path: at,
-                line,
-            })
-        })
+        .map(|(at, raw)| file.definition_at(at, raw))
         .collect()
+}
+
+/// The text of the tool definitions file `path` (named `name` in messages).
+///
+/// # Errors
+/// The file cannot be read, is not UTF-8, or is empty (or only a byte order mark and
+/// whitespace).
+fn read_definitions_text(name: &str, path: &Path) -> Result<String, ImportError> {
+    let bytes = crate::input::read_input(path, "a tool definition")
+        .map_err(|e| ImportError::at(name, 0, e.reason()))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let (line, column, what) = crate::scenario::not_utf8_at(e.as_bytes(), e.utf8_error());
+        ImportError::at(
+            name,
+            line as u64,
+            format!("{what} at column {column}; expected a JSON tool definition"),
+        )
+    })?;
+    if text
+        .strip_prefix('\u{feff}')
+        .unwrap_or(&text)
+        .trim()
+        .is_empty()
+    {
+        return Err(ImportError::at(
+            name,
+            0,
+            "file is empty; expected a JSON tool definition",
+        ));
+    }
+    Ok(text)
+}
+
+/// A tool definitions file being read: its name, its text and where its lines start.
+struct DefinitionsFile<'t> {
+    name: &'t str,
+    text: &'t str,
+    lines: super::fields::Lines,
+}
+
+impl<'t> DefinitionsFile<'t> {
+    /// The line a value of the text starts on.
+    fn line_of(&self, raw: &RawValue) -> u64 {
+        self.lines
+            .line_of((raw.get().as_ptr() as usize).saturating_sub(self.text.as_ptr() as usize))
+    }
+
+    /// The error for JSON that does not parse, at `line`.
+    fn not_json(&self, e: &serde_json::Error, line: u64) -> ImportError {
+        if crate::input::is_nesting_limit(e) {
+            return ImportError::at(self.name, line, super::fields::bare_message(e));
+        }
+        ImportError::at(
+            self.name,
+            line,
+            format!(
+                "not valid JSON ({}): expected a tool definition",
+                super::fields::bare_message(e)
+            ),
+        )
+    }
+
+    /// The definitions in document `doc` with their paths: an array's items, a `tools`
+    /// array's (at the top or under `result`, [`tools_list`]), else the document itself.
+    ///
+    /// # Errors
+    /// The array or object does not parse, or `tools` is not an array.
+    fn items(&self, doc: &'t RawValue) -> Result<Vec<(String, &'t RawValue)>, ImportError> {
+        if doc.get().starts_with('[') {
+            let items: Vec<&RawValue> = serde_json::from_str(doc.get())
+                .map_err(|e| self.not_json(&e, self.line_of(doc)))?;
+            return Ok(super::fields::numbered("", items));
+        }
+        let fields: BTreeMap<String, &RawValue> = if doc.get().starts_with('{') {
+            serde_json::from_str(doc.get()).map_err(|e| self.not_json(&e, self.line_of(doc)))?
+        } else {
+            Default::default()
+        };
+        match tools_list(&fields) {
+            Some((at, list)) => {
+                let items: Vec<&RawValue> = serde_json::from_str(list.get()).map_err(|_| {
+                    ImportError::at(
+                        self.name,
+                        self.line_of(list),
+                        format!("{at}: expected an array of tool definitions"),
+                    )
+                })?;
+                Ok(super::fields::numbered(at, items))
+            }
+            None => Ok(vec![(String::new(), doc)]),
+        }
+    }
+
+    /// The tool definition `raw`, at path `at` (empty for the whole file).
+    ///
+    /// # Errors
+    /// It does not parse, or is not a tool definition ([`definition`]): the message names its
+    /// line and path.
+    fn definition_at(&self, at: String, raw: &RawValue) -> Result<Definition, ImportError> {
+        let line = self.line_of(raw);
+        let v: Value = serde_json::from_str(raw.get()).map_err(|e| self.not_json(&e, line))?;
+        let (tool, parameters) = definition(&v).map_err(|message| {
+            let message = if at.is_empty() {
+                message
+            } else {
+                format!("{at}: {message}")
+            };
+            ImportError::at(self.name, line, message)
+        })?;
+        Ok(Definition {
+            name: tool,
+            parameters,
+            path: at,
+            line,
+        })
+    }
+}
+
+/// The `tools` array of an MCP `tools/list` response (`result.tools`), else of
+/// `{"tools": [...]}`, with its path; `fields` are the document's.
+fn tools_list<'t>(fields: &BTreeMap<String, &'t RawValue>) -> Option<(&'static str, &'t RawValue)> {
+    let result_tools = fields
+        .get("result")
+        .filter(|r| r.get().starts_with('{'))
+        .and_then(|r| {
+            serde_json::from_str::<BTreeMap<String, &RawValue>>(r.get())
+                .ok()?
+                .get("tools")
+                .copied()
+        })
+        .map(|t| ("result.tools", t));
+    result_tools.or_else(|| fields.get("tools").map(|t| ("tools", *t)))
 }
 
 #[cfg(test)]

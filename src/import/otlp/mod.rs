@@ -469,89 +469,138 @@ fn first_attr<'a>(s: &'a Span, keys: &[&'a str]) -> Option<(&'a str, usize, &'a 
 }
 
 /// A tool span as a tool call (its service response is set later).
+///
+/// # Errors
+/// The ticket or the amount argument is not valid ([`argument_error`]), the span has no
+/// ticket at all ([`no_ticket`]), or an attribute read has the wrong type.
 fn tool_call(s: &Span, opts: &ImportOptions) -> Result<ToolCallRec, ImportError> {
     let args = tool_arguments(s)?;
-    fn first<'a>(
-        args: &'a Option<(usize, JsonObject)>,
-        names: &'a [String],
-    ) -> Option<(&'a str, &'a Value)> {
-        let a = &args.as_ref()?.1;
-        names.iter().find_map(|n| a.get(n).map(|v| (n.as_str(), v)))
-    }
-    let args_error = |key: &str, expected: &str, v: &Value| {
-        let idx = args.as_ref().map_or(0, |(i, _)| *i);
-        let mut message = format!("{}: expected {expected}, got {}", quoted(key), shown(v));
-        // A number as the arguments' JSON text writes it.
-        if let Some((_, _, AnyValue::Str(text))) =
-            first_attr(s, &["gen_ai.tool.call.arguments", "input.value"])
-        {
-            message = as_written(&message, text);
-        }
-        attr_error(s, idx, "gen_ai.tool.call.arguments", &message)
-    };
     let names = &opts.arguments;
-    let ticket = match first(&args, &names.ticket) {
-        Some((key, v)) => Some(ticket_value(v).ok_or_else(|| args_error(key, TICKET_TEXT, v))?),
+    let ticket = match first_argument(&args, &names.ticket) {
+        Some((key, v)) => {
+            Some(ticket_value(v).ok_or_else(|| argument_error(s, &args, key, TICKET_TEXT, v))?)
+        }
         None => ticket_attr(s, opts)?,
     };
-    let seen = || match &args {
+    let Some(ticket) = ticket else {
+        return Err(no_ticket(s, opts, &args));
+    };
+    let amount_cents = match first_argument(&args, &names.amount) {
+        Some((key, v)) => {
+            Some(amount_value(v).ok_or_else(|| argument_error(s, &args, key, AMOUNT_TEXT, v))?)
+        }
+        None => None,
+    };
+    Ok(ToolCallRec {
+        ticket,
+        tool: opts.tool.clone(),
+        call_id: call_id(s)?,
+        at: Instant::exact(s.start),
+        amount_cents,
+        amount_missing: amount_cents.is_none().then(|| {
+            format!(
+                "{}: tool span of `{}`: {}",
+                s.path,
+                opts.tool,
+                arguments_seen(&args)
+            )
+        }),
+        result: Some(tool_result(s)),
+        decision_at: None,
+        service_response: None,
+        source: s.source.clone(),
+    })
+}
+
+/// The first of `names` among a tool span's arguments `args` (its attribute's index and the
+/// arguments' object): the name and its value.
+fn first_argument<'a>(
+    args: &'a Option<(usize, JsonObject)>,
+    names: &'a [String],
+) -> Option<(&'a str, &'a Value)> {
+    let a = &args.as_ref()?.1;
+    names.iter().find_map(|n| a.get(n).map(|v| (n.as_str(), v)))
+}
+
+/// The error for the argument `key` of tool span `s` (arguments `args`), whose value `v` is
+/// not `expected`: at the arguments' attribute, a number shown as their JSON text writes it.
+fn argument_error(
+    s: &Span,
+    args: &Option<(usize, JsonObject)>,
+    key: &str,
+    expected: &str,
+    v: &Value,
+) -> ImportError {
+    let idx = args.as_ref().map_or(0, |(i, _)| *i);
+    let mut message = format!("{}: expected {expected}, got {}", quoted(key), shown(v));
+    // A number as the arguments' JSON text writes it.
+    if let Some((_, _, AnyValue::Str(text))) =
+        first_attr(s, &["gen_ai.tool.call.arguments", "input.value"])
+    {
+        message = as_written(&message, text);
+    }
+    attr_error(s, idx, "gen_ai.tool.call.arguments", &message)
+}
+
+/// What a tool span's arguments `args` were, for messages: `` its arguments are `a` and `b` ``,
+/// empty, or not recorded.
+fn arguments_seen(args: &Option<(usize, JsonObject)>) -> String {
+    match args {
         Some((_, a)) if !a.is_empty() => format!(
             "its arguments are {}",
             listed_all(&a.keys().cloned().collect::<Vec<_>>())
         ),
         Some(_) => "its arguments are empty".to_string(),
         None => "it records no `gen_ai.tool.call.arguments`".to_string(),
-    };
-    let Some(ticket) = ticket else {
-        let seen = seen();
-        return Err(ImportError::at(
-            &s.source.file,
-            s.source.line,
-            format!(
-                "{}: tool span of `{}` has no ticket: {seen}; expected a ticket argument {} \
-                 (from the tool definition and the common names) or a `{TICKET_ATTRIBUTE}` \
-                 attribute: name it with --ticket-field NAME, or give the tool's definition \
-                 with --tool-definition FILE",
-                s.path,
-                opts.tool,
-                names.ticket_list()
-            ),
-        ));
-    };
-    let amount_cents = match first(&args, &names.amount) {
-        Some((key, v)) => Some(amount_value(v).ok_or_else(|| args_error(key, AMOUNT_TEXT, v))?),
-        None => None,
-    };
-    // The semantic conventions set `error.type` only on failure (and status ERROR with it).
+    }
+}
+
+/// The error for tool span `s` (arguments `args`) that names no ticket: what it has, and the
+/// flags that name one.
+fn no_ticket(s: &Span, opts: &ImportOptions, args: &Option<(usize, JsonObject)>) -> ImportError {
+    ImportError::at(
+        &s.source.file,
+        s.source.line,
+        format!(
+            "{}: tool span of `{}` has no ticket: {}; expected a ticket argument {} \
+             (from the tool definition and the common names) or a `{TICKET_ATTRIBUTE}` \
+             attribute: name it with --ticket-field NAME, or give the tool's definition \
+             with --tool-definition FILE",
+            s.path,
+            opts.tool,
+            arguments_seen(args),
+            opts.arguments.ticket_list()
+        ),
+    )
+}
+
+/// A tool span's call id: GenAI's `gen_ai.tool.call.id`, else OpenInference's and MCP's ids
+/// (`jsonrpc.request.id` may be an integer).
+///
+/// # Errors
+/// `gen_ai.tool.call.id` is not a string.
+fn call_id(s: &Span) -> Result<Option<String>, ImportError> {
+    Ok(match string_attr(s, "gen_ai.tool.call.id")? {
+        Some(id) => Some(id.to_string()),
+        None => ["tool_call.id", "tool.id", "jsonrpc.request.id"]
+            .iter()
+            .find_map(|k| attr_text(s, k)),
+    })
+}
+
+/// A tool span's result, at its end: failed when the span says so (the semantic conventions
+/// set `error.type` only on failure, and status ERROR with it), timed out when the failure
+/// names a timeout ([`is_timeout`]), with the refund id its result holds.
+fn tool_result(s: &Span) -> ToolResultRec {
     let error_type = attr_text(s, "error.type");
     let failed = s.error || error_type.is_some();
-    let timed_out = failed && is_timeout(error_type.as_deref(), &s.status_message);
-    Ok(ToolCallRec {
-        ticket,
-        tool: opts.tool.clone(),
-        call_id: match string_attr(s, "gen_ai.tool.call.id")? {
-            Some(id) => Some(id.to_string()),
-            // OpenInference's and MCP's ids (`jsonrpc.request.id` may be an integer).
-            None => ["tool_call.id", "tool.id", "jsonrpc.request.id"]
-                .iter()
-                .find_map(|k| attr_text(s, k)),
-        },
-        at: Instant::exact(s.start),
-        amount_cents,
-        amount_missing: amount_cents
-            .is_none()
-            .then(|| format!("{}: tool span of `{}`: {}", s.path, opts.tool, seen())),
-        result: Some(ToolResultRec {
-            at: Instant::exact(s.end),
-            ok: !failed,
-            timed_out,
-            refund_id: first_attr(s, &["gen_ai.tool.call.result", "output.value"])
-                .and_then(|(_, _, v)| refund_id_in(v)),
-        }),
-        decision_at: None,
-        service_response: None,
-        source: s.source.clone(),
-    })
+    ToolResultRec {
+        at: Instant::exact(s.end),
+        ok: !failed,
+        timed_out: failed && is_timeout(error_type.as_deref(), &s.status_message),
+        refund_id: first_attr(s, &["gen_ai.tool.call.result", "output.value"])
+            .and_then(|(_, _, v)| refund_id_in(v)),
+    }
 }
 
 /// Whether a failed tool span was the executor's timeout, as instrumentations write it: an
