@@ -6,8 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use crate::history::{
-    Caller, Decision, Event, EventKind, History, HumanAction, Outcome, ProviderOutcome,
-    TicketStatus,
+    Caller, Decision, Event, EventKind, History, Outcome, ProviderOutcome, TicketStatus,
 };
 use crate::id_map::{self, IdMap};
 use crate::model::ModelGauges;
@@ -595,10 +594,18 @@ impl Evaluator {
         m
     }
 
-    /// One ticket's verdicts: duplicates, over-refund, lost refund, its conservation (each
-    /// attempt one call and one result, an ending, each service call answered once) and its
-    /// false failures.
+    /// One ticket's verdicts: its refunds (duplicates, over-refund, lost refund), its
+    /// conservation (each attempt one call and one result, an ending, each service call
+    /// answered once) and the truth of what it was told (probes, false failures).
     fn fold(&mut self, id: u64, f: &TicketFacts) {
+        self.fold_refunds(id, f);
+        self.fold_conservation(id, f);
+        self.fold_truthfulness(id, f);
+    }
+
+    /// A ticket's refunds against the one it was approved: more than one (a duplicate,
+    /// counted under its arrival phase), more money than approved, or none.
+    fn fold_refunds(&mut self, id: u64, f: &TicketFacts) {
         let (m, inv) = (&mut self.m, &mut self.inv);
         let n = f.refunds.len() as u64;
         if n > 1 {
@@ -626,6 +633,12 @@ impl Evaluator {
             m.lost_refunds += 1;
             inv.hit("no_lost_refund", id, id);
         }
+    }
+
+    /// A ticket's conservation: each attempt's tool call has one result and the ticket ended
+    /// (a final `ok` or an escalation); its service calls without exactly one request and one
+    /// response, and whether it had events after it closed, go to the run's structural counts.
+    fn fold_conservation(&mut self, id: u64, f: &TicketFacts) {
         let calls_ok = f
             .tool_calls
             .iter()
@@ -633,15 +646,24 @@ impl Evaluator {
             && f.tool_results.len() == f.tool_calls.len();
         let ended = f.final_ok || f.escalated;
         if !calls_ok || !ended {
-            m.conservation_violations += 1;
-            inv.hit("conservation", id, id);
+            self.m.conservation_violations += 1;
+            self.inv.hit("conservation", id, id);
         }
         self.unanswered += f
             .calls
             .values()
             .filter(|c| c.requests != 1 || c.responses != 1)
             .count() as u64;
-        // A probe's `none` is untruthful when a request sent before it created a refund.
+        if !f.opened {
+            self.after_close += 1;
+        }
+    }
+
+    /// Whether what the ticket was told was true: a probe's `none` is untruthful when a
+    /// request sent before it created a refund, and a tool result `fail` is a false failure
+    /// when its attempt did refund.
+    fn fold_truthfulness(&mut self, id: u64, f: &TicketFacts) {
+        let (m, inv) = (&mut self.m, &mut self.inv);
         for &(at, seq) in &f.none_probes {
             let contradicted = f.refunding_calls.iter().any(|&c| {
                 f.calls
@@ -652,9 +674,6 @@ impl Evaluator {
                 m.untruthful_probes += 1;
                 inv.hit("truthful_probes", id, seq);
             }
-        }
-        if !f.opened {
-            self.after_close += 1;
         }
         for &(attempt, seq) in &f.fails {
             if f.refunded_attempts.contains(&attempt) {
@@ -667,93 +686,20 @@ impl Evaluator {
     /// Counts one event and files it under its ticket (every event with a ticket opens the
     /// ticket's facts, even one that adds nothing to them).
     pub fn record(&mut self, e: &Event) {
-        let Event {
-            t_ns,
-            ticket,
-            attempt,
-            call,
-            kind,
-        } = e;
         self.seq += 1;
-        let seq = self.seq;
+        self.count(e);
+        self.file(e);
+    }
+
+    /// Adds an event to the run-wide counters and latency samples, whichever ticket it names
+    /// (escalations excepted: [`Evaluator::file`] counts those once per ticket).
+    fn count(&mut self, e: &Event) {
         let m = &mut self.m;
-        let facts = ticket.map(|id| self.tickets.entry(id).or_default());
-        match kind {
-            EventKind::TicketOpened {
-                amount_cents,
-                phase,
-                ..
-            } => {
-                m.tickets += 1;
-                if let Some(f) = facts {
-                    f.opened = true;
-                    f.approved = *amount_cents;
-                    let k = match self.phases.iter().position(|p| p == phase) {
-                        Some(i) => i,
-                        None => {
-                            self.phases.push(phase.clone());
-                            self.phases.len() - 1
-                        }
-                    };
-                    f.phase = u32::try_from(k + 1).expect("fewer than 2^32 phase labels");
-                }
-            }
-            EventKind::ToolCall { .. } => {
-                m.tool_calls += 1;
-                if let (Some(f), Some(a)) = (facts, attempt) {
-                    *f.tool_calls.entry(*a) += 1;
-                }
-            }
-            EventKind::ToolResult { outcome, .. } => {
-                if let (Some(f), Some(a)) = (facts, attempt) {
-                    *f.tool_results.entry(*a) += 1;
-                    f.final_ok = *outcome == Outcome::Ok;
-                    *f.last_results.entry(*a) = Some(*outcome);
-                    if *outcome == Outcome::Fail {
-                        f.fails.push((*a, seq));
-                        // Under `probe_status` a failure is shown only when it is one: no call
-                        // of this attempt may still be in flight or without a definite answer.
-                        let unknown = f
-                            .calls
-                            .values()
-                            .any(|c| c.attempt == *a && c.requests > 0 && c.outcome_unknown());
-                        if self.rules.probe_status && unknown {
-                            self.inv
-                                .hit("unknown_not_shown_as_failure", ticket.unwrap_or(0), seq);
-                        }
-                    }
-                }
-            }
-            EventKind::ServiceRequest { .. } => {
-                let id = call.unwrap_or(0);
-                match facts {
-                    Some(f) => {
-                        let c = f.calls.entry(id);
-                        c.requests += 1;
-                        c.attempt = attempt.unwrap_or(0);
-                        c.sent = *t_ns;
-                    }
-                    None => self.orphan_calls.entry(id).or_default().0 += 1,
-                }
-            }
-            EventKind::ServiceResponse { latency_ns, ok, .. } => {
-                let id = call.unwrap_or(0);
-                match facts {
-                    Some(f) => {
-                        let c = f.calls.entry(id);
-                        c.responses += 1;
-                        c.ok |= *ok;
-                    }
-                    None => self.orphan_calls.entry(id).or_default().1 += 1,
-                }
-                self.tool_lat.record(*latency_ns);
-            }
-            EventKind::Probe { status, error } => {
-                m.status_probes += 1;
-                if let (Some(f), TicketStatus::None, None) = (facts, status, error) {
-                    f.none_probes.push((*t_ns, seq));
-                }
-            }
+        match &e.kind {
+            EventKind::TicketOpened { .. } => m.tickets += 1,
+            EventKind::ToolCall { .. } => m.tool_calls += 1,
+            EventKind::ServiceResponse { latency_ns, .. } => self.tool_lat.record(*latency_ns),
+            EventKind::Probe { .. } => m.status_probes += 1,
             EventKind::PoolAcquire { waited_ns } => {
                 self.acquires += 1;
                 self.pool_lat.record(*waited_ns);
@@ -764,93 +710,33 @@ impl Evaluator {
                 status,
                 outcome,
                 latency_ns,
-                refund_id,
                 ..
             } => {
                 self.stripe_lat.record(*latency_ns);
-                if let Some(f) = facts {
-                    if let Some(cf) = call.and_then(|c| f.calls.get_mut(&c)) {
-                        cf.stripe_status = Some(*status);
-                    }
-                    // A 200 with a refund (new or replayed) means this attempt's refund exists.
-                    if let (Some(a), 200, Some(_)) = (attempt, *status, refund_id) {
-                        *f.refunded_attempts.entry(*a) = ();
-                    }
-                }
                 count_stripe_status(m, *status, *outcome);
             }
             EventKind::RefundCreated {
-                amount_cents,
-                moves_money,
-                by,
-                ..
+                moves_money, by, ..
             } => {
                 if *by == Caller::Human {
                     m.manual_refunds += 1;
                 }
                 if *moves_money {
                     m.refunds_created += 1;
-                    if let Some(f) = facts {
-                        f.refunds.push((*amount_cents, *t_ns));
-                        if let Some(a) = attempt {
-                            *f.refunded_attempts.entry(*a) = ();
-                        }
-                        if let Some(c) = call {
-                            f.refunding_calls.push(*c);
-                        }
-                    }
                 }
             }
             EventKind::RefundSettled {
-                amount_cents,
-                created_ns,
-                moves_money: false,
-                ..
-            } => {
-                // A pending refund that failed or was canceled moved no money after all: it no
-                // longer counts for its ticket (which may now have none: a lost refund).
-                if let Some(f) = facts {
-                    let created = SimTime::from_nanos(*created_ns);
-                    f.refunds
-                        .remove_first(|&(a, c)| a == *amount_cents && c == created);
-                }
-                m.refunds_failed_after_200 += 1;
-            }
+                moves_money: false, ..
+            } => m.refunds_failed_after_200 += 1,
             EventKind::ExecutorTimeout { .. } => m.executor_timeouts += 1,
             EventKind::ModelDecision {
                 decision: Decision::Retry,
                 ..
-            } => {
-                m.retries += 1;
-                // A compliant model never retries after "outcome unknown; do not retry": the
-                // result the decision reads is its own attempt's.
-                let after_info = facts.is_some_and(|f| {
-                    attempt.is_some_and(|a| {
-                        matches!(f.last_results.get(&a), Some(Some(Outcome::Info)))
-                    })
-                });
-                if self.rules.compliant_model && after_info {
-                    self.inv
-                        .hit("no_retry_after_do_not_retry", ticket.unwrap_or(0), seq);
-                }
-            }
-            EventKind::Escalation { .. } => match facts {
-                // Once per ticket: two handlers of one ticket (a duplicate delivery) may both
-                // escalate it.
-                Some(f) => {
-                    m.escalations += u64::from(!f.escalated);
-                    f.escalated = true;
-                }
-                None => m.escalations += 1,
-            },
-            EventKind::Human {
-                action:
-                    HumanAction::ManualRefund | HumanAction::FoundExisting | HumanAction::RerunTool,
-            } => {}
+            } => m.retries += 1,
             EventKind::ReconciliationAlert {
                 tickets,
                 duplicate_at_ns,
-            } => count_alert(m, *t_ns, tickets.len(), duplicate_at_ns),
+            } => count_alert(m, e.t_ns, tickets.len(), duplicate_at_ns),
             EventKind::Delivered {
                 duplicate: true, ..
             } => m.duplicate_deliveries += 1,
@@ -860,6 +746,193 @@ impl Evaluator {
             }
             _ => {}
         }
+    }
+
+    /// Files an event under its ticket's facts and checks the invariants that are decided as
+    /// events happen (`unknown_not_shown_as_failure`, `no_retry_after_do_not_retry`). An event
+    /// that names no ticket goes to [`Evaluator::file_without_ticket`].
+    fn file(&mut self, e: &Event) {
+        let Some(id) = e.ticket else {
+            return self.file_without_ticket(e);
+        };
+        let seq = self.seq;
+        let f = self.tickets.entry(id).or_default();
+        match &e.kind {
+            EventKind::TicketOpened {
+                amount_cents,
+                phase,
+                ..
+            } => f.open(*amount_cents, phase_number(&mut self.phases, phase)),
+            EventKind::ToolCall { .. } => {
+                if let Some(a) = e.attempt {
+                    *f.tool_calls.entry(a) += 1;
+                }
+            }
+            EventKind::ToolResult { outcome, .. } => {
+                let Some(a) = e.attempt else { return };
+                if f.tool_result(a, *outcome, seq) && self.rules.probe_status {
+                    self.inv.hit("unknown_not_shown_as_failure", id, seq);
+                }
+            }
+            EventKind::ServiceRequest { .. } => {
+                f.service_request(e.call.unwrap_or(0), e.attempt.unwrap_or(0), e.t_ns);
+            }
+            EventKind::ServiceResponse { ok, .. } => f.service_response(e.call.unwrap_or(0), *ok),
+            EventKind::Probe {
+                status: TicketStatus::None,
+                error: None,
+            } => f.none_probes.push((e.t_ns, seq)),
+            EventKind::StripeResponse {
+                status, refund_id, ..
+            } => f.stripe_response(e.call, e.attempt, *status, refund_id.is_some()),
+            EventKind::RefundCreated {
+                amount_cents,
+                moves_money: true,
+                ..
+            } => f.refund_created(*amount_cents, e.t_ns, e.attempt, e.call),
+            EventKind::RefundSettled {
+                amount_cents,
+                created_ns,
+                moves_money: false,
+                ..
+            } => f.refund_voided(*amount_cents, SimTime::from_nanos(*created_ns)),
+            EventKind::ModelDecision {
+                decision: Decision::Retry,
+                ..
+            } => {
+                // A compliant model never retries after "outcome unknown; do not retry": the
+                // result the decision reads is its own attempt's.
+                let after_info = e.attempt.is_some_and(|a| f.last_result_was_info(a));
+                if self.rules.compliant_model && after_info {
+                    self.inv.hit("no_retry_after_do_not_retry", id, seq);
+                }
+            }
+            // Once per ticket: two handlers of one ticket (a duplicate delivery) may both
+            // escalate it.
+            EventKind::Escalation { .. } => self.m.escalations += u64::from(f.escalate()),
+            _ => {}
+        }
+    }
+
+    /// Files an event that names no ticket: a service call's request or response (an orphan
+    /// call, which [`Evaluator::finish`] counts as unanswered unless it has exactly one of
+    /// each), or an escalation (counted each time).
+    fn file_without_ticket(&mut self, e: &Event) {
+        let id = e.call.unwrap_or(0);
+        match e.kind {
+            EventKind::ServiceRequest { .. } => self.orphan_calls.entry(id).or_default().0 += 1,
+            EventKind::ServiceResponse { .. } => self.orphan_calls.entry(id).or_default().1 += 1,
+            EventKind::Escalation { .. } => self.m.escalations += 1,
+            _ => {}
+        }
+    }
+}
+
+/// The 1-based number of arrival phase `label` in `phases` (the labels seen so far, each once),
+/// appending it when new: what [`TicketFacts::phase`] keeps instead of a copy of the label.
+fn phase_number(phases: &mut Vec<String>, label: &str) -> u32 {
+    let k = match phases.iter().position(|p| p == label) {
+        Some(i) => i,
+        None => {
+            phases.push(label.to_string());
+            phases.len() - 1
+        }
+    };
+    u32::try_from(k + 1).expect("fewer than 2^32 phase labels")
+}
+
+impl TicketFacts {
+    /// Its `ticket_opened`: `approved_cents` is what support approved, `phase` the number of
+    /// its arrival phase (see [`phase_number`]).
+    fn open(&mut self, approved_cents: u64, phase: u32) {
+        self.opened = true;
+        self.approved = approved_cents;
+        self.phase = phase;
+    }
+
+    /// A tool result of `attempt`, the `seq`-th event. Whether it is a failure shown while a
+    /// service call of that attempt still has an unknown outcome (in flight, or without a
+    /// definite answer): what `unknown_not_shown_as_failure` forbids under `probe_status`.
+    fn tool_result(&mut self, attempt: u32, outcome: Outcome, seq: u64) -> bool {
+        *self.tool_results.entry(attempt) += 1;
+        self.final_ok = outcome == Outcome::Ok;
+        *self.last_results.entry(attempt) = Some(outcome);
+        if outcome != Outcome::Fail {
+            return false;
+        }
+        self.fails.push((attempt, seq));
+        self.calls
+            .values()
+            .any(|c| c.attempt == attempt && c.requests > 0 && c.outcome_unknown())
+    }
+
+    /// Service call `call` of model attempt `attempt` sent its request at `at`.
+    fn service_request(&mut self, call: u64, attempt: u32, at: SimTime) {
+        let c = self.calls.entry(call);
+        c.requests += 1;
+        c.attempt = attempt;
+        c.sent = at;
+    }
+
+    /// The service answered call `call`; `ok` when the answer reported a refund.
+    fn service_response(&mut self, call: u64, ok: bool) {
+        let c = self.calls.entry(call);
+        c.responses += 1;
+        c.ok |= ok;
+    }
+
+    /// Stripe answered a request of `call` with HTTP `status` (0: no response), with a refund
+    /// (`refunded`) or not. A 200 with a refund, new or replayed, means this attempt's refund
+    /// exists.
+    fn stripe_response(
+        &mut self,
+        call: Option<u64>,
+        attempt: Option<u32>,
+        status: u16,
+        refunded: bool,
+    ) {
+        if let Some(cf) = call.and_then(|c| self.calls.get_mut(&c)) {
+            cf.stripe_status = Some(status);
+        }
+        if let (Some(a), 200, true) = (attempt, status, refunded) {
+            *self.refunded_attempts.entry(a) = ();
+        }
+    }
+
+    /// A money-moving refund of `amount_cents` created at `at`, by `attempt`'s `call` when
+    /// the agent's path made it (a human's manual refund has neither).
+    fn refund_created(
+        &mut self,
+        amount_cents: u64,
+        at: SimTime,
+        attempt: Option<u32>,
+        call: Option<u64>,
+    ) {
+        self.refunds.push((amount_cents, at));
+        if let Some(a) = attempt {
+            *self.refunded_attempts.entry(a) = ();
+        }
+        if let Some(c) = call {
+            self.refunding_calls.push(c);
+        }
+    }
+
+    /// A pending refund (`amount_cents`, created at `created`) failed or was canceled: it
+    /// moved no money after all and no longer counts for the ticket (which may now have none:
+    /// a lost refund).
+    fn refund_voided(&mut self, amount_cents: u64, created: SimTime) {
+        self.refunds
+            .remove_first(|&(a, c)| a == amount_cents && c == created);
+    }
+
+    /// Whether the last tool result of `attempt` was `info` ("outcome unknown; do not retry").
+    fn last_result_was_info(&self, attempt: u32) -> bool {
+        matches!(self.last_results.get(&attempt), Some(Some(Outcome::Info)))
+    }
+
+    /// Marks the ticket escalated; whether this is its first escalation.
+    fn escalate(&mut self) -> bool {
+        !std::mem::replace(&mut self.escalated, true)
     }
 }
 

@@ -18,7 +18,7 @@ use serde::Serialize;
 use crate::history::clock_time;
 use crate::history::{Event, EventKind, Outcome};
 use crate::import::fields::plural;
-use crate::scenario::Replay;
+use crate::scenario::{RecordedCall, RecordedTicket, Replay};
 use crate::sim::SimTime;
 
 /// How far a replayed instant may be from the recorded one, ns (1 ms: logs print milliseconds).
@@ -253,61 +253,14 @@ fn ns(d: std::time::Duration) -> u64 {
 
 /// Lines the run (`seen`, from a [`ReplayObserver`] of that run) up with `replay`.
 pub fn compare(replay: &Replay, seen: ReplayObserver) -> Comparison {
-    let mut tickets = Vec::new();
-    for (&id, rec) in &replay.tickets {
-        let got = seen.tickets.get(&id).cloned().unwrap_or_default();
-        let mut rows = Vec::new();
-        for (i, call) in rec.calls.iter().enumerate() {
-            let a = u32::try_from(i).unwrap_or(u32::MAX);
-            let r = got.attempts.get(&a).cloned().unwrap_or_default();
-            rows.extend(row(a, "tool_call", Some(ns(call.at)), r.call, TOLERANCE_NS));
-            rows.extend(row(
-                a,
-                "tool_result",
-                call.result_at.map(ns),
-                r.result.map(|x| x.0),
-                TOLERANCE_NS,
-            ));
-            if let Some(kind) = &call.result {
-                let replayed = r.result.map(|x| x.1.to_string());
-                rows.push(Row {
-                    attempt: a,
-                    what: "result",
-                    recorded_ns: None,
-                    replayed_ns: None,
-                    ok: replayed.as_deref() == Some(kind.as_str()),
-                    recorded_value: Some(kind.clone()),
-                    replayed_value: replayed,
-                    tolerance_ns: 0,
-                });
-            }
-            rows.extend(row(
-                a,
-                "model_decision",
-                call.decision_at.map(ns),
-                r.decision,
-                TOLERANCE_NS,
-            ));
-            rows.extend(row(
-                a,
-                "service_response",
-                call.response_at.map(ns),
-                r.response,
-                TOLERANCE_NS + ns(call.response_tolerance),
-            ));
-        }
-        let replayed_tool_calls = got.attempts.values().filter(|a| a.call.is_some()).count();
-        tickets.push(TicketComparison {
-            ticket: id,
-            ticket_label: replay.ticket_labels.get(&id).cloned(),
-            recorded_refunds: rec.refunds,
-            recorded_refunds_from: rec.refunds_from.clone(),
-            replayed_refunds: got.refunds,
-            recorded_tool_calls: u32::try_from(rec.calls.len()).unwrap_or(u32::MAX),
-            replayed_tool_calls: u32::try_from(replayed_tool_calls).unwrap_or(u32::MAX),
-            rows,
-        });
-    }
+    let tickets: Vec<TicketComparison> = replay
+        .tickets
+        .iter()
+        .map(|(&id, rec)| {
+            let got = seen.tickets.get(&id).cloned().unwrap_or_default();
+            ticket_comparison(replay, id, rec, &got)
+        })
+        .collect();
     Comparison {
         sources: replay.sources.clone(),
         tickets_with_other_refunds: tickets
@@ -327,17 +280,91 @@ pub fn compare(replay: &Replay, seen: ReplayObserver) -> Comparison {
         recording_findings: seen
             .findings
             .into_iter()
-            .map(|mut f| {
-                if let Some(label) = replay.ticket_labels.get(&f.ticket) {
-                    if let Some((_, rest)) = f.request.split_once('/') {
-                        f.request = format!("{label}/{rest}");
-                    }
-                    f.ticket_label = Some(label.clone());
-                }
-                f
-            })
+            .map(|f| labelled(f, &replay.ticket_labels))
             .collect(),
     }
+}
+
+/// Recorded ticket `id` (`rec`) against what the run did on it (`got`): refunds, tool calls,
+/// and a row per recorded fact of each attempt.
+fn ticket_comparison(
+    replay: &Replay,
+    id: u64,
+    rec: &RecordedTicket,
+    got: &Seen,
+) -> TicketComparison {
+    let mut rows = Vec::new();
+    for (i, call) in rec.calls.iter().enumerate() {
+        let a = u32::try_from(i).unwrap_or(u32::MAX);
+        let r = got.attempts.get(&a).cloned().unwrap_or_default();
+        rows.extend(attempt_rows(a, call, &r));
+    }
+    let replayed_tool_calls = got.attempts.values().filter(|a| a.call.is_some()).count();
+    TicketComparison {
+        ticket: id,
+        ticket_label: replay.ticket_labels.get(&id).cloned(),
+        recorded_refunds: rec.refunds,
+        recorded_refunds_from: rec.refunds_from.clone(),
+        replayed_refunds: got.refunds,
+        recorded_tool_calls: u32::try_from(rec.calls.len()).unwrap_or(u32::MAX),
+        replayed_tool_calls: u32::try_from(replayed_tool_calls).unwrap_or(u32::MAX),
+        rows,
+    }
+}
+
+/// The rows of model attempt `a`: each instant the recording has (tool call, tool result,
+/// model decision, service response; the last within the recording's redaction tolerance
+/// too) and the result's kind, against what the run did (`r`).
+fn attempt_rows(a: u32, call: &RecordedCall, r: &Attempt) -> Vec<Row> {
+    let mut rows = Vec::new();
+    rows.extend(row(a, "tool_call", Some(ns(call.at)), r.call, TOLERANCE_NS));
+    rows.extend(row(
+        a,
+        "tool_result",
+        call.result_at.map(ns),
+        r.result.map(|x| x.0),
+        TOLERANCE_NS,
+    ));
+    if let Some(kind) = &call.result {
+        let replayed = r.result.map(|x| x.1.to_string());
+        rows.push(Row {
+            attempt: a,
+            what: "result",
+            recorded_ns: None,
+            replayed_ns: None,
+            ok: replayed.as_deref() == Some(kind.as_str()),
+            recorded_value: Some(kind.clone()),
+            replayed_value: replayed,
+            tolerance_ns: 0,
+        });
+    }
+    rows.extend(row(
+        a,
+        "model_decision",
+        call.decision_at.map(ns),
+        r.decision,
+        TOLERANCE_NS,
+    ));
+    rows.extend(row(
+        a,
+        "service_response",
+        call.response_at.map(ns),
+        r.response,
+        TOLERANCE_NS + ns(call.response_tolerance),
+    ));
+    rows
+}
+
+/// Finding `f` with its ticket's text id from `labels` (a recording's `replay.ticket_labels`),
+/// in its request too (`T-7/0/1`), when the ticket has one.
+fn labelled(mut f: RecordingFinding, labels: &BTreeMap<u64, String>) -> RecordingFinding {
+    if let Some(label) = labels.get(&f.ticket) {
+        if let Some((_, rest)) = f.request.split_once('/') {
+            f.request = format!("{label}/{rest}");
+        }
+        f.ticket_label = Some(label.clone());
+    }
+    f
 }
 
 /// The recorded facts `sc` does not replay as recorded, because its settings differ from the
@@ -428,34 +455,7 @@ pub fn render_exact(c: &Comparison, origin: Option<SystemTime>) -> String {
             t.replayed_tool_calls
         );
         for r in &t.rows {
-            let verdict = if r.ok { "ok" } else { "DIFFERS" };
-            if let Some(v) = &r.recorded_value {
-                let got = r.replayed_value.as_deref().unwrap_or("—");
-                let _ = writeln!(
-                    out,
-                    "  attempt {} {:<16} {:>12}  {:>12}  {:>12}  {verdict}",
-                    r.attempt, r.what, v, got, ""
-                );
-                continue;
-            }
-            let diff = match (r.recorded_ns, r.replayed_ns) {
-                (Some(a), Some(b)) => format!("{:+.3} ms", (b as f64 - a as f64) / 1e6),
-                _ => "—".to_string(),
-            };
-            let tol = if r.tolerance_ns > TOLERANCE_NS {
-                format!(" (±{:.1} ms: redacted digits)", r.tolerance_ns as f64 / 1e6)
-            } else {
-                String::new()
-            };
-            let _ = writeln!(
-                out,
-                "  attempt {} {:<16} {:>12}  {:>12}  {:>12}  {verdict}{tol}",
-                r.attempt,
-                r.what,
-                when(r.recorded_ns, origin),
-                when(r.replayed_ns, origin),
-                diff
-            );
+            let _ = writeln!(out, "{}", exact_row(r, origin));
         }
     }
     if !c.recording_findings.is_empty() {
@@ -492,6 +492,37 @@ pub fn render_exact(c: &Comparison, origin: Option<SystemTime>) -> String {
         TOLERANCE_NS / 1_000_000
     );
     out
+}
+
+/// One recorded fact of the exact replay's text: its attempt and name, the recorded and the
+/// replayed value (an instant as a clock time from `origin`, with their difference in ms and
+/// any redaction tolerance), and whether they agree.
+fn exact_row(r: &Row, origin: Option<SystemTime>) -> String {
+    let verdict = if r.ok { "ok" } else { "DIFFERS" };
+    if let Some(v) = &r.recorded_value {
+        let got = r.replayed_value.as_deref().unwrap_or("—");
+        return format!(
+            "  attempt {} {:<16} {:>12}  {:>12}  {:>12}  {verdict}",
+            r.attempt, r.what, v, got, ""
+        );
+    }
+    let diff = match (r.recorded_ns, r.replayed_ns) {
+        (Some(a), Some(b)) => format!("{:+.3} ms", (b as f64 - a as f64) / 1e6),
+        _ => "—".to_string(),
+    };
+    let tol = if r.tolerance_ns > TOLERANCE_NS {
+        format!(" (±{:.1} ms: redacted digits)", r.tolerance_ns as f64 / 1e6)
+    } else {
+        String::new()
+    };
+    format!(
+        "  attempt {} {:<16} {:>12}  {:>12}  {:>12}  {verdict}{tol}",
+        r.attempt,
+        r.what,
+        when(r.recorded_ns, origin),
+        when(r.replayed_ns, origin),
+        diff
+    )
 }
 
 /// The counterfactual's text: the recorded facts the policy replaced, then per ticket,

@@ -75,6 +75,10 @@ fn gave_up(history: &History, ticket: u64) -> BTreeMap<u64, String> {
     who
 }
 
+/// Event `e` as a line of the log, without its time; `None` for events the log does not show.
+/// `ticket_shown` is the ticket's id as the story prints it, `attempts` each service call's
+/// label ([`label`]), `sdk_tries` each call's latest SDK try and `gave_up` who gave up on each
+/// call that answered late ([`gave_up`]).
 fn line(
     e: &Event,
     ticket_shown: &str,
@@ -88,7 +92,18 @@ fn line(
         .and_then(|c| attempts.get(&c))
         .cloned()
         .unwrap_or_default();
-    Some(match &e.kind {
+    let kind = &e.kind;
+    ticket_line(kind)
+        .or_else(|| agent_line(kind, ticket_shown))
+        .or_else(|| service_line(kind, call, &which, gave_up))
+        .or_else(|| stripe_line(e, &which, sdk_tries))
+        .or_else(|| layer_line(kind))
+        .or_else(|| human_line(kind))
+}
+
+/// The ticket's own lines: opened, and each delivery of its `ticket.created` webhook.
+fn ticket_line(kind: &EventKind) -> Option<String> {
+    Some(match kind {
         EventKind::TicketOpened {
             amount_cents,
             charge_amount_cents,
@@ -98,9 +113,71 @@ fn line(
             dollars(*amount_cents),
             dollars(*charge_amount_cents)
         ),
+        EventKind::Delivered {
+            event_id,
+            duplicate: false,
+        } => format!("webhook: ticket.created {event_id} delivered, agent started"),
+        EventKind::Delivered {
+            event_id,
+            duplicate: true,
+        } => format!(
+            "webhook: ticket.created {event_id} delivered AGAIN (at-least-once), \
+             a second agent handler started"
+        ),
+        EventKind::DeliveryDeduped { event_id } => {
+            format!("webhook: ticket.created {event_id} delivered again, dropped (event id already seen)")
+        }
+        _ => return None,
+    })
+}
+
+/// The agent's lines: the model's tool call, the tool executor's timeout and status probe, the
+/// result the model reads, the model's failures and decisions, and the escalation.
+/// `ticket_shown` is the ticket's id as the story prints it.
+fn agent_line(kind: &EventKind, ticket_shown: &str) -> Option<String> {
+    Some(match kind {
         EventKind::ToolCall { tool, amount_cents } => {
             format!("tool_call {tool}(ticket={ticket_shown}, amount={amount_cents})")
         }
+        EventKind::ExecutorTimeout { after_ns, action } => executor_timeout(*after_ns, *action),
+        EventKind::Probe { status, error } => match error {
+            Some(err) => {
+                format!("tool_executor: get_status(ticket={ticket_shown}) → unknown ({err})")
+            }
+            None => format!(
+                "tool_executor: get_status(ticket={ticket_shown}) → {}",
+                probe_status(status)
+            ),
+        },
+        EventKind::ToolResult { outcome, shown, .. } => {
+            let tag = match outcome {
+                Outcome::Ok => "",
+                Outcome::Fail => " [fail]",
+                Outcome::Info => " [info]",
+            };
+            format!("tool_result: {shown}{tag}")
+        }
+        EventKind::LlmError => {
+            "model: the LLM call reading the tool result failed (model API error)".into()
+        }
+        EventKind::ModelDecision { text, decision } => match decision {
+            Decision::Retry | Decision::Escalate => format!("model: \"{text}\""),
+        },
+        EventKind::Escalation { .. } => "escalated to a human".into(),
+        _ => return None,
+    })
+}
+
+/// The refunds service's lines about call `call` (labelled `which`): a long pool wait, giving
+/// up on one, a request dropped before Stripe, a crash after Stripe's 200, and a late
+/// ("zombie") response. A pool wait under a second, and a response in time, show nothing.
+fn service_line(
+    kind: &EventKind,
+    call: u64,
+    which: &str,
+    gave_up: &BTreeMap<u64, String>,
+) -> Option<String> {
+    Some(match kind {
         EventKind::PoolAcquire { waited_ns } if *waited_ns >= 1_000_000_000 => format!(
             "refunds-service: call #{call} got a Stripe connection after waiting {}",
             SimTime::from_nanos(*waited_ns)
@@ -114,6 +191,28 @@ fn line(
         EventKind::RequestDropped => {
             format!("refunds-service: call #{call} dropped before reaching Stripe (its caller gave up or its deadline passed)")
         }
+        EventKind::ServiceCrash { refund_id } => format!(
+            "refunds-service: call #{call} failed after Stripe's 200 ({refund_id}), before its ledger write; the caller's connection drops"
+        ),
+        EventKind::ServiceResponse {
+            late: true,
+            ok,
+            refund_id,
+            error,
+            ..
+        } => format!(
+            "[async, arrives after {} gave up] refunds-service response for the {which}: {}",
+            gave_up.get(&call).map_or("its caller", String::as_str),
+            late_body(*ok, refund_id.as_deref(), error.as_deref())
+        ),
+        _ => return None,
+    })
+}
+
+/// Stripe's lines: its answer to a `POST /v1/refunds`, a refund created (for call `which`, or
+/// by a human) and a pending refund settled. `sdk_tries` is each call's latest SDK try.
+fn stripe_line(e: &Event, which: &str, sdk_tries: &BTreeMap<u64, u32>) -> Option<String> {
+    Some(match &e.kind {
         EventKind::StripeResponse {
             status,
             outcome,
@@ -145,53 +244,20 @@ fn line(
             ..
         } => format!(
             "stripe: refund {refund_id} settled {status}{}",
-            if *moves_money { "" } else { " (no money moved: the 200 did not refund anything)" }
-        ),
-        EventKind::LlmError => {
-            "model: the LLM call reading the tool result failed (model API error)".into()
-        }
-        EventKind::ServiceCrash { refund_id } => format!(
-            "refunds-service: call #{call} failed after Stripe's 200 ({refund_id}), before its ledger write; the caller's connection drops"
-        ),
-        EventKind::ExecutorTimeout { after_ns, action } => executor_timeout(*after_ns, *action),
-        EventKind::Probe { status, error } => match error {
-            Some(err) => {
-                format!("tool_executor: get_status(ticket={ticket_shown}) → unknown ({err})")
+            if *moves_money {
+                ""
+            } else {
+                " (no money moved: the 200 did not refund anything)"
             }
-            None => format!(
-                "tool_executor: get_status(ticket={ticket_shown}) → {}",
-                probe_status(status)
-            ),
-        },
-        EventKind::ToolResult { outcome, shown, .. } => {
-            let tag = match outcome {
-                Outcome::Ok => "",
-                Outcome::Fail => " [fail]",
-                Outcome::Info => " [info]",
-            };
-            format!("tool_result: {shown}{tag}")
-        }
-        EventKind::ServiceResponse {
-            late: true,
-            ok,
-            refund_id,
-            error,
-            ..
-        } => format!(
-            "[async, arrives after {} gave up] refunds-service response for the {which}: {}",
-            gave_up.get(&call).map_or("its caller", String::as_str),
-            late_body(*ok, refund_id.as_deref(), error.as_deref())
         ),
-        EventKind::ModelDecision { text, decision } => match decision {
-            Decision::Retry | Decision::Escalate => format!("model: \"{text}\""),
-        },
-        EventKind::Escalation { .. } => "escalated to a human".into(),
-        EventKind::Human {
-            action: HumanAction::FoundExisting,
-        } => "human: checked the Stripe dashboard, found a refund, closed the ticket".into(),
-        EventKind::Human {
-            action: HumanAction::ManualRefund,
-        } => "human: issued a manual refund from the dashboard (no idempotency key)".into(),
+        _ => return None,
+    })
+}
+
+/// An added layer's lines (framework retry middleware, a proxy): its retry, its spent retry
+/// budget and its per-try timeout.
+fn layer_line(kind: &EventKind) -> Option<String> {
+    Some(match kind {
         EventKind::LayerRetry {
             layer,
             layer_try,
@@ -214,25 +280,27 @@ fn line(
             layer_try + 1,
             after_ns / 1_000_000
         ),
-        EventKind::Human {
-            action: HumanAction::RerunTool,
-        } => "human: re-ran the refund tool through the refunds service".into(),
-        EventKind::Delivered {
-            event_id,
-            duplicate: false,
-        } => format!("webhook: ticket.created {event_id} delivered, agent started"),
-        EventKind::Delivered {
-            event_id,
-            duplicate: true,
-        } => format!(
-            "webhook: ticket.created {event_id} delivered AGAIN (at-least-once), \
-             a second agent handler started"
-        ),
-        EventKind::DeliveryDeduped { event_id } => {
-            format!("webhook: ticket.created {event_id} delivered again, dropped (event id already seen)")
-        }
         _ => return None,
     })
+}
+
+/// What the human who took the escalation did.
+fn human_line(kind: &EventKind) -> Option<String> {
+    let EventKind::Human { action } = kind else {
+        return None;
+    };
+    Some(
+        match action {
+            HumanAction::FoundExisting => {
+                "human: checked the Stripe dashboard, found a refund, closed the ticket"
+            }
+            HumanAction::ManualRefund => {
+                "human: issued a manual refund from the dashboard (no idempotency key)"
+            }
+            HumanAction::RerunTool => "human: re-ran the refund tool through the refunds service",
+        }
+        .into(),
+    )
 }
 
 /// `stripe: POST /v1/refunds for call #N (sdk try K, egress try J) → STATUS OUTCOME [REFUND]`:

@@ -74,90 +74,147 @@ pub enum Outcome {
 /// the policy under test — is kept.
 pub fn perturbed(base: &Scenario, epsilon: Duration) -> impl Strategy<Value = Case> {
     let base = base.clone();
+    let bounds = &base.exploration;
+    let (fmax, add_layers) = (bounds.fault_probability_max, bounds.add_layers);
+    let f = &base.stripe.faults;
+    (
+        prop::collection::vec(ticket_draw(&base), 1..=bounds.max_tickets as usize),
+        prop::collection::vec(stripe_latency_ms(&base), 1..=4),
+        1u32..=base.refunds_service.pool_size.max(1),
+        0.0f64..=1.0,
+        (
+            fault_probability(f.error_500_after_commit, fmax),
+            fault_probability(f.response_lost_after_commit, fmax),
+            fault_probability(f.lock_timeout, fmax),
+        ),
+        any::<u64>(),
+        (added_layer(add_layers), added_layer(add_layers)),
+    )
+        .prop_map(move |(tickets, lat, pool, bg, faults, tie, added)| {
+            let drawn = Drawn {
+                tickets,
+                lat,
+                pool,
+                bg,
+                faults,
+                tie,
+                added,
+            };
+            Case {
+                scenario: drawn.world(&base, epsilon),
+            }
+        })
+}
+
+/// One Stripe latency choice, ms: the scenario's p50 or p99, its executor timeout, 1 ms
+/// either side of it, or anything from 10 ms to 40 s.
+fn stripe_latency_ms(base: &Scenario) -> impl Strategy<Value = u64> {
     let timeout = base.executor.timeout.as_millis() as u64;
     let p50 = base.stripe.latency.median().as_millis() as u64;
     let p99 = base.stripe.latency.p99().as_millis() as u64;
-    let lat = prop_oneof![
+    prop_oneof![
         Just(p50.max(1)),
         Just(p99.max(1)),
         Just(timeout),
         Just(timeout.saturating_sub(1).max(1)),
         Just(timeout + 1),
         10u64..=40_000
-    ];
-    let bounds = base.exploration.clone();
-    let window = (bounds.arrival_window.as_millis() as u64).max(1);
+    ]
+}
+
+/// One recorded ticket: (opened at, ms: at 0, on a whole second up to 3 s, or anywhere in the
+/// arrival window; amount, cents: $1–$500; the charge as tenths of the amount: 10 to 40).
+fn ticket_draw(base: &Scenario) -> impl Strategy<Value = (u64, u64, u64)> {
+    let window = (base.exploration.arrival_window.as_millis() as u64).max(1);
     let at = prop_oneof![
         Just(0u64),
         (0u64..4).prop_map(move |k| (k * 1000).min(window)),
         0u64..=window
     ];
-    let ticket = (at, 100u64..=50_000, prop_oneof![Just(10u64), 10u64..=40]);
-    let fmax = bounds.fault_probability_max;
-    let fault = move |p: f64| {
-        if fmax > 0.0 {
-            prop_oneof![Just(p), Just(0.0), 0.0f64..fmax].boxed()
-        } else {
-            prop_oneof![Just(p), Just(0.0)].boxed()
+    (at, 100u64..=50_000, prop_oneof![Just(10u64), 10u64..=40])
+}
+
+/// A fault's probability: the scenario's `p`, off, or (when `fmax` is above 0) up to `fmax`.
+fn fault_probability(p: f64, fmax: f64) -> BoxedStrategy<f64> {
+    if fmax > 0.0 {
+        prop_oneof![Just(p), Just(0.0), 0.0f64..fmax].boxed()
+    } else {
+        prop_oneof![Just(p), Just(0.0)].boxed()
+    }
+}
+
+/// An added layer with probability 0.35 (shrinking toward none) when `add_layers`, else none.
+fn added_layer(add_layers: bool) -> BoxedStrategy<Option<LayerDraw>> {
+    if add_layers {
+        prop::option::weighted(0.35, layer_draw()).boxed()
+    } else {
+        Just(None).boxed()
+    }
+}
+
+/// What [`perturbed`] drew for one case.
+struct Drawn {
+    /// Per ticket: (opened at, ms; amount, cents; charge, tenths of the amount).
+    tickets: Vec<(u64, u64, u64)>,
+    /// Stripe's latency choices, ms.
+    lat: Vec<u64>,
+    /// Pool size.
+    pool: u32,
+    /// The share of the scenario's background load kept, 0 to 1.
+    bg: f64,
+    /// Probabilities of a 500 after commit, a response lost after commit, a lock timeout.
+    faults: (f64, f64, f64),
+    /// The tie-break seed.
+    tie: u64,
+    /// An added framework `retry` layer and an added `proxy` layer.
+    added: (Option<LayerDraw>, Option<LayerDraw>),
+}
+
+impl Drawn {
+    /// `base` with what was drawn: its recorded tickets over a 120 s horizon, Stripe's latency
+    /// choices and faults, the pool, the background load (kept under 90 % of the pool), the
+    /// tie-break (near ties within `epsilon`), the added layers; no reconciliation, and the
+    /// safety invariants as its `expect`.
+    fn world(&self, base: &Scenario, epsilon: Duration) -> Scenario {
+        let mut s = base.clone();
+        s.name = format!("{}-explored", base.name);
+        s.horizon = Duration::from_secs(120);
+        s.arrivals.tickets = self
+            .tickets
+            .iter()
+            .enumerate()
+            .map(|(i, &(at, amount, f))| {
+                let mut t: TicketSpec = serde_json::from_value(serde_json::json!({
+                    "id": i as u64 + 1, "opened_at": format!("{at}ms"),
+                    "amount_cents": amount, "charge_amount_cents": amount * f / 10}))
+                .expect("valid ticket");
+                t.id = i as u64 + 1;
+                t
+            })
+            .collect();
+        s.stripe.latency_choices = self
+            .lat
+            .iter()
+            .map(|&ms| Duration::from_millis(ms))
+            .collect();
+        s.refunds_service.pool_size = self.pool;
+        let hold = s.background_load.hold.median().as_secs_f64().max(1e-9);
+        let fits = 0.9 * f64::from(self.pool) / hold;
+        s.background_load.rate_per_s = (s.background_load.rate_per_s * self.bg).min(fits);
+        s.stripe.faults.error_500_after_commit = self.faults.0;
+        s.stripe.faults.response_lost_after_commit = self.faults.1;
+        s.stripe.faults.lock_timeout = self.faults.2;
+        s.reconciliation.enabled = false;
+        s.tie_break = Some(TieBreakConfig::new(self.tie, epsilon));
+        s.expect = default_expect();
+        if let Some(d) = &self.added.0 {
+            add_layer(&mut s, layer_names::FRAMEWORK, "retry", d, &self.lat);
         }
-    };
-    let add_layers = bounds.add_layers;
-    let layer = move || {
-        if add_layers {
-            prop::option::weighted(0.35, layer_draw()).boxed()
-        } else {
-            Just(None).boxed()
+        if let Some(d) = &self.added.1 {
+            add_layer(&mut s, layer_names::PROXY, "proxy", d, &self.lat);
         }
-    };
-    let f = &base.stripe.faults;
-    (
-        prop::collection::vec(ticket, 1..=base.exploration.max_tickets as usize),
-        prop::collection::vec(lat, 1..=4),
-        1u32..=base.refunds_service.pool_size.max(1),
-        0.0f64..=1.0,
-        (
-            fault(f.error_500_after_commit),
-            fault(f.response_lost_after_commit),
-            fault(f.lock_timeout),
-        ),
-        any::<u64>(),
-        (layer(), layer()),
-    )
-        .prop_map(move |(tickets, lat, pool, bg, faults, tie, added)| {
-            let mut s = base.clone();
-            s.name = format!("{}-explored", base.name);
-            s.horizon = Duration::from_secs(120);
-            s.arrivals.tickets = tickets
-                .iter()
-                .enumerate()
-                .map(|(i, &(at, amount, f))| {
-                    let mut t: TicketSpec = serde_json::from_value(serde_json::json!({
-                        "id": i as u64 + 1, "opened_at": format!("{at}ms"),
-                        "amount_cents": amount, "charge_amount_cents": amount * f / 10}))
-                    .expect("valid ticket");
-                    t.id = i as u64 + 1;
-                    t
-                })
-                .collect();
-            s.stripe.latency_choices = lat.iter().map(|&ms| Duration::from_millis(ms)).collect();
-            s.refunds_service.pool_size = pool;
-            let hold = s.background_load.hold.median().as_secs_f64().max(1e-9);
-            let fits = 0.9 * f64::from(pool) / hold;
-            s.background_load.rate_per_s = (s.background_load.rate_per_s * bg).min(fits);
-            s.stripe.faults.error_500_after_commit = faults.0;
-            s.stripe.faults.response_lost_after_commit = faults.1;
-            s.stripe.faults.lock_timeout = faults.2;
-            s.reconciliation.enabled = false;
-            s.tie_break = Some(TieBreakConfig::new(tie, epsilon));
-            s.expect = default_expect();
-            if let Some(d) = &added.0 {
-                add_layer(&mut s, layer_names::FRAMEWORK, "retry", d, &lat);
-            }
-            if let Some(d) = &added.1 {
-                add_layer(&mut s, layer_names::PROXY, "proxy", d, &lat);
-            }
-            Case { scenario: s }
-        })
+        s
+    }
 }
 
 /// Adds a layer `name` of `kind` to `s`: a `retry` layer right under `model_retry`, a `proxy`

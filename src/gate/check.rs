@@ -14,6 +14,7 @@ use super::error::GateError;
 use super::explore_check::{explore_check, explores, ExploreCheck};
 use super::inputs::scenario_files;
 use super::progress::Progress;
+use super::runs::run_cases;
 use super::seeds::SeedRange;
 use crate::check::INVARIANTS;
 use crate::run::{run, Invocation, RunReport};
@@ -176,23 +177,10 @@ pub fn check_with_progress(
     progress: &dyn Progress,
 ) -> Result<CheckReport, GateError> {
     let cases = load_cases(opts)?;
-    let jobs: Vec<(usize, u64)> = cases
-        .iter()
-        .enumerate()
-        .flat_map(|(i, c)| c.seeds.iter().map(move |&s| (i, s)))
-        .collect();
-    progress.start(jobs.len() as u64);
-    let reports: Vec<RunReport> = jobs
-        .par_iter()
-        .enumerate()
-        .map(|(k, &(i, seed))| {
-            scenario::budget::set_run_order(k as u64);
-            let report = run(&cases[i].scenario, seed, &cases[i].invocation()).report;
-            progress.run_done();
-            report
-        })
-        .collect();
-    scenario::budget::exit_if_stopped();
+    let seeds: Vec<&[u64]> = cases.iter().map(|c| c.seeds.as_slice()).collect();
+    let reports = run_cases(&seeds, progress, |i, seed| {
+        run(&cases[i].scenario, seed, &cases[i].invocation()).report
+    });
     let explored: Vec<Option<ExploreCheck>> = cases
         .par_iter()
         .map(|c| {

@@ -15,6 +15,7 @@ use super::error::GateError;
 use super::explore_check::{explore_check, ExploreCheck};
 use super::inputs::scenario_files;
 use super::progress::Progress;
+use super::runs::run_cases;
 use super::seeds::SeedRange;
 use super::stats::{mean, paired, welch, Interval};
 use super::units::unit_of;
@@ -186,6 +187,8 @@ fn tolerances(args: &[String]) -> Result<BTreeMap<String, f64>, GateError> {
     Ok(t)
 }
 
+/// One side of one scenario's comparison: the scenario under the baseline or the candidate
+/// policy, and the seeds it runs.
 struct Side {
     scenario: Scenario,
     how: Invocation,
@@ -212,25 +215,9 @@ pub fn diff_with_progress(
             |policy: &PathBuf| scenario::load(path, std::slice::from_ref(policy), &opts.sets);
         loaded.push((side(&opts.baseline)?, side(&opts.candidate)?));
     }
-    // Without --seeds: the first scenario's `gate.seeds` (as the baseline loads it), 1..=N.
-    let seeds = opts.seeds.unwrap_or_else(|| SeedRange {
-        first: 1,
-        last: loaded.first().map_or(30, |(b, _)| b.gate.seeds),
-    });
-    let cseeds = opts.candidate_seeds.unwrap_or(seeds);
-    // A 95 % interval needs a sample variance: at least two seeds on each side.
-    for (flag, r) in [("--seeds", seeds), ("--candidate-seeds", cseeds)] {
-        if r.seeds().len() < 2 {
-            return Err(GateError::Seeds {
-                flag,
-                arg: format!("{}..{}", r.seeds()[0], r.seeds()[0]),
-                message:
-                    "a confidence interval needs at least 2 seeds; expected a range like 1..30"
-                        .into(),
-            });
-        }
-    }
+    let (seeds, cseeds) = seed_ranges(opts, &loaded)?;
     let paired_seeds = cseeds == seeds;
+    // Baseline then candidate, scenario by scenario: side 2k is scenario k's baseline.
     let mut sides: Vec<Side> = Vec::new();
     for (path, (b, c)) in files.iter().zip(loaded) {
         for (policy, seeds, scenario) in [(&opts.baseline, seeds, b), (&opts.candidate, cseeds, c)]
@@ -246,71 +233,22 @@ pub fn diff_with_progress(
             });
         }
     }
-    let jobs: Vec<(usize, u64)> = sides
-        .iter()
-        .enumerate()
-        .flat_map(|(i, s)| s.seeds.iter().map(move |&seed| (i, seed)))
-        .collect();
-    progress.start(jobs.len() as u64);
-    let mut reports: Vec<RunReport> = jobs
-        .par_iter()
-        .enumerate()
-        .map(|(k, &(i, seed))| {
-            crate::scenario::budget::set_run_order(k as u64);
-            let report = run(&sides[i].scenario, seed, &sides[i].how).report;
-            progress.run_done();
-            report
-        })
-        .collect();
-    crate::scenario::budget::exit_if_stopped();
-    // The candidate explored, one search per scenario (in parallel, collected in order).
-    let explored: Vec<Option<ExploreCheck>> = (0..files.len())
-        .into_par_iter()
-        .map(|k| {
-            let side = &sides[2 * k + 1];
-            let cases = opts
-                .explore_cases
-                .unwrap_or(side.scenario.gate.explore_cases);
-            (cases > 0 && (claims(&side.scenario) || opts.require_safe)).then(|| {
-                // The candidate in itself: the safety property, whatever hole it asserts.
-                let mut sc = side.scenario.clone();
-                sc.exploration.finds = None;
-                explore_check(&sc, &side.how, cases)
-            })
-        })
-        .collect();
+    let side_seeds: Vec<&[u64]> = sides.iter().map(|s| s.seeds.as_slice()).collect();
+    let mut reports = run_cases(&side_seeds, progress, |i, seed| {
+        run(&sides[i].scenario, seed, &sides[i].how).report
+    });
+    let explored = explore_candidates(opts, &sides);
     let mut scenarios = Vec::new();
     for (k, path) in files.iter().enumerate() {
-        let rest = reports.split_off(sides[2 * k].seeds.len() + sides[2 * k + 1].seeds.len());
-        let (b, c) = reports.split_at(sides[2 * k].seeds.len());
+        let (baseline, candidate) = (&sides[2 * k], &sides[2 * k + 1]);
+        let rest = reports.split_off(baseline.seeds.len() + candidate.seeds.len());
+        let (b, c) = reports.split_at(baseline.seeds.len());
         let metrics = METRICS
             .iter()
-            .map(|m| {
-                metric_diff(
-                    m,
-                    b,
-                    c,
-                    paired_seeds,
-                    tol.get(*m).copied(),
-                    &sides[2 * k + 1].how,
-                )
-            })
+            .map(|m| metric_diff(m, b, c, paired_seeds, tol.get(*m).copied(), &candidate.how))
             .collect::<Vec<_>>();
-        let candidate_safety = safety(c, &sides[2 * k + 1].how);
-        let candidate_explore = explored[k].clone();
-        let candidate_safe = candidate_safety.iter().all(|s| s.violating_seeds == 0)
-            && candidate_explore.as_ref().is_none_or(|e| e.ok);
-        let candidate_claims_safety = claims(&sides[2 * k + 1].scenario);
-        let gated = (candidate_claims_safety || opts.require_safe) && !opts.allow_unsafe;
-        scenarios.push(ScenarioDiff {
-            scenario_path: path.display().to_string(),
-            passed: metrics.iter().all(|m| m.ok) && (candidate_safe || !gated),
-            metrics,
-            candidate_safety,
-            candidate_explore,
-            candidate_safe,
-            candidate_claims_safety,
-        });
+        let explore = explored[k].clone();
+        scenarios.push(scenario_diff(opts, path, metrics, c, candidate, explore));
         reports = rest;
     }
     let reason = scenarios
@@ -328,6 +266,82 @@ pub fn diff_with_progress(
         reason,
         scenarios,
     })
+}
+
+/// The baseline's seeds and the candidate's: `--seeds` (without it, `1..=gate.seeds` of the
+/// first scenario as the baseline loads it) and `--candidate-seeds` (without it, the same).
+/// Each needs at least two seeds, for a sample variance.
+fn seed_ranges(
+    opts: &DiffOptions,
+    loaded: &[(Scenario, Scenario)],
+) -> Result<(SeedRange, SeedRange), GateError> {
+    let seeds = opts.seeds.unwrap_or_else(|| SeedRange {
+        first: 1,
+        last: loaded.first().map_or(30, |(b, _)| b.gate.seeds),
+    });
+    let cseeds = opts.candidate_seeds.unwrap_or(seeds);
+    // A 95 % interval needs a sample variance: at least two seeds on each side.
+    for (flag, r) in [("--seeds", seeds), ("--candidate-seeds", cseeds)] {
+        if r.seeds().len() < 2 {
+            return Err(GateError::Seeds {
+                flag,
+                arg: format!("{}..{}", r.seeds()[0], r.seeds()[0]),
+                message:
+                    "a confidence interval needs at least 2 seeds; expected a range like 1..30"
+                        .into(),
+            });
+        }
+    }
+    Ok((seeds, cseeds))
+}
+
+/// The gate's bounded exploration of each scenario's candidate (side 2k + 1 of `sides`), one
+/// search per scenario in parallel, collected in order: `None` when it is off (0 cases) or
+/// the candidate neither claims safety nor is required to be safe. The candidate is explored
+/// in itself: for the safety property, whatever hole it asserts.
+fn explore_candidates(opts: &DiffOptions, sides: &[Side]) -> Vec<Option<ExploreCheck>> {
+    (0..sides.len() / 2)
+        .into_par_iter()
+        .map(|k| {
+            let side = &sides[2 * k + 1];
+            let cases = opts
+                .explore_cases
+                .unwrap_or(side.scenario.gate.explore_cases);
+            (cases > 0 && (claims(&side.scenario) || opts.require_safe)).then(|| {
+                let mut sc = side.scenario.clone();
+                sc.exploration.finds = None;
+                explore_check(&sc, &side.how, cases)
+            })
+        })
+        .collect()
+}
+
+/// Scenario `path`'s comparison from its `metrics` and the candidate's side (`candidate`,
+/// its runs `c` and its exploration): whether the candidate is safe in itself, and whether
+/// the scenario passes (no tolerance exceeded, and the candidate safe when it claims to be or
+/// `--require-safe` asks, unless `--allow-unsafe`).
+fn scenario_diff(
+    opts: &DiffOptions,
+    path: &std::path::Path,
+    metrics: Vec<MetricDiff>,
+    c: &[RunReport],
+    candidate: &Side,
+    candidate_explore: Option<ExploreCheck>,
+) -> ScenarioDiff {
+    let candidate_safety = safety(c, &candidate.how);
+    let candidate_safe = candidate_safety.iter().all(|s| s.violating_seeds == 0)
+        && candidate_explore.as_ref().is_none_or(|e| e.ok);
+    let candidate_claims_safety = claims(&candidate.scenario);
+    let gated = (candidate_claims_safety || opts.require_safe) && !opts.allow_unsafe;
+    ScenarioDiff {
+        scenario_path: path.display().to_string(),
+        passed: metrics.iter().all(|m| m.ok) && (candidate_safe || !gated),
+        metrics,
+        candidate_safety,
+        candidate_explore,
+        candidate_safe,
+        candidate_claims_safety,
+    }
 }
 
 /// Whether the candidate claims safety: its `expect` bounds every safety metric at 0 and it

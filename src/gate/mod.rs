@@ -19,6 +19,7 @@ mod explore_check;
 mod inputs;
 mod junit;
 mod progress;
+mod runs;
 mod seeds;
 mod stats;
 mod text;

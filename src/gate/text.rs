@@ -187,40 +187,7 @@ pub fn diff_text(r: &DiffReport) -> String {
         r.baseline, r.candidate
     );
     for sc in &r.scenarios {
-        let _ = writeln!(
-            s,
-            "\n{} — {}",
-            sc.scenario_path,
-            if sc.passed { "ok" } else { "FAILED" }
-        );
-        safety_text(&mut s, sc);
-        // The widest metric name sets the first column (`pool_wait_over_threshold_fraction` is 33).
-        let w = sc
-            .metrics
-            .iter()
-            .map(|m| m.metric.len())
-            .max()
-            .unwrap_or(0)
-            .max(26);
-        let _ = writeln!(
-            s,
-            "  {:<w$} {:>5} {:>12} {:>12} {:>12} {:>25} {:>10}  verdict",
-            "metric", "unit", "baseline", "candidate", "difference", "95% CI", "tolerance"
-        );
-        for m in &sc.metrics {
-            diff_row(&mut s, m, w);
-        }
-        for m in sc.metrics.iter().filter(|m| !m.ok) {
-            if let Some((seed, cmd)) = &m.worst {
-                let _ = writeln!(
-                    s,
-                    "  FAILED {}: mean difference {} > tolerance {}; worst seed {seed}: {cmd}",
-                    m.metric,
-                    shown(m.unit, m.difference.mean),
-                    shown(m.unit, m.tolerance.unwrap_or(0.0))
-                );
-            }
-        }
+        scenario_diff_text(&mut s, sc);
     }
     match &r.reason {
         Some(reason) => {
@@ -231,6 +198,45 @@ pub fn diff_text(r: &DiffReport) -> String {
         }
     }
     s
+}
+
+/// One scenario's comparison: its verdict, the candidate's safety, a row per metric, then
+/// each exceeded tolerance with the worst seed's replay command.
+fn scenario_diff_text(s: &mut String, sc: &ScenarioDiff) {
+    let _ = writeln!(
+        s,
+        "\n{} — {}",
+        sc.scenario_path,
+        if sc.passed { "ok" } else { "FAILED" }
+    );
+    safety_text(s, sc);
+    // The widest metric name sets the first column (`pool_wait_over_threshold_fraction` is 33).
+    let w = sc
+        .metrics
+        .iter()
+        .map(|m| m.metric.len())
+        .max()
+        .unwrap_or(0)
+        .max(26);
+    let _ = writeln!(
+        s,
+        "  {:<w$} {:>5} {:>12} {:>12} {:>12} {:>25} {:>10}  verdict",
+        "metric", "unit", "baseline", "candidate", "difference", "95% CI", "tolerance"
+    );
+    for m in &sc.metrics {
+        diff_row(s, m, w);
+    }
+    for m in sc.metrics.iter().filter(|m| !m.ok) {
+        if let Some((seed, cmd)) = &m.worst {
+            let _ = writeln!(
+                s,
+                "  FAILED {}: mean difference {} > tolerance {}; worst seed {seed}: {cmd}",
+                m.metric,
+                shown(m.unit, m.difference.mean),
+                shown(m.unit, m.tolerance.unwrap_or(0.0))
+            );
+        }
+    }
 }
 
 /// The candidate on its own: safe, or which safety invariants break on how many seeds.

@@ -142,14 +142,7 @@ pub(super) fn guard(s: &Scenario, origin: Origin, span: Duration) -> Guard {
             if stable_service_key(s) {
                 return Guard::holds();
             }
-            let problem = match svc.idempotency_key {
-                KeyMode::None => "the service sends no idempotency key",
-                KeyMode::PerAttempt => "the service makes a new idempotency key per request",
-                KeyMode::PerTicket => {
-                    "the service rotates its per-ticket key after any error (new_nonce_after_error or rotate_key: after_error)"
-                }
-            };
-            Guard::fails(problem, fix, fix_text)
+            Guard::fails(unstable_key(svc.idempotency_key), fix, fix_text)
         }
         (ProviderKind::BusinessId, _) => {
             let ok = match origin {
@@ -159,15 +152,7 @@ pub(super) fn guard(s: &Scenario, origin: Origin, span: Duration) -> Guard {
             if ok {
                 return Guard::holds();
             }
-            let problem = match svc.business_id {
-                KeyMode::None => {
-                    "the service sends no business id, the only thing provider.kind \"business_id\" recognises a repeat by (it ignores idempotency keys)"
-                }
-                _ => {
-                    "the service derives its business id per request (ref_TICKET_REQUEST), so each try carries a new one (provider.kind \"business_id\" ignores idempotency keys)"
-                }
-            };
-            Guard::fails(problem, fix, fix_text)
+            Guard::fails(unstable_business_id(svc.business_id), fix, fix_text)
         }
         (ProviderKind::KeysIgnored, Origin::Above) if svc.local_dedup => Guard::holds(),
         (ProviderKind::KeysIgnored, Origin::Above) => Guard::fails(
@@ -199,6 +184,31 @@ pub(super) fn guard(s: &Scenario, origin: Origin, span: Duration) -> Guard {
                 Origin::Above => Guard::fails(problem, fix, fix_text),
                 Origin::Below => Guard::fails(problem, Vec::new(), String::new()),
             }
+        }
+    }
+}
+
+/// Why a Stripe retry under the service's idempotency key mode `mode` is not recognised
+/// (a per-ticket key fails only when it is rotated after an error).
+fn unstable_key(mode: KeyMode) -> &'static str {
+    match mode {
+        KeyMode::None => "the service sends no idempotency key",
+        KeyMode::PerAttempt => "the service makes a new idempotency key per request",
+        KeyMode::PerTicket => {
+            "the service rotates its per-ticket key after any error (new_nonce_after_error or rotate_key: after_error)"
+        }
+    }
+}
+
+/// Why a `business_id` provider does not recognise a retry under the service's business id
+/// mode `mode`: none sent, or one per request.
+fn unstable_business_id(mode: KeyMode) -> &'static str {
+    match mode {
+        KeyMode::None => {
+            "the service sends no business id, the only thing provider.kind \"business_id\" recognises a repeat by (it ignores idempotency keys)"
+        }
+        _ => {
+            "the service derives its business id per request (ref_TICKET_REQUEST), so each try carries a new one (provider.kind \"business_id\" ignores idempotency keys)"
         }
     }
 }

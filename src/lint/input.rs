@@ -46,41 +46,7 @@ impl LintInput {
 /// Reads `path` and tells what it is.
 pub fn read_input(path: &Path) -> Result<LintInput, LintError> {
     let file = path.display().to_string();
-    let bytes = crate::input::read_input(path, "a lint input").map_err(|e| match e {
-        crate::input::InputError::Read { source, .. } => LintError::Read {
-            file: file.clone(),
-            message: source.to_string(),
-        },
-        other => LintError::TooLarge(other),
-    })?;
-    let text = String::from_utf8(bytes).map_err(|e| {
-        let (line, column, what) = crate::scenario::not_utf8_at(e.as_bytes(), e.utf8_error());
-        LintError::Syntax {
-            file: file.clone(),
-            line,
-            column,
-            message: format!("{what}; expected a JSON scenario, policy or tool list"),
-        }
-    })?;
-    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
-    let v: Value = serde_json::from_str(text).map_err(|e| {
-        // serde's text ends with " at line L column C", which the error already shows.
-        let raw = e.to_string();
-        let bare = raw.split(" at line ").next().unwrap_or(&raw).to_string();
-        let message = if text.trim().is_empty() {
-            "file is empty; expected a JSON scenario, policy or tool list".to_string()
-        } else if let Some(nesting) = crate::input::nesting_message(&e, None) {
-            nesting
-        } else {
-            format!("not valid JSON ({bare}); expected a scenario, a policy, or tool definitions")
-        };
-        LintError::Syntax {
-            file: file.clone(),
-            line: e.line(),
-            column: e.column(),
-            message,
-        }
-    })?;
+    let v = read_json(path, &file)?;
     let shape = |message: &str| LintError::Shape {
         file: file.clone(),
         path: String::new(),
@@ -111,6 +77,50 @@ pub fn read_input(path: &Path) -> Result<LintInput, LintError> {
             "expected a scenario, a policy, a tools/list result or tool definitions (a JSON object or array)",
         )),
     }
+}
+
+/// `path` (shown as `file`) read as JSON: UTF-8 text, a leading byte-order mark skipped.
+///
+/// # Errors
+/// [`LintError::Read`] when it cannot be read, [`LintError::TooLarge`] past the input limit,
+/// and [`LintError::Syntax`] at the first byte that is not UTF-8 or where the JSON breaks (an
+/// empty file, or nesting past the limit, said as such).
+fn read_json(path: &Path, file: &str) -> Result<Value, LintError> {
+    let bytes = crate::input::read_input(path, "a lint input").map_err(|e| match e {
+        crate::input::InputError::Read { source, .. } => LintError::Read {
+            file: file.to_string(),
+            message: source.to_string(),
+        },
+        other => LintError::TooLarge(other),
+    })?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let (line, column, what) = crate::scenario::not_utf8_at(e.as_bytes(), e.utf8_error());
+        LintError::Syntax {
+            file: file.to_string(),
+            line,
+            column,
+            message: format!("{what}; expected a JSON scenario, policy or tool list"),
+        }
+    })?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    serde_json::from_str(text).map_err(|e| {
+        // serde's text ends with " at line L column C", which the error already shows.
+        let raw = e.to_string();
+        let bare = raw.split(" at line ").next().unwrap_or(&raw).to_string();
+        let message = if text.trim().is_empty() {
+            "file is empty; expected a JSON scenario, policy or tool list".to_string()
+        } else if let Some(nesting) = crate::input::nesting_message(&e, None) {
+            nesting
+        } else {
+            format!("not valid JSON ({bare}); expected a scenario, a policy, or tool definitions")
+        };
+        LintError::Syntax {
+            file: file.to_string(),
+            line: e.line(),
+            column: e.column(),
+            message,
+        }
+    })
 }
 
 fn tool_array(file: &str, path: &str, v: &Value) -> Result<LintInput, LintError> {

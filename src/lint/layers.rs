@@ -14,7 +14,7 @@ use super::guard::{executor_answer, guard, layer_span, sdk_span, Origin};
 use super::tools::ToolFacts;
 use crate::scenario::{
     layers_at, AppliesTo, DroppedConnectionRetry, KeyMode, KeyRotation, LayerKind, Position,
-    ProviderKind, RetryLayer, RetryOn, Scenario, SdkKey,
+    ProviderKind, RetryLayer, RetryOn, Scenario, SdkKey, StripeClient,
 };
 
 fn s_(d: Duration) -> String {
@@ -117,69 +117,87 @@ pub fn layer_retry_without_stable_key(s: &Scenario, tool: &ToolFacts) -> Vec<Fin
         Position::BeforeProvider,
     ] {
         for (name, l) in layers_at(s, position) {
-            // The tool filter applies around tool execution only (a proxy knows no tools).
-            if position == Position::AroundTool && l.applies_to == AppliesTo::IdempotentTools {
-                continue;
-            }
-            // Above the model, a retry on `llm-error` replays a tool call that succeeded.
-            let replays_done = position == Position::AboveModel
-                && l.retries() > 0
-                && l.retries_on(RetryOn::LlmError);
-            if !retries_unknown_outcomes(l) && !replays_done {
-                continue;
-            }
-            let origin = if position == Position::BeforeProvider {
-                Origin::Below
-            } else {
-                Origin::Above
-            };
-            let g = guard(s, origin, layer_span(s, position, l));
-            if g.holds {
-                continue;
-            }
-            let (narrow, narrowed) = match position {
-                Position::AboveModel => (
-                    format!("narrow layers.{name}.retry_on to failures that never reach {} ([\"pool-exhausted\"])", provider_name(s)),
-                    format!("layers.{name}.retry_on=[\"pool-exhausted\"]"),
-                ),
-                Position::AroundTool => (
-                    format!("set layers.{name}.applies_to to \"idempotent_tools\""),
-                    format!("layers.{name}.applies_to=idempotent_tools"),
-                ),
-                Position::BeforeService | Position::BeforeProvider => (
-                    format!("narrow layers.{name}.retry_on to [\"connect-failure\"]"),
-                    format!("layers.{name}.retry_on=[\"connect-failure\"]"),
-                ),
-            };
-            let (hint, fix) = if g.fix.is_empty() {
-                (format!("{narrow}: {}", g.problem), vec![narrowed])
-            } else {
-                (format!("{}, or {narrow}", g.fix_text), g.fix)
-            };
-            let n = l.retries();
-            out.push(
-                Finding::new(
-                    "layer-retry-without-stable-key",
-                    Severity::Error,
-                    format!("layers.{name}.max_retries"),
-                    format!(
-                        "layer `{name}` ({} layer {}) retries `{}` ({n} {} on {}), which is neither readOnlyHint nor idempotentHint, but {}: a try that reached {} before failing is refunded again",
-                        kind_name(l.kind),
-                        where_(s, position),
-                        tool.name,
-                        retries_word(n),
-                        unknown_classes(l),
-                        g.problem,
-                        provider_name(s)
-                    ),
-                    hint,
-                )
-                .with_fix(fix),
-            );
+            out.extend(layer_retry_finding(s, tool, position, name, l));
         }
     }
     out.extend(sdk_retry_without_key(s, tool));
     out
+}
+
+/// [`layer_retry_without_stable_key`] for added layer `name` (`l`) at `position`: a finding
+/// when it retries an unknown outcome (or, above the model, replays a tool call that succeeded)
+/// and nothing the provider recognises the retry by protects it.
+fn layer_retry_finding(
+    s: &Scenario,
+    tool: &ToolFacts,
+    position: Position,
+    name: &str,
+    l: &RetryLayer,
+) -> Option<Finding> {
+    // The tool filter applies around tool execution only (a proxy knows no tools).
+    if position == Position::AroundTool && l.applies_to == AppliesTo::IdempotentTools {
+        return None;
+    }
+    // Above the model, a retry on `llm-error` replays a tool call that succeeded.
+    let replays_done =
+        position == Position::AboveModel && l.retries() > 0 && l.retries_on(RetryOn::LlmError);
+    if !retries_unknown_outcomes(l) && !replays_done {
+        return None;
+    }
+    let origin = if position == Position::BeforeProvider {
+        Origin::Below
+    } else {
+        Origin::Above
+    };
+    let g = guard(s, origin, layer_span(s, position, l));
+    if g.holds {
+        return None;
+    }
+    let (narrow, narrowed) = narrowing(s, position, name);
+    let (hint, fix) = if g.fix.is_empty() {
+        (format!("{narrow}: {}", g.problem), vec![narrowed])
+    } else {
+        (format!("{}, or {narrow}", g.fix_text), g.fix)
+    };
+    let n = l.retries();
+    Some(
+        Finding::new(
+            "layer-retry-without-stable-key",
+            Severity::Error,
+            format!("layers.{name}.max_retries"),
+            format!(
+                "layer `{name}` ({} layer {}) retries `{}` ({n} {} on {}), which is neither readOnlyHint nor idempotentHint, but {}: a try that reached {} before failing is refunded again",
+                kind_name(l.kind),
+                where_(s, position),
+                tool.name,
+                retries_word(n),
+                unknown_classes(l),
+                g.problem,
+                provider_name(s)
+            ),
+            hint,
+        )
+        .with_fix(fix),
+    )
+}
+
+/// How to narrow layer `name` at `position` so that it no longer retries what may have reached
+/// the provider: the hint's words and the `--set` that does it.
+fn narrowing(s: &Scenario, position: Position, name: &str) -> (String, String) {
+    match position {
+        Position::AboveModel => (
+            format!("narrow layers.{name}.retry_on to failures that never reach {} ([\"pool-exhausted\"])", provider_name(s)),
+            format!("layers.{name}.retry_on=[\"pool-exhausted\"]"),
+        ),
+        Position::AroundTool => (
+            format!("set layers.{name}.applies_to to \"idempotent_tools\""),
+            format!("layers.{name}.applies_to=idempotent_tools"),
+        ),
+        Position::BeforeService | Position::BeforeProvider => (
+            format!("narrow layers.{name}.retry_on to [\"connect-failure\"]"),
+            format!("layers.{name}.retry_on=[\"connect-failure\"]"),
+        ),
+    }
 }
 
 /// The SDK's part of `layer-retry-without-stable-key`: its network retries and stripe-node's
@@ -209,24 +227,6 @@ fn sdk_retry_without_key(s: &Scenario, tool: &ToolFacts) -> Option<Finding> {
         DroppedConnectionRetry::WithoutKey => true,
         DroppedConnectionRetry::WithKey => c.key != SdkKey::Reuse,
     };
-    let mut what = Vec::new();
-    if network {
-        what.push(format!(
-            "its {} network {} carry the SDK's key `{key}`",
-            c.max_network_retries,
-            retries_word(c.max_network_retries)
-        ));
-    }
-    if dropped {
-        what.push(match c.retry_dropped_connection {
-            DroppedConnectionRetry::WithoutKey => {
-                "its retry of a dropped connection goes out without a key (retry_dropped_connection: without_key)".to_string()
-            }
-            _ => format!(
-                "its retry of a dropped connection carries the SDK's key `{key}`"
-            ),
-        });
-    }
     let path = if network {
         "refunds_service.stripe_client.max_network_retries"
     } else if dropped {
@@ -234,6 +234,7 @@ fn sdk_retry_without_key(s: &Scenario, tool: &ToolFacts) -> Option<Finding> {
     } else {
         return None;
     };
+    let what = sdk_retries_without_key(c, key, network, dropped);
     let (hint, fix) = if network || c.key != SdkKey::Reuse {
         (
             "set refunds_service.stripe_client.key to \"reuse\" (one key per logical call, as stripe-node and stripe-python do), or refunds_service.idempotency_key to \"per_ticket\"",
@@ -259,6 +260,36 @@ fn sdk_retry_without_key(s: &Scenario, tool: &ToolFacts) -> Option<Finding> {
         )
         .with_fix([fix]),
     )
+}
+
+/// What the SDK (`c`, its key setting named `key`) resends without a key that carries over:
+/// its network retries (when `network`) and its retry of a dropped connection (when
+/// `dropped`), as the finding's words.
+fn sdk_retries_without_key(
+    c: &StripeClient,
+    key: &str,
+    network: bool,
+    dropped: bool,
+) -> Vec<String> {
+    let mut what = Vec::new();
+    if network {
+        what.push(format!(
+            "its {} network {} carry the SDK's key `{key}`",
+            c.max_network_retries,
+            retries_word(c.max_network_retries)
+        ));
+    }
+    if dropped {
+        what.push(match c.retry_dropped_connection {
+            DroppedConnectionRetry::WithoutKey => {
+                "its retry of a dropped connection goes out without a key (retry_dropped_connection: without_key)".to_string()
+            }
+            _ => format!(
+                "its retry of a dropped connection carries the SDK's key `{key}`"
+            ),
+        });
+    }
+    what
 }
 
 /// [`sdk_retry_without_key`] on a provider other than Stripe, where the SDK's key means nothing:

@@ -196,11 +196,35 @@ pub fn sdk_timeout_probe_race(s: &Scenario, tool: &ToolFacts) -> Vec<Finding> {
     if sdk >= p99 {
         return Vec::new();
     }
+    let (severity, outcome, key_fix) = race_consequence(s);
+    vec![Finding::new(
+        "sdk-timeout-probe-race",
+        severity,
+        "refunds_service.stripe_client.timeout",
+        format!(
+            "executor.on_timeout is \"probe_status\" but the SDK's timeout refunds_service.stripe_client.timeout {} is below the provider's p99 ({source} p99 {}): when the SDK gives up on Stripe during a call of `{}`, the service closes the request and its ledger reads `none` while Stripe is still working, so the status probe tells the model \"no refund was made\"; {outcome}",
+            s_(sdk),
+            s_(p99),
+            tool.name
+        ),
+        format!(
+            "{key_fix}raise refunds_service.stripe_client.timeout to the provider's p99 ({}) or above, or record an SDK timeout as an unknown outcome (refunds_service.sdk_timeout_recorded_as: \"unknown\") so the probe reads `unknown`",
+            s_(p99)
+        ),
+    )
+    .with_fix(["refunds_service.sdk_timeout_recorded_as=unknown"])]
+}
+
+/// What a retry after `sdk-timeout-probe-race` does on `s`, as (the finding's severity, its
+/// consequence, and the key fix its hint starts with, empty when none helps): a warning when
+/// the provider recognises the retry (a stable per-ticket key, or what else it recognises a
+/// repeat by), else an error that names what is missing.
+fn race_consequence(s: &Scenario) -> (Severity, &'static str, &'static str) {
     let stable = match s.provider.kind {
         ProviderKind::Stripe => stable_service_key(s),
         _ => ticket_id_recognised(s),
     };
-    let (severity, outcome, key_fix) = if stable {
+    if stable {
         (
             Severity::Warning,
             "the service's per-ticket key replays a retry, but the model, and a human who trusts the status, are told that a refund which may exist was not made",
@@ -233,23 +257,7 @@ pub fn sdk_timeout_probe_race(s: &Scenario, tool: &ToolFacts) -> Vec<Finding> {
             "a retry without the ticket's key refunds twice",
             "send a per-ticket idempotency key (refunds_service.idempotency_key \"per_ticket\", so a retry is replayed), ",
         )
-    };
-    vec![Finding::new(
-        "sdk-timeout-probe-race",
-        severity,
-        "refunds_service.stripe_client.timeout",
-        format!(
-            "executor.on_timeout is \"probe_status\" but the SDK's timeout refunds_service.stripe_client.timeout {} is below the provider's p99 ({source} p99 {}): when the SDK gives up on Stripe during a call of `{}`, the service closes the request and its ledger reads `none` while Stripe is still working, so the status probe tells the model \"no refund was made\"; {outcome}",
-            s_(sdk),
-            s_(p99),
-            tool.name
-        ),
-        format!(
-            "{key_fix}raise refunds_service.stripe_client.timeout to the provider's p99 ({}) or above, or record an SDK timeout as an unknown outcome (refunds_service.sdk_timeout_recorded_as: \"unknown\") so the probe reads `unknown`",
-            s_(p99)
-        ),
-    )
-    .with_fix(["refunds_service.sdk_timeout_recorded_as=unknown"])]
+    }
 }
 
 #[cfg(test)]

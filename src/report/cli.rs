@@ -78,6 +78,7 @@ pub fn cli_run_with_progress(
     })
 }
 
+/// [`cli_run`] with the engine `engine` builds for the scenario.
 fn cli_run_by(
     opts: &CliOptions,
     engine: impl FnOnce(&Scenario) -> crate::sim::Sim,
@@ -100,6 +101,44 @@ fn cli_run_by(
     // The output files are opened before the run (a bad path fails at once) and renamed into
     // place only once everything succeeded.
     let mut files = Vec::new();
+    let sinks = open_sinks(opts, &sc, seed, origin, &mut files)?;
+    let (out, sinks) = run_recorded(engine(&sc), &sc, seed, &how, keep, sinks);
+    finish_sinks(opts, sinks)?;
+    // An unknown `--ticket` is an input error: no output file is left behind for it.
+    let story_lines = ticket_story(ticket, &sc, &out, origin)?;
+    for (flag, path, file) in files {
+        file.commit()
+            .map_err(|e| CliError::Input(format!("{flag} {}: {e}", path.display())))?;
+    }
+    let stdout = if opts.json {
+        render_json(&sc, &out, story_lines.as_deref())?
+    } else {
+        render_text(opts, &sc, &out, origin, story_lines.as_deref())
+    };
+    // An exact replay (an imported scenario as written) that differs from its recording fails
+    // like `refundsim replay` does.
+    let exact = opts.policies.is_empty() && opts.sets.is_empty();
+    let replay_ok = !exact || out.report.recording.as_ref().is_none_or(|c| c.matches);
+    Ok(CliOutcome {
+        stdout,
+        expectations_met: out.report.expectations_met && replay_ok,
+    })
+}
+
+/// The files a run of `sc` on `seed` streams to, as the flags ask: each opened (and checked)
+/// before the run, in the order of [`outputs`], its file kept in `files` to commit.
+/// `origin` is the scenario's clock origin (the trace's wall-clock times).
+///
+/// # Errors
+/// [`CliError::Input`] naming the flag and file: `-` where a file is needed, a file given
+/// twice or that is an input, one that cannot be created.
+fn open_sinks(
+    opts: &CliOptions,
+    sc: &Scenario,
+    seed: u64,
+    origin: Option<SystemTime>,
+    files: &mut Vec<(&'static str, PathBuf, WholeFile)>,
+) -> Result<Sinks, CliError> {
     let trace = match &opts.trace {
         None => None,
         Some(path) if path.as_os_str() == "-" => {
@@ -108,25 +147,27 @@ fn cli_run_by(
             Some(TraceStream::new(sink, origin))
         }
         Some(path) => {
-            let handle = open_output(opts, "--trace", path, &mut files)?;
+            let handle = open_output(opts, "--trace", path, files)?;
             Some(TraceStream::new(handle, origin))
         }
+    };
+    let mut file_output = |flag: &'static str, path: &Path| {
+        check_file_output(opts, flag, path)?;
+        open_output(opts, flag, path, files)
     };
     let perfetto = match &opts.perfetto {
         None => None,
         Some(path) => {
-            check_file_output(opts, "--perfetto", path)?;
-            let handle = open_output(opts, "--perfetto", path, &mut files)?;
+            let handle = file_output("--perfetto", path)?;
             Some(PerfettoStream::new(handle, &sc.name, seed))
         }
     };
     let otlp = match &opts.otlp {
         None => None,
         Some(path) => {
-            check_file_output(opts, "--otlp", path)?;
-            let handle = open_output(opts, "--otlp", path, &mut files)?;
+            let handle = file_output("--otlp", path)?;
             let options = OtlpOptions::capturing(opts.otlp_capture);
-            let stream = OtlpStream::new(handle, &sc, seed, &options).map_err(|e| {
+            let stream = OtlpStream::new(handle, sc, seed, &options).map_err(|e| {
                 CliError::Input(format!(
                     "--otlp {}: cannot create a temporary file: {e}",
                     path.display()
@@ -137,19 +178,25 @@ fn cli_run_by(
     };
     let stripe_list = match &opts.stripe_list {
         None => None,
-        Some(path) => {
-            check_file_output(opts, "--stripe-list", path)?;
-            let handle = open_output(opts, "--stripe-list", path, &mut files)?;
-            Some(StripeListStream::new(handle, &sc))
-        }
+        Some(path) => Some(StripeListStream::new(
+            file_output("--stripe-list", path)?,
+            sc,
+        )),
     };
-    let sinks = Sinks {
+    Ok(Sinks {
         trace,
         perfetto,
         otlp,
         stripe_list,
-    };
-    let (out, sinks) = run_recorded(engine(&sc), &sc, seed, &how, keep, sinks);
+    })
+}
+
+/// Finishes every stream the run wrote (flushing what each holds).
+///
+/// # Errors
+/// [`CliError::Input`] naming the flag and file that could not be written (`--trace -`:
+/// stdout).
+fn finish_sinks(opts: &CliOptions, sinks: Sinks) -> Result<(), CliError> {
     if let Some(stream) = sinks.trace {
         stream
             .finish()
@@ -180,25 +227,7 @@ fn cli_run_by(
             .finish()
             .map_err(|e| cannot_write("--stripe-list", &opts.stripe_list, e))?;
     }
-    // An unknown `--ticket` is an input error: no output file is left behind for it.
-    let story_lines = ticket_story(ticket, &sc, &out, origin)?;
-    for (flag, path, file) in files {
-        file.commit()
-            .map_err(|e| CliError::Input(format!("{flag} {}: {e}", path.display())))?;
-    }
-    let stdout = if opts.json {
-        render_json(&sc, &out, story_lines.as_deref())?
-    } else {
-        render_text(opts, &sc, &out, origin, story_lines.as_deref())
-    };
-    // An exact replay (an imported scenario as written) that differs from its recording fails
-    // like `refundsim replay` does.
-    let exact = opts.policies.is_empty() && opts.sets.is_empty();
-    let replay_ok = !exact || out.report.recording.as_ref().is_none_or(|c| c.matches);
-    Ok(CliOutcome {
-        stdout,
-        expectations_met: out.report.expectations_met && replay_ok,
-    })
+    Ok(())
 }
 
 /// `--ticket TEXT`: a ticket id (a number), or a recording's text id (`replay.ticket_labels`).

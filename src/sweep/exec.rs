@@ -87,6 +87,16 @@ impl Inputs {
         self.vary.iter().map(|a| a.values.len()).product()
     }
 
+    /// Number of seeds each point runs.
+    pub(crate) fn seed_count(&self) -> usize {
+        (self.seed_last - self.seed_first + 1) as usize
+    }
+
+    /// Number of runs of the whole sweep: points × seeds.
+    pub(crate) fn run_count(&self) -> usize {
+        self.point_count() * self.seed_count()
+    }
+
     /// Seeds, ascending.
     pub fn seeds(&self) -> Vec<u64> {
         (self.seed_first..=self.seed_last).collect()
@@ -176,8 +186,8 @@ pub fn sweep_with_progress(
     let Loaded { inputs, scenarios } = load(opts)?;
     // The (point, seed) of each run comes from its index in run order, so no list of every
     // run is held besides the figures kept.
-    let seeds = inputs.seed_last - inputs.seed_first + 1;
-    let total = inputs.point_count() * seeds as usize;
+    let seeds = inputs.seed_count();
+    let total = inputs.run_count();
     let owned = |i: &usize| opts.shard.is_none_or(|s| s.owns(*i));
     progress.start((0..total).filter(owned).count() as u64);
     let names = &inputs.metrics;
@@ -186,10 +196,7 @@ pub fn sweep_with_progress(
         .filter(owned)
         .map(|i| {
             crate::scenario::budget::set_run_order(i as u64);
-            (
-                i / seeds as usize,
-                inputs.seed_first + (i % seeds as usize) as u64,
-            )
+            (i / seeds, inputs.seed_first + (i % seeds) as u64)
         })
         .map(|(point, seed)| {
             let how = Invocation {
@@ -302,79 +309,18 @@ pub fn sort_value(v: &str, position: usize) -> f64 {
     }
 }
 
+/// Reads the sweep's inputs and loads the scenario of every grid point, checking each flag
+/// before anything runs: errors name the flag and value at fault.
 fn load(opts: &SweepOptions) -> Result<Loaded, SweepError> {
     let base = scenario::load(&opts.scenario, &opts.policies, &opts.sets)?;
-    let mut vary: Vec<Axis> = Vec::new();
-    for arg in &opts.vary {
-        let axis = Axis::parse(arg)?;
-        if vary.iter().any(|a| a.path == axis.path) {
-            return Err(SweepError::arg(
-                "--vary",
-                arg,
-                format!("{} is varied twice; expected each path once", axis.path),
-            ));
-        }
-        vary.push(axis);
-    }
+    let vary = parse_axes(opts)?;
     let seeds = opts.seeds.unwrap_or(DEFAULT_SEEDS);
     check_runs(opts, &vary, seeds)?;
-    // Each value alone over the base, so an error names the flag and value at fault.
-    for (arg, axis) in opts.vary.iter().zip(&vary) {
-        for i in 0..axis.values.len() {
-            let mut sets = opts.sets.clone();
-            sets.push(axis.set(i));
-            scenario::load(&opts.scenario, &opts.policies, &sets).map_err(|e| {
-                SweepError::arg(
-                    "--vary",
-                    arg,
-                    format!("value {}: {}", axis.values[i], as_vary(e, &vary)),
-                )
-            })?;
-        }
-    }
-    if vary.is_empty() {
-        return Err(SweepError::arg(
-            "--vary",
-            "",
-            "expected at least one --vary PATH=V1,V2,…",
-        ));
-    }
-    let count = vary
-        .iter()
-        .try_fold(1usize, |n, a| n.checked_mul(a.values.len()))
-        .filter(|&n| n <= MAX_POINTS);
-    if count.is_none() {
-        return Err(SweepError::arg(
-            "--vary",
-            &opts.vary.join(" "),
-            format!("expected at most {MAX_POINTS} grid points (the product of the axes' lengths)"),
-        ));
-    }
+    check_values(opts, &vary)?;
+    check_grid(opts, &vary)?;
     let metrics = metric_names();
-    let require_args: Vec<String> = if opts.require.is_empty() {
-        vec![DEFAULT_REQUIRE.to_string()]
-    } else {
-        opts.require.clone()
-    };
-    let require = require_args
-        .iter()
-        .map(|r| Require::parse(r, &metrics))
-        .collect::<Result<Vec<_>, _>>()?;
-    for m in &opts.minimize {
-        if !vary.iter().any(|a| &a.path == m) {
-            return Err(SweepError::arg(
-                "--minimize",
-                m,
-                format!(
-                    "not a varied path; expected one of {}",
-                    vary.iter()
-                        .map(|a| a.path.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            ));
-        }
-    }
+    let require = requirements(opts, &metrics)?;
+    check_minimize(opts, &vary)?;
     let inputs = Inputs {
         refundsim: env!("CARGO_PKG_VERSION").to_string(),
         scenario_path: opts.scenario.display().to_string(),
@@ -404,6 +350,100 @@ fn load(opts: &SweepOptions) -> Result<Loaded, SweepError> {
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Loaded { inputs, scenarios })
+}
+
+/// The grid's axes, one per `--vary`, in order; a path varied twice is an error.
+fn parse_axes(opts: &SweepOptions) -> Result<Vec<Axis>, SweepError> {
+    let mut vary: Vec<Axis> = Vec::new();
+    for arg in &opts.vary {
+        let axis = Axis::parse(arg)?;
+        if vary.iter().any(|a| a.path == axis.path) {
+            return Err(SweepError::arg(
+                "--vary",
+                arg,
+                format!("{} is varied twice; expected each path once", axis.path),
+            ));
+        }
+        vary.push(axis);
+    }
+    Ok(vary)
+}
+
+/// Loads each varied value alone over the base scenario, so an error names the `--vary` and
+/// the value at fault (before any combination of values is tried).
+fn check_values(opts: &SweepOptions, vary: &[Axis]) -> Result<(), SweepError> {
+    for (arg, axis) in opts.vary.iter().zip(vary) {
+        for i in 0..axis.values.len() {
+            let mut sets = opts.sets.clone();
+            sets.push(axis.set(i));
+            scenario::load(&opts.scenario, &opts.policies, &sets).map_err(|e| {
+                SweepError::arg(
+                    "--vary",
+                    arg,
+                    format!("value {}: {}", axis.values[i], as_vary(e, vary)),
+                )
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a grid with no axis, or of more than [`MAX_POINTS`] points (the product of the
+/// axes' lengths).
+fn check_grid(opts: &SweepOptions, vary: &[Axis]) -> Result<(), SweepError> {
+    if vary.is_empty() {
+        return Err(SweepError::arg(
+            "--vary",
+            "",
+            "expected at least one --vary PATH=V1,V2,…",
+        ));
+    }
+    let count = vary
+        .iter()
+        .try_fold(1usize, |n, a| n.checked_mul(a.values.len()))
+        .filter(|&n| n <= MAX_POINTS);
+    if count.is_none() {
+        return Err(SweepError::arg(
+            "--vary",
+            &opts.vary.join(" "),
+            format!("expected at most {MAX_POINTS} grid points (the product of the axes' lengths)"),
+        ));
+    }
+    Ok(())
+}
+
+/// The safe region's requirements: each `--require` read against the sweep's `metrics`, or
+/// [`DEFAULT_REQUIRE`] without any.
+fn requirements(opts: &SweepOptions, metrics: &[String]) -> Result<Vec<Require>, SweepError> {
+    let require_args: Vec<String> = if opts.require.is_empty() {
+        vec![DEFAULT_REQUIRE.to_string()]
+    } else {
+        opts.require.clone()
+    };
+    require_args
+        .iter()
+        .map(|r| Require::parse(r, metrics))
+        .collect()
+}
+
+/// Refuses a `--minimize` path that is not varied, naming the varied ones.
+fn check_minimize(opts: &SweepOptions, vary: &[Axis]) -> Result<(), SweepError> {
+    for m in &opts.minimize {
+        if !vary.iter().any(|a| &a.path == m) {
+            return Err(SweepError::arg(
+                "--minimize",
+                m,
+                format!(
+                    "not a varied path; expected one of {}",
+                    vary.iter()
+                        .map(|a| a.path.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Refuses a sweep of more than [`MAX_RUNS`] runs (grid points × seeds), naming `--vary` and

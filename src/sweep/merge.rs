@@ -23,76 +23,20 @@ pub fn merge(dirs: &[PathBuf]) -> Result<Sweep, SweepError> {
         .iter()
         .map(|d| read_header(d))
         .collect::<Result<Vec<_>, _>>()?;
-    let first = &headers[0];
-    let n = first.1.n;
-    for (dir, shard, inputs) in headers.iter().map(|(h, s, _)| (&h.0, s, &h.1)) {
-        if inputs != &first.0 .1 {
-            return Err(SweepError::merge(
-                dir.display(),
-                format!(
-                    "a different sweep from {}: its {} differs; expected shards of one sweep \
-                     (same scenario and policies, --set, --vary, --seeds, --require, --minimize \
-                     and refundsim version)",
-                    first.0 .0.display(),
-                    differing_field(inputs, &first.0 .1)
-                ),
-            ));
-        }
-        if shard.n != n {
-            return Err(SweepError::merge(
-                dir.display(),
-                format!(
-                    "shard {shard} of a split into {}, but {} is shard {} of {n}; expected one \
-                     split",
-                    shard.n,
-                    first.0 .0.display(),
-                    first.1
-                ),
-            ));
-        }
-    }
-    for k in 1..=n {
-        let with: Vec<&PathBuf> = headers
-            .iter()
-            .filter(|(_, s, _)| s.k == k)
-            .map(|(h, _, _)| &h.0)
-            .collect();
-        if with.len() > 1 {
-            let names: Vec<String> = with.iter().map(|d| d.display().to_string()).collect();
-            return Err(SweepError::merge(
-                "DIR…",
-                format!(
-                    "shard {k}/{n} given twice ({}); expected each shard once",
-                    names.join(", ")
-                ),
-            ));
-        }
-    }
-    let missing: Vec<String> = (1..=n)
-        .filter(|k| !headers.iter().any(|(_, s, _)| s.k == *k))
-        .map(|k| format!("{k}/{n}"))
-        .collect();
-    if !missing.is_empty() {
-        return Err(SweepError::merge(
-            "DIR…",
-            format!(
-                "missing shard{} {}; expected all {n} shards of the sweep",
-                if missing.len() == 1 { "" } else { "s" },
-                missing.join(", ")
-            ),
-        ));
-    }
-    let inputs = first.0 .1.clone();
+    check_one_split(&headers)?;
+    check_each_shard_once(&headers)?;
+    let inputs = headers[0].inputs.clone();
     let mut runs: Vec<(usize, RunRow)> = Vec::new();
-    for ((dir, _), shard, count) in &headers {
-        let shard_runs = read_runs(dir, &inputs, *shard)?;
-        if shard_runs.len() != *count {
+    for h in &headers {
+        let shard_runs = read_runs(&h.dir, &inputs, h.shard)?;
+        if shard_runs.len() != h.runs {
             return Err(SweepError::merge(
-                dir.display(),
+                h.dir.display(),
                 format!(
-                    "runs.csv has {} runs but sweep.json says {count}; expected the files of one \
+                    "runs.csv has {} runs but sweep.json says {}; expected the files of one \
                      sweep --shard run",
-                    shard_runs.len()
+                    shard_runs.len(),
+                    h.runs
                 ),
             ));
         }
@@ -106,9 +50,91 @@ pub fn merge(dirs: &[PathBuf]) -> Result<Sweep, SweepError> {
     ))
 }
 
-/// (directory, its inputs), its shard, and the number of runs its sweep.json says it wrote.
-type Header = ((PathBuf, Inputs), Shard, usize);
+/// Refuses shards of different sweeps (inputs that differ from the first directory's) or of
+/// different splits (another N).
+fn check_one_split(headers: &[Header]) -> Result<(), SweepError> {
+    let first = &headers[0];
+    let n = first.shard.n;
+    for h in headers {
+        if h.inputs != first.inputs {
+            return Err(SweepError::merge(
+                h.dir.display(),
+                format!(
+                    "a different sweep from {}: its {} differs; expected shards of one sweep \
+                     (same scenario and policies, --set, --vary, --seeds, --require, --minimize \
+                     and refundsim version)",
+                    first.dir.display(),
+                    differing_field(&h.inputs, &first.inputs)
+                ),
+            ));
+        }
+        if h.shard.n != n {
+            return Err(SweepError::merge(
+                h.dir.display(),
+                format!(
+                    "shard {} of a split into {}, but {} is shard {} of {n}; expected one \
+                     split",
+                    h.shard,
+                    h.shard.n,
+                    first.dir.display(),
+                    first.shard
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
 
+/// Refuses a shard given twice, then shards missing from 1..N (all listed).
+fn check_each_shard_once(headers: &[Header]) -> Result<(), SweepError> {
+    let n = headers[0].shard.n;
+    for k in 1..=n {
+        let with: Vec<&PathBuf> = headers
+            .iter()
+            .filter(|h| h.shard.k == k)
+            .map(|h| &h.dir)
+            .collect();
+        if with.len() > 1 {
+            let names: Vec<String> = with.iter().map(|d| d.display().to_string()).collect();
+            return Err(SweepError::merge(
+                "DIR…",
+                format!(
+                    "shard {k}/{n} given twice ({}); expected each shard once",
+                    names.join(", ")
+                ),
+            ));
+        }
+    }
+    let missing: Vec<String> = (1..=n)
+        .filter(|k| !headers.iter().any(|h| h.shard.k == *k))
+        .map(|k| format!("{k}/{n}"))
+        .collect();
+    if !missing.is_empty() {
+        return Err(SweepError::merge(
+            "DIR…",
+            format!(
+                "missing shard{} {}; expected all {n} shards of the sweep",
+                if missing.len() == 1 { "" } else { "s" },
+                missing.join(", ")
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// What a shard directory's sweep.json says.
+struct Header {
+    /// The directory.
+    dir: PathBuf,
+    /// The sweep's inputs.
+    inputs: Inputs,
+    /// Which shard it is.
+    shard: Shard,
+    /// The number of runs it wrote.
+    runs: usize,
+}
+
+/// Reads and checks `dir`'s sweep.json: a shard's header of this format.
 fn read_header(dir: &Path) -> Result<Header, SweepError> {
     let path = dir.join("sweep.json");
     let text = crate::input::read_input(&path, "a sweep.json")
@@ -149,7 +175,12 @@ fn read_header(dir: &Path) -> Result<Header, SweepError> {
             "a whole sweep, not a shard; expected directories written by sweep --shard K/N",
         ));
     };
-    Ok(((dir.to_path_buf(), h.inputs), shard, h.runs))
+    Ok(Header {
+        dir: dir.to_path_buf(),
+        inputs: h.inputs,
+        shard,
+        runs: h.runs,
+    })
 }
 
 /// The name of the first field in which two sweeps' inputs differ.
@@ -184,47 +215,13 @@ fn read_runs(
             "its columns are not the sweep's; expected the runs.csv sweep wrote".into(),
         ));
     }
-    let seeds = inputs.seed_last - inputs.seed_first + 1;
-    let points = inputs.point_count();
-    let axes = inputs.vary.len();
     let mut out: Vec<(usize, RunRow)> = Vec::new();
     for (line, rec) in r.records().enumerate() {
         let rec = rec.map_err(|e| err(e.to_string()))?;
         let at = |m: &str| err(format!("row {}: {m}", line + 2));
-        let point: usize = rec[0].parse().map_err(|_| at("point is not a number"))?;
-        let seed: u64 = rec[axes + 1]
-            .parse()
-            .map_err(|_| at("seed is not a number"))?;
-        if point >= points || seed < inputs.seed_first || seed > inputs.seed_last {
-            return Err(at("point or seed outside the sweep"));
-        }
-        if (1..=axes).any(|i| rec[i] != inputs.values(point)[i - 1]) {
-            return Err(at("varied values do not match the point"));
-        }
-        let index = point * seeds as usize + (seed - inputs.seed_first) as usize;
-        if !shard.owns(index) {
-            return Err(at(&format!(
-                "run (point {point}, seed {seed}) is not shard {shard}'s"
-            )));
-        }
-        let values = rec
-            .iter()
-            .skip(axes + 2)
-            .map(|v| v.parse::<f64>())
-            .collect::<Result<Vec<f64>, _>>()
-            .map_err(|_| at("a metric is not a number"))?;
-        out.push((
-            index,
-            RunRow {
-                point,
-                seed,
-                values,
-            },
-        ));
+        out.push(parse_run(&rec, inputs, shard).map_err(|m| at(&m))?);
     }
-    let owned = (0..points * seeds as usize)
-        .filter(|&i| shard.owns(i))
-        .count();
+    let owned = (0..inputs.run_count()).filter(|&i| shard.owns(i)).count();
     let mut indices: Vec<usize> = out.iter().map(|(i, _)| *i).collect();
     indices.sort_unstable();
     indices.dedup();
@@ -236,4 +233,43 @@ fn read_runs(
         )));
     }
     Ok(out)
+}
+
+/// One row of a shard's runs.csv (point, the varied values, seed, the metrics) with its index
+/// in run order. The error says what is wrong with the row: a number that is none, a run
+/// outside the sweep or not the shard's, values that are not the point's.
+fn parse_run(
+    rec: &csv::StringRecord,
+    inputs: &Inputs,
+    shard: Shard,
+) -> Result<(usize, RunRow), String> {
+    let axes = inputs.vary.len();
+    let point: usize = rec[0].parse().map_err(|_| "point is not a number")?;
+    let seed: u64 = rec[axes + 1].parse().map_err(|_| "seed is not a number")?;
+    if point >= inputs.point_count() || seed < inputs.seed_first || seed > inputs.seed_last {
+        return Err("point or seed outside the sweep".into());
+    }
+    if (1..=axes).any(|i| rec[i] != inputs.values(point)[i - 1]) {
+        return Err("varied values do not match the point".into());
+    }
+    let index = point * inputs.seed_count() + (seed - inputs.seed_first) as usize;
+    if !shard.owns(index) {
+        return Err(format!(
+            "run (point {point}, seed {seed}) is not shard {shard}'s"
+        ));
+    }
+    let values = rec
+        .iter()
+        .skip(axes + 2)
+        .map(|v| v.parse::<f64>())
+        .collect::<Result<Vec<f64>, _>>()
+        .map_err(|_| "a metric is not a number")?;
+    Ok((
+        index,
+        RunRow {
+            point,
+            seed,
+            values,
+        },
+    ))
 }

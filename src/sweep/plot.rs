@@ -3,6 +3,8 @@
 //! with the safe region outlined; for each varied field, service response time p50 and p99 (means
 //! over seeds) against it, one line per value of the other fields, safe points filled.
 
+use plotters::coord::types::RangedCoordf64;
+use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -21,12 +23,18 @@ pub fn plots(s: &Sweep) -> Result<Vec<(String, String)>, String> {
     if s.inputs.vary.len() == 2 {
         let dup = s.inputs.metrics.iter().position(|n| n == DUPLICATES);
         let pd: Vec<f64> = s.points.iter().map(|p| p.p_duplicate).collect();
-        let title = format!("P(any duplicate refund) over {} seeds", seeds(s));
+        let title = format!(
+            "P(any duplicate refund) over {} seeds",
+            s.inputs.seed_count()
+        );
         out.push(("p_duplicate.svg".to_string(), heatmap(s, &title, &pd, 1.0)?));
         if let Some(d) = dup {
             let md: Vec<f64> = s.points.iter().map(|p| p.stats[d].mean).collect();
             let max = md.iter().copied().fold(0.0, f64::max).max(1.0);
-            let title = format!("Mean duplicate refund tickets over {} seeds", seeds(s));
+            let title = format!(
+                "Mean duplicate refund tickets over {} seeds",
+                s.inputs.seed_count()
+            );
             out.push(("duplicates.svg".to_string(), heatmap(s, &title, &md, max)?));
         }
     }
@@ -53,10 +61,6 @@ pub fn plot_names(inputs: &Inputs) -> Vec<String> {
     names
 }
 
-fn seeds(s: &Sweep) -> u64 {
-    s.inputs.seed_last - s.inputs.seed_first + 1
-}
-
 fn requirement_note(s: &Sweep) -> String {
     let r: Vec<String> = s.inputs.require.iter().map(|r| r.to_string()).collect();
     format!("safe: {}", r.join(" and "))
@@ -70,24 +74,23 @@ fn err(e: impl std::fmt::Display) -> String {
     format!("cannot draw a plot: {e}")
 }
 
+/// A plot's drawing area: the whole SVG image, in pixels.
+type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+
+/// A plot's chart, in plot units on both axes (a grid cell, or a varied value's column, is 1
+/// wide).
+type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
 /// A heatmap over the two varied fields (first along x), each cell's value printed in it, the
 /// safe cells' boundary drawn thick.
 fn heatmap(s: &Sweep, title: &str, values: &[f64], max: f64) -> Result<String, String> {
     let (xa, ya) = (&s.inputs.vary[0], &s.inputs.vary[1]);
     let (nx, ny) = (xa.values.len(), ya.values.len());
-    let safe = |i: usize, j: usize| s.points[i * ny + j].safe;
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, font(22))
-            .margin(20)
-            .margin_bottom(50)
-            .x_label_area_size(50)
-            .y_label_area_size(90)
-            .build_cartesian_2d(0f64..nx as f64, 0f64..ny as f64)
-            .map_err(err)?;
+        let mut chart = chart_on(&root, (title, 22), 90, (nx as f64, ny as f64))?;
         chart
             .configure_mesh()
             .disable_mesh()
@@ -98,59 +101,15 @@ fn heatmap(s: &Sweep, title: &str, values: &[f64], max: f64) -> Result<String, S
             .axis_desc_style(font(16))
             .draw()
             .map_err(err)?;
-        let cells = (0..nx).flat_map(|i| (0..ny).map(move |j| (i, j)));
-        chart
-            .draw_series(cells.clone().map(|(i, j)| {
-                let v = values[i * ny + j];
-                let c = ViridisRGB::get_color_normalized(v, 0.0, max);
-                Rectangle::new(
-                    [(i as f64, j as f64), (i as f64 + 1.0, j as f64 + 1.0)],
-                    c.filled(),
-                )
-            }))
-            .map_err(err)?;
-        chart
-            .draw_series(cells.clone().map(|(i, j)| {
-                let v = values[i * ny + j];
-                let ink: &'static RGBColor = if v / max > 0.6 { &BLACK } else { &WHITE };
-                Text::new(
-                    cell_text(v),
-                    (i as f64 + 0.5, j as f64 + 0.5),
-                    font(14)
-                        .color(ink)
-                        .pos(Pos::new(HPos::Center, VPos::Center)),
-                )
-            }))
-            .map_err(err)?;
-        let mut edges = Vec::new();
-        for (i, j) in cells.filter(|&(i, j)| safe(i, j)) {
-            let (x, y) = (i as f64, j as f64);
-            if i == 0 || !safe(i - 1, j) {
-                edges.push([(x, y), (x, y + 1.0)]);
-            }
-            if i + 1 == nx || !safe(i + 1, j) {
-                edges.push([(x + 1.0, y), (x + 1.0, y + 1.0)]);
-            }
-            if j == 0 || !safe(i, j - 1) {
-                edges.push([(x, y), (x + 1.0, y)]);
-            }
-            if j + 1 == ny || !safe(i, j + 1) {
-                edges.push([(x, y + 1.0), (x + 1.0, y + 1.0)]);
-            }
-        }
+        draw_cells(&mut chart, values, (nx, ny), max)?;
         chart
             .draw_series(
-                edges
+                safe_edges(s, nx, ny)
                     .into_iter()
                     .map(|e| PathElement::new(e.to_vec(), SAFE.stroke_width(4))),
             )
             .map_err(err)?;
-        for (i, v) in xa.values.iter().enumerate() {
-            let (px, py) = chart.backend_coord(&(i as f64 + 0.5, 0.0));
-            let style = font(14).pos(Pos::new(HPos::Center, VPos::Top));
-            root.draw(&Text::new(v.clone(), (px, py + 8), style))
-                .map_err(err)?;
-        }
+        draw_x_values(&root, &chart, &xa.values)?;
         for (j, v) in ya.values.iter().enumerate() {
             let (px, py) = chart.backend_coord(&(0.0, j as f64 + 0.5));
             let style = font(14).pos(Pos::new(HPos::Right, VPos::Center));
@@ -158,15 +117,105 @@ fn heatmap(s: &Sweep, title: &str, values: &[f64], max: f64) -> Result<String, S
                 .map_err(err)?;
         }
         let note = format!("outlined in red: {}", requirement_note(s));
-        root.draw(&Text::new(
-            note,
-            (20, SIZE.1 as i32 - 30),
-            font(15).color(&SAFE),
-        ))
-        .map_err(err)?;
+        draw_note(&root, note, font(15).color(&SAFE))?;
         root.present().map_err(err)?;
     }
     Ok(svg)
+}
+
+/// Every plot's frame on `root`: its title (text, font size in pixels), its margins, room for
+/// the x labels and `y_label_area` pixels for the y labels, and axes from 0 to `x_max` and to
+/// `y_max`, in plot units.
+fn chart_on<'a, 'b>(
+    root: &'a Area<'b>,
+    (title, title_size): (&str, u32),
+    y_label_area: u32,
+    (x_max, y_max): (f64, f64),
+) -> Result<Chart<'a, 'b>, String> {
+    ChartBuilder::on(root)
+        .caption(title, font(title_size))
+        .margin(20)
+        .margin_bottom(50)
+        .x_label_area_size(50)
+        .y_label_area_size(y_label_area)
+        .build_cartesian_2d(0f64..x_max, 0f64..y_max)
+        .map_err(err)
+}
+
+/// The heatmap's `nx` × `ny` cells, filled on the viridis scale from 0 to `max` and their value
+/// printed inside (dark ink on light cells). `values` is by point: x index × `ny` + y index.
+fn draw_cells(
+    chart: &mut Chart,
+    values: &[f64],
+    (nx, ny): (usize, usize),
+    max: f64,
+) -> Result<(), String> {
+    let cells = (0..nx).flat_map(|i| (0..ny).map(move |j| (i, j)));
+    chart
+        .draw_series(cells.clone().map(|(i, j)| {
+            let v = values[i * ny + j];
+            let c = ViridisRGB::get_color_normalized(v, 0.0, max);
+            Rectangle::new(
+                [(i as f64, j as f64), (i as f64 + 1.0, j as f64 + 1.0)],
+                c.filled(),
+            )
+        }))
+        .map_err(err)?;
+    chart
+        .draw_series(cells.map(|(i, j)| {
+            let v = values[i * ny + j];
+            let ink: &'static RGBColor = if v / max > 0.6 { &BLACK } else { &WHITE };
+            Text::new(
+                cell_text(v),
+                (i as f64 + 0.5, j as f64 + 0.5),
+                font(14)
+                    .color(ink)
+                    .pos(Pos::new(HPos::Center, VPos::Center)),
+            )
+        }))
+        .map_err(err)?;
+    Ok(())
+}
+
+/// The boundary of the safe region on the `nx` × `ny` grid, in plot units: every side of a
+/// safe cell that borders an unsafe cell or the grid's edge, cell by cell (x, then y).
+fn safe_edges(s: &Sweep, nx: usize, ny: usize) -> Vec<[(f64, f64); 2]> {
+    let safe = |i: usize, j: usize| s.points[i * ny + j].safe;
+    let cells = (0..nx).flat_map(|i| (0..ny).map(move |j| (i, j)));
+    let mut edges = Vec::new();
+    for (i, j) in cells.filter(|&(i, j)| safe(i, j)) {
+        let (x, y) = (i as f64, j as f64);
+        if i == 0 || !safe(i - 1, j) {
+            edges.push([(x, y), (x, y + 1.0)]);
+        }
+        if i + 1 == nx || !safe(i + 1, j) {
+            edges.push([(x + 1.0, y), (x + 1.0, y + 1.0)]);
+        }
+        if j == 0 || !safe(i, j - 1) {
+            edges.push([(x, y), (x + 1.0, y)]);
+        }
+        if j + 1 == ny || !safe(i, j + 1) {
+            edges.push([(x, y + 1.0), (x + 1.0, y + 1.0)]);
+        }
+    }
+    edges
+}
+
+/// The varied field's values under the x axis, each centred under its column.
+fn draw_x_values(root: &Area, chart: &Chart, values: &[String]) -> Result<(), String> {
+    for (i, v) in values.iter().enumerate() {
+        let (px, py) = chart.backend_coord(&(i as f64 + 0.5, 0.0));
+        let style = font(14).pos(Pos::new(HPos::Center, VPos::Top));
+        root.draw(&Text::new(v.clone(), (px, py + 8), style))
+            .map_err(err)?;
+    }
+    Ok(())
+}
+
+/// A note at the plot's bottom left, in `style`.
+fn draw_note(root: &Area, note: String, style: TextStyle) -> Result<(), String> {
+    root.draw(&Text::new(note, (20, SIZE.1 as i32 - 30), style))
+        .map_err(err)
 }
 
 fn cell_text(v: f64) -> String {
@@ -179,6 +228,38 @@ fn cell_text(v: f64) -> String {
     }
 }
 
+/// One line of a latency plot: the points that share every other varied field's value
+/// (`label`, `f=v, g=w`; empty when only one field varies), ordered along the plot's field.
+struct LatencyLine {
+    label: String,
+    points: Vec<usize>,
+}
+
+/// The lines of the latency plot against axis `a`, in the order their first point comes.
+fn latency_lines(s: &Sweep, a: usize) -> Vec<LatencyLine> {
+    let inputs = &s.inputs;
+    let mut lines: Vec<LatencyLine> = Vec::new();
+    for p in &s.points {
+        let idx = inputs.indices(p.point);
+        let label: Vec<String> = (0..inputs.vary.len())
+            .filter(|&b| b != a)
+            .map(|b| format!("{}={}", inputs.vary[b].path, inputs.vary[b].values[idx[b]]))
+            .collect();
+        let label = label.join(", ");
+        match lines.iter_mut().find(|l| l.label == label) {
+            Some(l) => l.points.push(p.point),
+            None => lines.push(LatencyLine {
+                label,
+                points: vec![p.point],
+            }),
+        }
+    }
+    for l in &mut lines {
+        l.points.sort_by_key(|&p| inputs.indices(p)[a]);
+    }
+    lines
+}
+
 /// Service response time p50 (thin) and p99 (thick), means over seeds, against axis `a`: one line
 /// per combination of the other fields' values; safe points filled, the others hollow.
 fn latency(s: &Sweep, a: usize) -> Result<String, String> {
@@ -189,23 +270,7 @@ fn latency(s: &Sweep, a: usize) -> Result<String, String> {
     let (Some(p50), Some(p99)) = (col(TOOL_CALL_P50), col(TOOL_CALL_P99)) else {
         return Err("the report has no service response time".into());
     };
-    // Lines: the points sharing every other axis's value, ordered along axis `a`.
-    let mut lines: Vec<(String, Vec<usize>)> = Vec::new();
-    for p in &s.points {
-        let idx = inputs.indices(p.point);
-        let label: Vec<String> = (0..inputs.vary.len())
-            .filter(|&b| b != a)
-            .map(|b| format!("{}={}", inputs.vary[b].path, inputs.vary[b].values[idx[b]]))
-            .collect();
-        let label = label.join(", ");
-        match lines.iter_mut().find(|(l, _)| *l == label) {
-            Some((_, pts)) => pts.push(p.point),
-            None => lines.push((label, vec![p.point])),
-        }
-    }
-    for (_, pts) in &mut lines {
-        pts.sort_by_key(|&p| inputs.indices(p)[a]);
-    }
+    let lines = latency_lines(s, a);
     let ymax = s
         .points
         .iter()
@@ -221,16 +286,9 @@ fn latency(s: &Sweep, a: usize) -> Result<String, String> {
         let title = format!(
             "Service response time against {} (mean over {} seeds)",
             axis.path,
-            seeds(s)
+            s.inputs.seed_count()
         );
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, font(20))
-            .margin(20)
-            .margin_bottom(50)
-            .x_label_area_size(50)
-            .y_label_area_size(80)
-            .build_cartesian_2d(0f64..n as f64, 0f64..ymax)
-            .map_err(err)?;
+        let mut chart = chart_on(&root, (&title, 20), 80, (n as f64, ymax))?;
         chart
             .configure_mesh()
             .x_labels(0)
@@ -241,34 +299,9 @@ fn latency(s: &Sweep, a: usize) -> Result<String, String> {
             .axis_desc_style(font(16))
             .draw()
             .map_err(err)?;
-        let x = |p: usize| inputs.indices(p)[a] as f64 + 0.5;
-        for (k, (label, pts)) in lines.iter().enumerate() {
+        for (k, line) in lines.iter().enumerate() {
             let color = Palette99::pick(k).to_rgba();
-            for (stat, width) in [(p99, 3), (p50, 1)] {
-                let name = if stat == p99 { "p99" } else { "p50" };
-                let series = pts.iter().map(|&p| (x(p), s.points[p].stats[stat].mean));
-                let drawn = chart
-                    .draw_series(LineSeries::new(series, color.stroke_width(width)))
-                    .map_err(err)?;
-                let legend = if label.is_empty() {
-                    name.to_string()
-                } else {
-                    format!("{name}, {label}")
-                };
-                drawn.label(legend).legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(width))
-                });
-                chart
-                    .draw_series(pts.iter().map(|&p| {
-                        let style = if s.points[p].safe {
-                            color.filled()
-                        } else {
-                            color.stroke_width(1)
-                        };
-                        Circle::new((x(p), s.points[p].stats[stat].mean), 4, style)
-                    }))
-                    .map_err(err)?;
-            }
+            draw_latency_line(&mut chart, s, a, line, color, (p50, p99))?;
         }
         chart
             .configure_series_labels()
@@ -278,19 +311,56 @@ fn latency(s: &Sweep, a: usize) -> Result<String, String> {
             .position(SeriesLabelPosition::UpperRight)
             .draw()
             .map_err(err)?;
-        for (i, v) in axis.values.iter().enumerate() {
-            let (px, py) = chart.backend_coord(&(i as f64 + 0.5, 0.0));
-            let style = font(14).pos(Pos::new(HPos::Center, VPos::Top));
-            root.draw(&Text::new(v.clone(), (px, py + 8), style))
-                .map_err(err)?;
-        }
+        draw_x_values(&root, &chart, &axis.values)?;
         let note = format!(
             "thick: p99, thin: p50 of the refunds-service response time; filled dots: {}",
             requirement_note(s)
         );
-        root.draw(&Text::new(note, (20, SIZE.1 as i32 - 30), font(14)))
-            .map_err(err)?;
+        draw_note(&root, note, font(14))?;
         root.present().map_err(err)?;
     }
     Ok(svg)
+}
+
+/// One line of the latency plot against axis `a`, in `color`: its p99 (thick) then its p50
+/// (thin) as lines with a legend entry each, and a dot per point, filled when safe. `(p50,
+/// p99)` are the metric columns of the service response time's percentiles.
+fn draw_latency_line(
+    chart: &mut Chart,
+    s: &Sweep,
+    a: usize,
+    line: &LatencyLine,
+    color: RGBAColor,
+    (p50, p99): (usize, usize),
+) -> Result<(), String> {
+    let x = |p: usize| s.inputs.indices(p)[a] as f64 + 0.5;
+    for (stat, width) in [(p99, 3), (p50, 1)] {
+        let name = if stat == p99 { "p99" } else { "p50" };
+        let series = line
+            .points
+            .iter()
+            .map(|&p| (x(p), s.points[p].stats[stat].mean));
+        let drawn = chart
+            .draw_series(LineSeries::new(series, color.stroke_width(width)))
+            .map_err(err)?;
+        let legend = if line.label.is_empty() {
+            name.to_string()
+        } else {
+            format!("{name}, {}", line.label)
+        };
+        drawn.label(legend).legend(move |(x, y)| {
+            PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(width))
+        });
+        chart
+            .draw_series(line.points.iter().map(|&p| {
+                let style = if s.points[p].safe {
+                    color.filled()
+                } else {
+                    color.stroke_width(1)
+                };
+                Circle::new((x(p), s.points[p].stats[stat].mean), 4, style)
+            }))
+            .map_err(err)?;
+    }
+    Ok(())
 }

@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use super::exec::Sweep;
+use super::shard::Shard;
 use super::table::{PointRow, DUPLICATES, TOOL_CALL_P50, TOOL_CALL_P99};
 use super::vet::{Explored, EXPLORE_CASES, EXPLORE_SEED};
 
@@ -11,40 +12,88 @@ use super::vet::{Explored, EXPLORE_CASES, EXPLORE_SEED};
 /// and p99 as means over seeds, safe or not), the safe region's size and, with `--minimize`,
 /// the chosen point.
 pub fn sweep_text(s: &Sweep) -> String {
-    let i = &s.inputs;
-    let seeds = i.seed_last - i.seed_first + 1;
-    let mut out = String::new();
-    let total = i.point_count() * seeds as usize;
     if let Some(shard) = s.shard {
-        let _ = writeln!(
-            out,
-            "sweep {}: shard {shard}, {} of {total} runs ({} × seeds {}..{})",
-            i.scenario_path,
-            s.runs.len(),
-            counted(i.point_count(), "point"),
-            i.seed_first,
-            i.seed_last
-        );
-        let _ = writeln!(
-            out,
-            "combine the shards with: refundsim merge DIR… --out DIR"
-        );
-        return out;
+        return shard_text(s, shard);
     }
+    let i = &s.inputs;
+    let mut out = String::new();
     let _ = writeln!(
         out,
         "sweep {}: {} × {} ({}..{}) = {}",
         i.scenario_path,
         counted(i.point_count(), "point"),
-        counted(seeds as usize, "seed"),
+        counted(s.inputs.seed_count(), "seed"),
         i.seed_first,
         i.seed_last,
-        counted(total, "run"),
+        counted(s.inputs.run_count(), "run"),
     );
-    let col = |n: &str| i.metrics.iter().position(|m| m == n);
-    let (dup, p50, p99) = (col(DUPLICATES), col(TOOL_CALL_P50), col(TOOL_CALL_P99));
-    let mean = |p: &PointRow, c: Option<usize>| c.map_or(f64::NAN, |c| p.stats[c].mean);
-    let mut header: Vec<String> = i.paths();
+    out.push_str(&grid_table(s));
+    let safe = s.points.iter().filter(|p| p.safe).count();
+    let reqs: Vec<String> = i.require.iter().map(|r| r.to_string()).collect();
+    let _ = writeln!(
+        out,
+        "safe ({}): {safe} of {}",
+        reqs.join(" and "),
+        counted(s.points.len(), "point")
+    );
+    let _ = writeln!(out, "{}", lint_line(s));
+    if !i.minimize.is_empty() {
+        recommendation(&mut out, s, safe);
+    }
+    out
+}
+
+/// What shard `shard` of a sweep ran, and how to combine the shards.
+fn shard_text(s: &Sweep, shard: Shard) -> String {
+    let i = &s.inputs;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "sweep {}: shard {shard}, {} of {} runs ({} × seeds {}..{})",
+        i.scenario_path,
+        s.runs.len(),
+        s.inputs.run_count(),
+        counted(i.point_count(), "point"),
+        i.seed_first,
+        i.seed_last
+    );
+    let _ = writeln!(
+        out,
+        "combine the shards with: refundsim merge DIR… --out DIR"
+    );
+    out
+}
+
+/// The columns of the sweep's metrics the text shows: duplicate tickets and the service
+/// response time's p50 and p99 (`None` when the sweep has no such metric).
+struct Shown {
+    dup: Option<usize>,
+    p50: Option<usize>,
+    p99: Option<usize>,
+}
+
+impl Shown {
+    fn of(s: &Sweep) -> Shown {
+        let col = |n: &str| s.inputs.metrics.iter().position(|m| m == n);
+        Shown {
+            dup: col(DUPLICATES),
+            p50: col(TOOL_CALL_P50),
+            p99: col(TOOL_CALL_P99),
+        }
+    }
+}
+
+/// A point's mean over seeds of metric column `c`; NaN without the column.
+fn mean(p: &PointRow, c: Option<usize>) -> f64 {
+    c.map_or(f64::NAN, |c| p.stats[c].mean)
+}
+
+/// The grid as a table, one row per point: the varied values (left-aligned), then P(dup),
+/// mean duplicate tickets, service response p50 and p99 in ms (means over seeds), safe, lint
+/// and explore (right-aligned); each column as wide as its widest cell.
+fn grid_table(s: &Sweep) -> String {
+    let shown = Shown::of(s);
+    let mut header: Vec<String> = s.inputs.paths();
     header.extend(
         [
             "P(dup)",
@@ -63,15 +112,21 @@ pub fn sweep_text(s: &Sweep) -> String {
         .map(|p| {
             let mut r = p.values.clone();
             r.push(format!("{:.2}", p.p_duplicate));
-            r.push(format!("{:.2}", mean(p, dup)));
-            r.push(format!("{:.0}", mean(p, p50)));
-            r.push(format!("{:.0}", mean(p, p99)));
+            r.push(format!("{:.2}", mean(p, shown.dup)));
+            r.push(format!("{:.0}", mean(p, shown.p50)));
+            r.push(format!("{:.0}", mean(p, shown.p99)));
             r.push(if p.safe { "yes" } else { "no" }.into());
             r.push(lint_count(&p.lint));
             r.push(p.explore.as_ref().map_or("", Explored::word).into());
             r
         })
         .collect();
+    aligned(&header, &rows, s.inputs.vary.len())
+}
+
+/// `header` and `rows` as lines of columns two spaces apart, each column as wide as its widest
+/// cell: the first `left` columns left-aligned, the others right-aligned; no trailing spaces.
+fn aligned(header: &[String], rows: &[Vec<String>], left: usize) -> String {
     let widths: Vec<usize> = (0..header.len())
         .map(|c| {
             rows.iter()
@@ -87,7 +142,7 @@ pub fn sweep_text(s: &Sweep) -> String {
             .zip(&widths)
             .enumerate()
             .map(|(c, (v, w))| {
-                if c < i.vary.len() {
+                if c < left {
                     format!("{v:<w$}")
                 } else {
                     format!("{v:>w$}")
@@ -96,34 +151,31 @@ pub fn sweep_text(s: &Sweep) -> String {
             .collect();
         parts.join("  ").trim_end().to_string()
     };
-    let _ = writeln!(out, "{}", line(&header));
-    for r in &rows {
+    let mut out = String::new();
+    for r in std::iter::once(header).chain(rows.iter().map(Vec::as_slice)) {
         let _ = writeln!(out, "{}", line(r));
     }
-    let safe = s.points.iter().filter(|p| p.safe).count();
-    let reqs: Vec<String> = i.require.iter().map(|r| r.to_string()).collect();
-    let _ = writeln!(
-        out,
-        "safe ({}): {safe} of {}",
-        reqs.join(" and "),
-        counted(s.points.len(), "point")
-    );
-    let _ = writeln!(out, "{}", lint_line(s));
-    if i.minimize.is_empty() {
-        return out;
-    }
+    out
+}
+
+/// Grid point `point` as its varied values: `executor.timeout=8s refunds_service.pool_size=3`.
+fn point_at(s: &Sweep, point: usize) -> String {
+    let i = &s.inputs;
+    i.paths()
+        .iter()
+        .zip(i.values(point))
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The `--minimize` verdict, given `safe` safe points: the recommended point with its numbers,
+/// or why there is none; then the safe points lint or explore passed over.
+fn recommendation(out: &mut String, s: &Sweep, safe: usize) {
     let order = format!(
         "smallest {}, then service response p99",
-        i.minimize.join(", then ")
+        s.inputs.minimize.join(", then ")
     );
-    let at = |point: usize| -> String {
-        i.paths()
-            .iter()
-            .zip(i.values(point))
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
     match s.best.and_then(|b| s.points.iter().find(|p| p.point == b)) {
         None if safe == 0 => {
             let _ = writeln!(
@@ -138,7 +190,7 @@ pub fn sweep_text(s: &Sweep) -> String {
                  {} passed over",
                 counted(s.skipped.len(), "safe point")
             );
-            skipped_lines(&mut out, s, &at);
+            skipped_lines(out, s);
             let _ = writeln!(
                 out,
                 "  sizing alone does not clear these: fix what they name, then sweep again"
@@ -152,36 +204,47 @@ pub fn sweep_text(s: &Sweep) -> String {
                 Some(e) => format!("lint clean, explore {}", e.describe()),
                 None => "lint clean".to_string(),
             };
+            let shown = Shown::of(s);
             let _ = writeln!(
                 out,
-                "recommended ({order}; {how}): {}\n  P(duplicate) {:.2} over {seeds} seeds, \
+                "recommended ({order}; {how}): {}\n  P(duplicate) {:.2} over {} seeds, \
                  service response time p50 {:.0} ms, p99 {:.0} ms (means over seeds)",
-                at(p.point),
+                point_at(s, p.point),
                 p.p_duplicate,
-                mean(p, p50),
-                mean(p, p99)
+                s.inputs.seed_count(),
+                mean(p, shown.p50),
+                mean(p, shown.p99)
             );
-            skipped_lines(&mut out, s, &at);
+            skipped_lines(out, s);
         }
     }
-    out
 }
 
 /// Skipped candidates shown one by one before the rest are summed up.
 const SKIPPED_SHOWN: usize = 3;
 
 /// `  skipped A=1 B=2: lint …` for the first skipped candidates, then how many more and why.
-fn skipped_lines(out: &mut String, s: &Sweep, at: &dyn Fn(usize) -> String) {
+fn skipped_lines(out: &mut String, s: &Sweep) {
     let mut linted = false;
     for k in s.skipped.iter().take(SKIPPED_SHOWN) {
         if k.by == "lint" {
-            let _ = writeln!(out, "  skipped {}: lint errors: {}", at(k.point), k.why);
+            let _ = writeln!(
+                out,
+                "  skipped {}: lint errors: {}",
+                point_at(s, k.point),
+                k.why
+            );
             if !linted {
                 let _ = writeln!(out, "    see: {}", command(s, "lint", k.point));
                 linted = true;
             }
         } else {
-            let _ = writeln!(out, "  skipped {}: explore: {}", at(k.point), k.why);
+            let _ = writeln!(
+                out,
+                "  skipped {}: explore: {}",
+                point_at(s, k.point),
+                k.why
+            );
             let _ = writeln!(
                 out,
                 "    replay: {} --cases {EXPLORE_CASES} --seed {EXPLORE_SEED}",

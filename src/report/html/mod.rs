@@ -46,7 +46,7 @@ use crate::analysis::story::story;
 use crate::error::CliError;
 use crate::history::{Event, History, Keep, Observer};
 use crate::output::{refuse_overwriting_inputs, WholeFile};
-use crate::run::{engine_for, run_recorded_with, Invocation, RunReport};
+use crate::run::{engine_for, run_recorded_with, Invocation, RunOutput, RunReport};
 use crate::scenario::{self, Scenario};
 use crate::sim::{Sim, SimTime};
 
@@ -148,6 +148,26 @@ impl Observer for Consumers {
     }
 }
 
+/// Runs `sc` on `seed` with the report's own consumers ([`Consumers`]) fed the event stream
+/// as it happens; the run's output and what they gathered.
+fn run_observed(engine: Sim, sc: &Scenario, seed: u64, how: &Invocation) -> (RunOutput, Consumers) {
+    let consumers = Rc::new(RefCell::new(Consumers {
+        timeline: Timeline::new(sc.horizon),
+        stories: DuplicateStories::new(SHOWN_STORIES),
+    }));
+    let shared: Rc<RefCell<dyn Observer>> = consumers.clone();
+    let (out, _) = run_recorded_with(engine, sc, seed, how, Keep::Nothing, (), Some(shared));
+    let gathered = std::mem::replace(
+        &mut *consumers.borrow_mut(),
+        Consumers {
+            timeline: Timeline::new(Duration::ZERO),
+            stories: DuplicateStories::new(0),
+        },
+    );
+    (out, gathered)
+}
+
+/// [`html_report`]'s page, the run by the engine `engine` builds for the scenario.
 fn html_report_by(
     opts: &HtmlOptions,
     engine: impl FnOnce(&Scenario) -> Sim,
@@ -165,27 +185,7 @@ fn html_report_by(
         .and_then(|s| humantime::parse_rfc3339(s).ok());
     let how = Invocation::new(&opts.scenario, &opts.policies, &opts.sets);
     let seed = opts.seed.unwrap_or(sc.seed);
-    let consumers = Rc::new(RefCell::new(Consumers {
-        timeline: Timeline::new(sc.horizon),
-        stories: DuplicateStories::new(SHOWN_STORIES),
-    }));
-    let shared: Rc<RefCell<dyn Observer>> = consumers.clone();
-    let (out, _) = run_recorded_with(
-        engine(&sc),
-        &sc,
-        seed,
-        &how,
-        Keep::Nothing,
-        (),
-        Some(shared),
-    );
-    let Consumers { timeline, stories } = std::mem::replace(
-        &mut *consumers.borrow_mut(),
-        Consumers {
-            timeline: Timeline::new(Duration::ZERO),
-            stories: DuplicateStories::new(0),
-        },
-    );
+    let (out, Consumers { timeline, stories }) = run_observed(engine(&sc), &sc, seed, &how);
     let series = timeline.finish();
     // The report's list is the authority on which tickets are duplicates.
     let listed = &out.report.metrics.duplicated_ticket_ids;

@@ -15,6 +15,7 @@ use super::charts::Chart;
 use super::sweep_section::sweep_section;
 use super::timeline::Series;
 use crate::history::clock_time;
+use crate::replay::Comparison;
 use crate::report::summary::dollars;
 use crate::run::{quote, Invocation, RunReport};
 use crate::scenario::Scenario;
@@ -30,10 +31,10 @@ pub(super) fn num(v: f64) -> String {
     Value::from(v).to_string()
 }
 
-/// Everything the page shows.
 /// Most recorded tickets the report lists one by one.
 const RECORDED_ROWS: usize = 200;
 
+/// Everything the page shows.
 pub(super) struct Page<'a> {
     /// The scenario as run (after policies and `--set`).
     pub sc: &'a Scenario,
@@ -333,25 +334,7 @@ impl Page<'_> {
                 c.tickets_with_other_refunds, c.rows_differing
             )
         };
-        let mut findings = String::new();
-        if !c.recording_findings.is_empty() {
-            let _ = write!(
-                findings,
-                "<div id=\"recording-findings\"><p>Findings about the recording: Stripe's rules \
-                 would have answered {} otherwise; the replay follows the recording.</p>\n<ul>\n",
-                crate::import::fields::plural(c.recording_findings.len(), "request", "requests")
-            );
-            for f in &c.recording_findings {
-                let _ = writeln!(
-                    findings,
-                    "<li>request {}: recorded {}; Stripe's rules: {}</li>",
-                    esc(&f.request),
-                    esc(&f.recorded),
-                    esc(&f.provider_rules)
-                );
-            }
-            findings.push_str("</ul></div>\n");
-        }
+        let findings = recording_findings(c);
         let _ = write!(
             h,
             "<section id=\"recording\" data-mode=\"{}\" data-matches=\"{}\" \
@@ -366,31 +349,7 @@ impl Page<'_> {
             c.replayed_refunds,
             esc(&c.sources.join(", ")),
         );
-        for t in c.tickets.iter().take(RECORDED_ROWS) {
-            let differ = t.rows.iter().filter(|r| !r.ok).count();
-            let _ = writeln!(
-                h,
-                "<tr data-ticket=\"{}\"><td class=\"n\">{}</td><td class=\"n\">{}</td>\
-                 <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
-                 <td class=\"n\">{}</td></tr>",
-                t.ticket,
-                t.ticket,
-                t.recorded_refunds,
-                t.replayed_refunds,
-                t.recorded_tool_calls,
-                t.replayed_tool_calls,
-                differ
-            );
-        }
-        h.push_str("</table>\n");
-        if c.tickets.len() > RECORDED_ROWS {
-            let _ = writeln!(
-                h,
-                "<p class=\"muted\">…and {} more tickets (<code>refundsim replay --json</code> \
-                 lists every one).</p>",
-                c.tickets.len() - RECORDED_ROWS
-            );
-        }
+        recorded_rows(h, c);
         h.push_str("</section>\n");
     }
 
@@ -652,6 +611,62 @@ fn chart_caption(id: &str) -> &'static str {
     }
 }
 
+/// The findings about a recording (requests Stripe's rules would have answered otherwise),
+/// as a list; empty when there are none.
+fn recording_findings(c: &Comparison) -> String {
+    let mut findings = String::new();
+    if c.recording_findings.is_empty() {
+        return findings;
+    }
+    let _ = write!(
+        findings,
+        "<div id=\"recording-findings\"><p>Findings about the recording: Stripe's rules \
+         would have answered {} otherwise; the replay follows the recording.</p>\n<ul>\n",
+        crate::import::fields::plural(c.recording_findings.len(), "request", "requests")
+    );
+    for f in &c.recording_findings {
+        let _ = writeln!(
+            findings,
+            "<li>request {}: recorded {}; Stripe's rules: {}</li>",
+            esc(&f.request),
+            esc(&f.recorded),
+            esc(&f.provider_rules)
+        );
+    }
+    findings.push_str("</ul></div>\n");
+    findings
+}
+
+/// The recorded tickets' rows of the recording's table (at most [`RECORDED_ROWS`]), the
+/// table's end, and a count of the tickets left out.
+fn recorded_rows(h: &mut String, c: &Comparison) {
+    for t in c.tickets.iter().take(RECORDED_ROWS) {
+        let differ = t.rows.iter().filter(|r| !r.ok).count();
+        let _ = writeln!(
+            h,
+            "<tr data-ticket=\"{}\"><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+             <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+             <td class=\"n\">{}</td></tr>",
+            t.ticket,
+            t.ticket,
+            t.recorded_refunds,
+            t.replayed_refunds,
+            t.recorded_tool_calls,
+            t.replayed_tool_calls,
+            differ
+        );
+    }
+    h.push_str("</table>\n");
+    if c.tickets.len() > RECORDED_ROWS {
+        let _ = writeln!(
+            h,
+            "<p class=\"muted\">…and {} more tickets (<code>refundsim replay --json</code> \
+             lists every one).</p>",
+            c.tickets.len() - RECORDED_ROWS
+        );
+    }
+}
+
 /// One key number.
 struct Kpi {
     id: &'static str,
@@ -663,29 +678,46 @@ struct Kpi {
     bad: bool,
 }
 
+impl Kpi {
+    /// A count, `bad` or not.
+    fn count(id: &'static str, label: &'static str, n: u64, bad: bool) -> Kpi {
+        Kpi {
+            id,
+            label,
+            value: n.to_string(),
+            text: n.to_string(),
+            bad,
+        }
+    }
+
+    /// A count of harm: bad when above 0.
+    fn harm(id: &'static str, label: &'static str, n: u64) -> Kpi {
+        Kpi::count(id, label, n, n > 0)
+    }
+
+    /// A service response time percentile `v` in ms, shown rounded; its raw value as `run
+    /// --json` prints `latency.tool_call.KEY` in `json` (the same f64, the same text).
+    fn ms(id: &'static str, label: &'static str, json: &Value, key: &str, v: f64) -> Kpi {
+        Kpi {
+            id,
+            label,
+            value: json_number(json, &["latency", "tool_call", key]).unwrap_or_else(|| num(v)),
+            text: format!("{v:.0} ms"),
+            bad: false,
+        }
+    }
+}
+
+/// The page's key numbers, in order: the harm the run did (bad when above 0), then its
+/// volume and latency. `json` is the report as `run --json` prints it (the raw latencies).
 fn kpis(r: &RunReport, json: &Value) -> Vec<Kpi> {
     let m = &r.metrics;
-    let count = |id, label, n: u64, bad: bool| Kpi {
-        id,
-        label,
-        value: n.to_string(),
-        text: n.to_string(),
-        bad,
-    };
-    // As `run --json` prints it (the same f64, the same text).
-    let ms = |id, label, key: &str, v: f64| Kpi {
-        id,
-        label,
-        value: json_number(json, &["latency", "tool_call", key]).unwrap_or_else(|| num(v)),
-        text: format!("{v:.0} ms"),
-        bad: false,
-    };
+    let p = &m.latency.tool_call;
     vec![
-        count(
+        Kpi::harm(
             "duplicate-tickets",
             "duplicate-refund tickets",
             m.duplicate_refund_tickets,
-            m.duplicate_refund_tickets > 0,
         ),
         Kpi {
             id: "over-refund",
@@ -694,46 +726,33 @@ fn kpis(r: &RunReport, json: &Value) -> Vec<Kpi> {
             text: dollars(m.over_refund_cents),
             bad: m.over_refund_cents > 0,
         },
-        count(
-            "extra-refunds",
-            "extra refunds",
-            m.extra_refunds,
-            m.extra_refunds > 0,
-        ),
-        count("tickets", "tickets", m.tickets, false),
-        count("tool-calls", "tool calls", m.tool_calls, false),
-        count(
+        Kpi::harm("extra-refunds", "extra refunds", m.extra_refunds),
+        Kpi::count("tickets", "tickets", m.tickets, false),
+        Kpi::count("tool-calls", "tool calls", m.tool_calls, false),
+        Kpi::count(
             "executor-timeouts",
             "executor timeouts",
             m.executor_timeouts,
             false,
         ),
-        count("retries", "model retries", m.retries, false),
-        count(
-            "false-failures",
-            "false failures",
-            m.false_failures,
-            m.false_failures > 0,
-        ),
-        count(
-            "lost-refunds",
-            "lost refunds",
-            m.lost_refunds,
-            m.lost_refunds > 0,
-        ),
-        ms(
+        Kpi::count("retries", "model retries", m.retries, false),
+        Kpi::harm("false-failures", "false failures", m.false_failures),
+        Kpi::harm("lost-refunds", "lost refunds", m.lost_refunds),
+        Kpi::ms(
             "latency-p50",
             "service response time p50",
+            json,
             "p50_ms",
-            m.latency.tool_call.p50_ms,
+            p.p50_ms,
         ),
-        ms(
+        Kpi::ms(
             "latency-p99",
             "service response time p99",
+            json,
             "p99_ms",
-            m.latency.tool_call.p99_ms,
+            p.p99_ms,
         ),
-        count(
+        Kpi::count(
             "max-pool-queue-depth",
             "max pool queue depth",
             m.max_pool_queue_depth,

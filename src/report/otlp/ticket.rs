@@ -51,6 +51,20 @@ impl TicketSpans {
     /// Takes in one of the ticket's events; returns the span it ended, if any.
     pub fn record(&mut self, ctx: &Context, e: &Event) -> Option<(Side, Span)> {
         let t = e.t_ns.as_nanos();
+        match &e.kind {
+            EventKind::ToolCall { .. }
+            | EventKind::ExecutorTimeout { .. }
+            | EventKind::ToolResult { .. }
+            | EventKind::ModelDecision { .. } => Some((Side::Agent, self.agent_event(ctx, e, t)?)),
+            _ => Some((Side::Service, self.service_event(ctx, e, t)?)),
+        }
+    }
+
+    /// The agent's side of event `e` at `t` (ns): a tool call starts its `execute_tool` span
+    /// and the executor's timeout marks it; its result ends it (and, when not ok, starts the
+    /// `chat` span of the model reading it), which the model's decision ends. The span it
+    /// ended, if any.
+    fn agent_event(&mut self, ctx: &Context, e: &Event, t: u64) -> Option<Span> {
         let attempt = e.attempt;
         match &e.kind {
             EventKind::ToolCall { tool, amount_cents } => {
@@ -88,22 +102,38 @@ impl TicketSpans {
                     shown,
                     at: t,
                 };
-                Some((
-                    Side::Agent,
-                    tool_span(ctx, &self.trace, self.ticket, &call, &result),
-                ))
+                Some(tool_span(ctx, &self.trace, self.ticket, &call, &result))
             }
             EventKind::ModelDecision { .. } => {
                 let chat = take(&mut self.chats, |c| Some(c.attempt) == attempt)?;
-                Some((Side::Agent, chat_span(ctx, &self.trace, &chat, t)))
+                Some(chat_span(ctx, &self.trace, &chat, t))
             }
+            _ => None,
+        }
+    }
+
+    /// The refunds service's side of event `e` at `t` (ns): a request starts its SERVER span,
+    /// which a pool timeout, a dropped request or a crash marks and the service's response
+    /// ends; a request to Stripe starts a CLIENT span, which Stripe's answer ends. The span it
+    /// ended, if any.
+    fn service_event(&mut self, ctx: &Context, e: &Event, t: u64) -> Option<Span> {
+        match &e.kind {
             EventKind::ServiceRequest { .. } => {
                 self.service_request(e, t);
                 None
             }
-            EventKind::PoolTimeout { .. } => self.mark(e.call, |s| s.pool_timeout = true),
-            EventKind::RequestDropped => self.mark(e.call, |s| s.dropped = true),
-            EventKind::ServiceCrash { .. } => self.mark(e.call, |s| s.crashed = true),
+            EventKind::PoolTimeout { .. } => {
+                self.mark(e.call, |s| s.pool_timeout = true);
+                None
+            }
+            EventKind::RequestDropped => {
+                self.mark(e.call, |s| s.dropped = true);
+                None
+            }
+            EventKind::ServiceCrash { .. } => {
+                self.mark(e.call, |s| s.crashed = true);
+                None
+            }
             EventKind::StripeRequest {
                 idempotency_key,
                 sdk_try,
@@ -125,13 +155,19 @@ impl TicketSpans {
                     outcome: *outcome,
                     at: t,
                 };
-                Some((Side::Service, client_span(ctx, &self.trace, &req, &answer)))
+                Some(client_span(ctx, &self.trace, &req, &answer))
             }
             EventKind::ServiceResponse { ok, error, .. } => {
                 let call = e.call?;
                 let req = take(&mut self.servers, |s| s.call == call)?;
-                let span = server_span(ctx, &self.trace, &req, *ok, t, error.as_deref());
-                Some((Side::Service, span))
+                Some(server_span(
+                    ctx,
+                    &self.trace,
+                    &req,
+                    *ok,
+                    t,
+                    error.as_deref(),
+                ))
             }
             _ => None,
         }
@@ -195,12 +231,10 @@ impl TicketSpans {
     }
 
     /// Applies `f` to the open SERVER span of `call`.
-    fn mark(&mut self, call: Option<u64>, f: impl FnOnce(&mut OpenServer)) -> Option<(Side, Span)> {
-        let call = call?;
-        if let Some(s) = find(&mut self.servers, |s| s.call == call) {
+    fn mark(&mut self, call: Option<u64>, f: impl FnOnce(&mut OpenServer)) {
+        if let Some(s) = call.and_then(|c| find(&mut self.servers, |s| s.call == c)) {
             f(s);
         }
-        None
     }
 
     fn next_id(&mut self) -> SpanId {

@@ -12,7 +12,7 @@
 //! the same agent run: model, framework or executor retry) and at the late response.
 
 use super::json::{metadata, Args, Line};
-use super::ticket::{Mark, Owner, Slice, TicketEvents};
+use super::ticket::{Mark, Owner, Request, Slice, TicketEvents, ToolCall};
 use super::TICKETS_PID;
 use crate::model::deliveries::DUPLICATE_ATTEMPT_BASE;
 use crate::model::humans::HUMAN_ATTEMPT_BASE;
@@ -109,6 +109,17 @@ impl Forest {
         self.nodes[parent].children = kids;
     }
 
+    /// Nests slice `s` in `parent` after a sibling that ended at `after`, ns: moved to start
+    /// no earlier than `after` and to lie inside the parent (a track shows only properly
+    /// nested slices). The child's node.
+    fn nest_after(&mut self, parent: usize, after: u64, s: Slice) -> usize {
+        let (lo, hi) = (self.nodes[parent].start, self.nodes[parent].end);
+        let (start, end) = clamp(s.start.max(after), s.end.unwrap_or(s.start), lo, hi);
+        let child = self.add(Node::of(s, start, end));
+        self.push_child(parent, child);
+        child
+    }
+
     /// The deepest node among `among` (and below) that contains `ts`.
     fn deepest(&self, among: &[usize], ts: u64) -> Option<usize> {
         let n = *among
@@ -167,6 +178,9 @@ struct Builder {
 }
 
 impl Builder {
+    /// The forest of ticket `t` (whatever it left open closed first): its tool calls with
+    /// their timeouts, its requests with their parts (nested in their tool call when they
+    /// fit), and its dashboard refunds; the roots by start.
     fn new(t: &mut TicketEvents) -> Builder {
         t.close_all();
         let mut b = Builder {
@@ -176,76 +190,83 @@ impl Builder {
             requests: Vec::new(),
             manual: Vec::new(),
         };
-        let mut roots = Vec::new();
         for tc in std::mem::take(&mut t.tool_calls) {
-            let (s, e) = (tc.slice.start, tc.slice.end.unwrap_or(tc.slice.start));
-            let node = b.f.add(Node::of(tc.slice, s, e));
-            let mut prev = s;
-            for to in tc.timeouts {
-                let fired = to.slice.end.unwrap_or(to.slice.start);
-                let (ts, te) = clamp(to.slice.start.max(prev), fired, s, e);
-                prev = te;
-                let child = b.f.add(Node::of(to.slice, ts, te));
-                b.f.push_child(node, child);
-                b.timeouts.push(TimeoutNode {
-                    node: child,
-                    call: to.call,
-                    fired,
-                    attempt: tc.attempt,
-                });
-            }
-            b.tool_calls.push((tc.attempt, node));
-            roots.push(node);
+            b.add_tool_call(tc);
         }
         for r in std::mem::take(&mut t.requests) {
-            let (s, e) = (r.slice.start, r.slice.end.unwrap_or(r.slice.start));
-            let node = b.f.add(Node::of(r.slice, s, e));
-            let mut prev = s;
-            for p in r.parts {
-                let (ps, pe) = clamp(p.start.max(prev), p.end.unwrap_or(p.start), s, e);
-                prev = pe;
-                let child = b.f.add(Node::of(p, ps, pe));
-                b.f.push_child(node, child);
-            }
-            let late_mark = r.late.then(|| {
-                let mark = Slice {
-                    name: LATE_FLOW.into(),
-                    cat: "service",
-                    start: e,
-                    end: Some(e),
-                    args: Args::default().u("call", r.call),
-                };
-                let m = b.f.add(Node::of(mark, e, e));
-                b.f.push_child(node, m);
-                m
-            });
-            let parent = r.attempt.and_then(|a| {
-                b.tool_calls
-                    .iter()
-                    .rev()
-                    .find(|&&(at, n)| at == a && b.f.nodes[n].start <= s)
-                    .map(|&(_, n)| n)
-            });
-            if !parent.is_some_and(|p| b.f.try_nest(p, node)) {
-                roots.push(node);
-            }
-            b.requests.push(RequestNode {
-                node,
-                call: r.call,
-                attempt: r.attempt,
-                start: s,
-                late_mark,
-            });
+            b.add_request(r);
         }
         for m in std::mem::take(&mut t.manual) {
             let (s, e) = (m.start, m.end.unwrap_or(m.start));
             let node = b.f.add(Node::of(m, s, e));
             b.manual.push(node);
-            roots.push(node);
+            b.f.roots.push(node);
         }
-        roots.sort_by_key(|&n| b.f.nodes[n].start);
-        b.f.roots = roots;
+        let Forest { nodes, roots } = &mut b.f;
+        roots.sort_by_key(|&n| nodes[n].start);
         b
+    }
+
+    /// A tool call as a root, its executor timeouts nested inside it one after another.
+    fn add_tool_call(&mut self, tc: ToolCall) {
+        let (s, e) = (tc.slice.start, tc.slice.end.unwrap_or(tc.slice.start));
+        let node = self.f.add(Node::of(tc.slice, s, e));
+        let mut prev = s;
+        for to in tc.timeouts {
+            let fired = to.slice.end.unwrap_or(to.slice.start);
+            let child = self.f.nest_after(node, prev, to.slice);
+            prev = self.f.nodes[child].end;
+            self.timeouts.push(TimeoutNode {
+                node: child,
+                call: to.call,
+                fired,
+                attempt: tc.attempt,
+            });
+        }
+        self.tool_calls.push((tc.attempt, node));
+        self.f.roots.push(node);
+    }
+
+    /// A request with its pool waits and Stripe calls nested inside it one after another, and
+    /// a `late response` mark at its end when it answered late. It goes inside the latest tool
+    /// call of its attempt that started before it when it fits there, else it is a root.
+    fn add_request(&mut self, r: Request) {
+        let (s, e) = (r.slice.start, r.slice.end.unwrap_or(r.slice.start));
+        let node = self.f.add(Node::of(r.slice, s, e));
+        let mut prev = s;
+        for p in r.parts {
+            let child = self.f.nest_after(node, prev, p);
+            prev = self.f.nodes[child].end;
+        }
+        let late_mark = r.late.then(|| {
+            let mark = Slice {
+                name: LATE_FLOW.into(),
+                cat: "service",
+                start: e,
+                end: Some(e),
+                args: Args::default().u("call", r.call),
+            };
+            let m = self.f.add(Node::of(mark, e, e));
+            self.f.push_child(node, m);
+            m
+        });
+        let parent = r.attempt.and_then(|a| {
+            self.tool_calls
+                .iter()
+                .rev()
+                .find(|&&(at, n)| at == a && self.f.nodes[n].start <= s)
+                .map(|&(_, n)| n)
+        });
+        if !parent.is_some_and(|p| self.f.try_nest(p, node)) {
+            self.f.roots.push(node);
+        }
+        self.requests.push(RequestNode {
+            node,
+            call: r.call,
+            attempt: r.attempt,
+            start: s,
+            late_mark,
+        });
     }
 
     /// Draws the arrows of every timeout; ids from `ids`.
@@ -307,28 +328,8 @@ pub(super) struct Laid {
 pub(super) fn lay_out(mut t: TicketEvents, ids: &mut Ids) -> Laid {
     let mut b = Builder::new(&mut t);
     b.flows(ids);
-    // Top-level spans on the lowest track free at their start.
-    let mut lane_end: Vec<u64> = Vec::new();
-    let mut lane_of_root = Vec::new();
-    for &n in &b.f.roots {
-        let (s, e) = (b.f.nodes[n].start, b.f.nodes[n].end);
-        let lane = match lane_end.iter().position(|&end| end <= s) {
-            Some(l) => l,
-            None => {
-                lane_end.push(0);
-                lane_end.len() - 1
-            }
-        };
-        lane_end[lane] = e;
-        lane_of_root.push(lane);
-    }
-    let lanes = lane_end.len().max(1);
-    let mut lane_roots: Vec<Vec<usize>> = vec![Vec::new(); lanes];
-    let mut lane_of = vec![0usize; b.f.nodes.len()];
-    for (&n, &lane) in b.f.roots.iter().zip(&lane_of_root) {
-        lane_roots[lane].push(n);
-        mark_lane(&b.f, n, lane, &mut lane_of);
-    }
+    let (lane_roots, lane_of) = lanes_of_roots(&b.f);
+    let lanes = lane_roots.len();
     // Point events into the deepest span containing them on their owner's track.
     let mut lane_marks: Vec<Vec<usize>> = vec![Vec::new(); lanes];
     for (i, m) in t.marks.iter().enumerate() {
@@ -342,24 +343,7 @@ pub(super) fn lay_out(mut t: TicketEvents, ids: &mut Ids) -> Laid {
     let mut lines: Vec<(u64, String)> = Vec::new();
     for lane in 0..lanes {
         let tid = ids.tid();
-        let name = if lane == 0 {
-            format!("ticket {}", t.id)
-        } else {
-            format!("ticket {} ({})", t.id, lane + 1)
-        };
-        let sort = t.ordinal.saturating_mul(1000).saturating_add(lane as u64);
-        metadata_lines.push(metadata(
-            TICKETS_PID,
-            Some(tid),
-            "thread_name",
-            &Args::default().s("name", name),
-        ));
-        metadata_lines.push(metadata(
-            TICKETS_PID,
-            Some(tid),
-            "thread_sort_index",
-            &Args::default().u("sort_index", sort),
-        ));
+        metadata_lines.extend(track_metadata(&t, lane, tid));
         let w = Writer {
             f: &b.f,
             marks: &t.marks,
@@ -375,6 +359,59 @@ pub(super) fn lay_out(mut t: TicketEvents, ids: &mut Ids) -> Laid {
     }
 }
 
+/// Puts each top-level span of `f` on the lowest track (lane) free at its start: the roots of
+/// each lane (at least one lane, maybe empty), and the lane of every node.
+fn lanes_of_roots(f: &Forest) -> (Vec<Vec<usize>>, Vec<usize>) {
+    let mut lane_end: Vec<u64> = Vec::new();
+    let mut lane_of_root = Vec::new();
+    for &n in &f.roots {
+        let (s, e) = (f.nodes[n].start, f.nodes[n].end);
+        let lane = match lane_end.iter().position(|&end| end <= s) {
+            Some(l) => l,
+            None => {
+                lane_end.push(0);
+                lane_end.len() - 1
+            }
+        };
+        lane_end[lane] = e;
+        lane_of_root.push(lane);
+    }
+    let lanes = lane_end.len().max(1);
+    let mut lane_roots: Vec<Vec<usize>> = vec![Vec::new(); lanes];
+    let mut lane_of = vec![0usize; f.nodes.len()];
+    for (&n, &lane) in f.roots.iter().zip(&lane_of_root) {
+        lane_roots[lane].push(n);
+        mark_lane(f, n, lane, &mut lane_of);
+    }
+    (lane_roots, lane_of)
+}
+
+/// The `M` events that name ticket `t`'s track `lane` (0-based; thread `tid`) and sort it
+/// after the tracks of tickets seen before it.
+fn track_metadata(t: &TicketEvents, lane: usize, tid: u32) -> [String; 2] {
+    let name = if lane == 0 {
+        format!("ticket {}", t.id)
+    } else {
+        format!("ticket {} ({})", t.id, lane + 1)
+    };
+    let sort = t.ordinal.saturating_mul(1000).saturating_add(lane as u64);
+    [
+        metadata(
+            TICKETS_PID,
+            Some(tid),
+            "thread_name",
+            &Args::default().s("name", name),
+        ),
+        metadata(
+            TICKETS_PID,
+            Some(tid),
+            "thread_sort_index",
+            &Args::default().u("sort_index", sort),
+        ),
+    ]
+}
+
+/// Puts node `n` and everything nested in it on track `lane`.
 fn mark_lane(f: &Forest, n: usize, lane: usize, lane_of: &mut [usize]) {
     lane_of[n] = lane;
     for &c in &f.nodes[n].children {

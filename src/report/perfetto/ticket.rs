@@ -127,6 +127,28 @@ impl TicketEvents {
             (None, None, _) => Owner::Ticket,
         };
         match &e.kind {
+            EventKind::ToolCall { .. }
+            | EventKind::ToolResult { .. }
+            | EventKind::ExecutorTimeout { .. } => self.tool_call_span(e, t, owner),
+            EventKind::ServiceRequest { .. } | EventKind::ServiceResponse { .. } => {
+                self.request_span(e, t);
+            }
+            EventKind::PoolWait { .. }
+            | EventKind::PoolAcquire { .. }
+            | EventKind::PoolTimeout { .. }
+            | EventKind::PoolRelease => self.pool_wait_span(e, t, connection),
+            EventKind::StripeRequest { .. } | EventKind::StripeResponse { .. } => {
+                self.stripe_span(e, t);
+            }
+            other => self.point(t, other, owner),
+        }
+    }
+
+    /// A tool call's span (`tool_call` opens it, `tool_result` closes it) and the executor
+    /// timeouts inside it; a timeout outside any tool call of its attempt becomes a mark on
+    /// `owner`'s track. `t` is the event's time, ns; other kinds are not this span's.
+    fn tool_call_span(&mut self, e: &Event, t: u64, owner: Owner) {
+        match &e.kind {
             EventKind::ToolCall { tool, amount_cents } => {
                 let attempt = e.attempt.unwrap_or(0);
                 self.tool_calls.push(ToolCall {
@@ -158,6 +180,32 @@ impl TicketEvents {
                         .close(t, &format!(" → {}", outcome_name(*outcome)), args);
                 }
             }
+            EventKind::ExecutorTimeout { after_ns, action } => {
+                let slice = Slice {
+                    name: format!("executor timeout {} ms", millis(*after_ns)),
+                    cat: "executor",
+                    start: t.saturating_sub(*after_ns),
+                    end: Some(t),
+                    args: Args::default()
+                        .u("after_ns", *after_ns)
+                        .s("action", action.as_str())
+                        .u("call", e.call.unwrap_or(0)),
+                };
+                let call = e.call;
+                match self.tool_call(e.attempt) {
+                    Some(tc) => tc.timeouts.push(Timeout { call, slice }),
+                    None => self.mark(t, slice.name, "executor", slice.args, owner),
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A refunds-service request's span: `service_request` opens it, `service_response` closes
+    /// it (and any of its parts still open, as unfinished), noting a late ("zombie") answer.
+    /// `t` is the event's time, ns; other kinds are not this span's.
+    fn request_span(&mut self, e: &Event, t: u64) {
+        match &e.kind {
             EventKind::ServiceRequest { exec_try, via } => {
                 let call = e.call.unwrap_or(0);
                 let mut args = Args::default()
@@ -187,26 +235,36 @@ impl TicketEvents {
                 late,
                 latency_ns,
             } => {
-                if let Some(r) = self.request(e.call) {
-                    r.late = *late;
-                    for p in &mut r.parts {
-                        p.close(t, "", Args::default().b("unfinished", true));
-                    }
-                    let verdict = if *ok { "ok" } else { "error" };
-                    let suffix = if *late {
-                        format!(" → {verdict} (late)")
-                    } else {
-                        format!(" → {verdict}")
-                    };
-                    let args = Args::default()
-                        .b("ok", *ok)
-                        .opt("refund_id", refund_id.as_deref())
-                        .opt("error", error.as_deref())
-                        .b("late", *late)
-                        .u("latency_ns", *latency_ns);
-                    r.slice.close(t, &suffix, args);
+                let Some(r) = self.request(e.call) else {
+                    return;
+                };
+                r.late = *late;
+                for p in &mut r.parts {
+                    p.close(t, "", Args::default().b("unfinished", true));
                 }
+                let verdict = if *ok { "ok" } else { "error" };
+                let suffix = if *late {
+                    format!(" → {verdict} (late)")
+                } else {
+                    format!(" → {verdict}")
+                };
+                let args = Args::default()
+                    .b("ok", *ok)
+                    .opt("refund_id", refund_id.as_deref())
+                    .opt("error", error.as_deref())
+                    .b("late", *late)
+                    .u("latency_ns", *latency_ns);
+                r.slice.close(t, &suffix, args);
             }
+            _ => {}
+        }
+    }
+
+    /// A request's pool wait: `pool_wait` opens it, `pool_acquire` (on `connection`, 1-based)
+    /// or `pool_timeout` closes it; `pool_release` shows nothing. `t` is the event's time, ns;
+    /// other kinds are not this span's.
+    fn pool_wait_span(&mut self, e: &Event, t: u64, connection: Option<u32>) {
+        match &e.kind {
             EventKind::PoolWait { queue_depth } => {
                 if let Some(r) = self.request(e.call) {
                     let args = Args::default().u("queue_depth", u64::from(*queue_depth));
@@ -226,7 +284,15 @@ impl TicketEvents {
                 let args = Args::default().u("waited_ns", *waited_ns);
                 self.close_part(e.call, "pool wait", t, " → acquire timeout", args);
             }
-            EventKind::PoolRelease => {}
+            _ => {}
+        }
+    }
+
+    /// A Stripe `POST /v1/refunds`: inside its request, or, with no request (a human's
+    /// dashboard refund), on a track of its own. `t` is the event's time, ns; other kinds are
+    /// not this span's.
+    fn stripe_span(&mut self, e: &Event, t: u64) {
+        match &e.kind {
             EventKind::StripeRequest {
                 idempotency_key,
                 business_id,
@@ -273,150 +339,19 @@ impl TicketEvents {
                     m.close(t, &suffix, args);
                 }
             }
-            EventKind::ExecutorTimeout { after_ns, action } => {
-                let slice = Slice {
-                    name: format!("executor timeout {} ms", millis(*after_ns)),
-                    cat: "executor",
-                    start: t.saturating_sub(*after_ns),
-                    end: Some(t),
-                    args: Args::default()
-                        .u("after_ns", *after_ns)
-                        .s("action", action.as_str())
-                        .u("call", e.call.unwrap_or(0)),
-                };
-                let call = e.call;
-                match self.tool_call(e.attempt) {
-                    Some(tc) => tc.timeouts.push(Timeout { call, slice }),
-                    None => self.mark(t, slice.name, "executor", slice.args, owner),
-                }
-            }
-            other => self.point(t, other, owner),
+            _ => {}
         }
     }
 
     /// The point events: everything that is not a span's start or end.
     fn point(&mut self, t: u64, kind: &EventKind, owner: Owner) {
-        let a = Args::default();
-        let (name, cat, args) = match kind {
-            EventKind::TicketOpened {
-                amount_cents,
-                charge_amount_cents,
-                phase,
-            } => (
-                "ticket opened".to_string(),
-                "ticket",
-                a.u("amount_cents", *amount_cents)
-                    .u("charge_amount_cents", *charge_amount_cents)
-                    .s("phase", phase.as_str()),
-            ),
-            EventKind::Delivered {
-                event_id,
-                duplicate,
-            } => (
-                if *duplicate {
-                    format!("duplicate delivery {event_id}")
-                } else {
-                    format!("delivered {event_id}")
-                },
-                "ticket",
-                a.b("duplicate", *duplicate),
-            ),
-            EventKind::DeliveryDeduped { event_id } => (
-                format!("duplicate delivery {event_id} dropped"),
-                "ticket",
-                a,
-            ),
-            EventKind::LayerRetry {
-                layer,
-                layer_try,
-                reason,
-                backoff_ns,
-            } => (
-                format!("{layer} retry {layer_try} ({reason})"),
-                "layer",
-                a.u("backoff_ns", *backoff_ns),
-            ),
-            EventKind::LayerBudgetExhausted { layer, layer_try } => (
-                format!("{layer} retry budget exhausted"),
-                "layer",
-                a.u("layer_try", u64::from(*layer_try)),
-            ),
-            EventKind::LayerTimeout {
-                layer,
-                layer_try,
-                after_ns,
-            } => (
-                format!("{layer} per-try timeout {} ms", millis(*after_ns)),
-                "layer",
-                a.u("layer_try", u64::from(*layer_try))
-                    .u("after_ns", *after_ns),
-            ),
-            EventKind::RequestDropped => ("dropped: deadline passed".into(), "service", a),
-            EventKind::LlmError => ("LLM error reading the result".into(), "agent", a),
-            EventKind::ServiceCrash { refund_id } => (
-                "service crashed after Stripe's 200".into(),
-                "service",
-                a.s("refund_id", refund_id.as_str()),
-            ),
-            EventKind::RefundCreated {
-                refund_id,
-                amount_cents,
-                status,
-                moves_money,
-                by,
-            } => (
-                format!("refund created {refund_id}"),
-                "stripe",
-                a.u("amount_cents", *amount_cents)
-                    .s("status", status.as_str())
-                    .b("moves_money", *moves_money)
-                    .s("by", by.as_str()),
-            ),
-            EventKind::RefundSettled {
-                refund_id, status, ..
-            } => (
-                format!("refund settled {refund_id} → {status}"),
-                "stripe",
-                a,
-            ),
-            EventKind::Probe { status, error } => {
-                let (s, id) = probe_status(status);
-                (
-                    format!("probe → {s}"),
-                    "executor",
-                    a.s("status", s)
-                        .opt("refund_id", id)
-                        .opt("error", error.as_deref()),
-                )
-            }
-            EventKind::ModelDecision { decision, text } => (
-                format!(
-                    "model: {}",
-                    match decision {
-                        Decision::Retry => "retry",
-                        Decision::Escalate => "escalate",
-                    }
-                ),
-                "agent",
-                a.s("text", text.as_ref()),
-            ),
-            EventKind::Escalation { reason } => {
-                ("escalated".into(), "agent", a.s("reason", reason.as_str()))
-            }
-            EventKind::Human { action } => (
-                format!(
-                    "human: {}",
-                    match action {
-                        HumanAction::FoundExisting => "found the refund",
-                        HumanAction::ManualRefund => "manual refund",
-                        HumanAction::RerunTool => "re-ran the tool",
-                    }
-                ),
-                "human",
-                a,
-            ),
+        let Some((name, cat, args)) = ticket_point(kind)
+            .or_else(|| call_path_point(kind))
+            .or_else(|| provider_point(kind))
+            .or_else(|| agent_point(kind))
+        else {
             // Spans and the run-wide alert are handled by the caller.
-            _ => return,
+            return;
         };
         // A refund created by a dashboard refund goes on that refund's track.
         let owner = match (kind, owner) {
@@ -501,4 +436,162 @@ fn probe_status(s: &TicketStatus) -> (&'static str, Option<&str>) {
         TicketStatus::Refunded { refund_id } => ("refunded", Some(refund_id.as_str())),
         TicketStatus::Unknown => ("unknown", None),
     }
+}
+
+/// A point event as a mark shows it: its name, its category (`cat`) and its args.
+type Point = (String, &'static str, Args);
+
+/// The ticket's own points: opened, and each delivery of its triggering event (delivered,
+/// duplicate, or dropped by the consumer's dedup). `None` for other kinds.
+fn ticket_point(kind: &EventKind) -> Option<Point> {
+    let a = Args::default();
+    Some(match kind {
+        EventKind::TicketOpened {
+            amount_cents,
+            charge_amount_cents,
+            phase,
+        } => (
+            "ticket opened".to_string(),
+            "ticket",
+            a.u("amount_cents", *amount_cents)
+                .u("charge_amount_cents", *charge_amount_cents)
+                .s("phase", phase.as_str()),
+        ),
+        EventKind::Delivered {
+            event_id,
+            duplicate,
+        } => (
+            if *duplicate {
+                format!("duplicate delivery {event_id}")
+            } else {
+                format!("delivered {event_id}")
+            },
+            "ticket",
+            a.b("duplicate", *duplicate),
+        ),
+        EventKind::DeliveryDeduped { event_id } => (
+            format!("duplicate delivery {event_id} dropped"),
+            "ticket",
+            a,
+        ),
+        _ => return None,
+    })
+}
+
+/// The call path's points: an added layer's retry, spent retry budget and per-try timeout, a
+/// request dropped past its deadline, and a service crash after Stripe's 200. `None` for other
+/// kinds.
+fn call_path_point(kind: &EventKind) -> Option<Point> {
+    let a = Args::default();
+    Some(match kind {
+        EventKind::LayerRetry {
+            layer,
+            layer_try,
+            reason,
+            backoff_ns,
+        } => (
+            format!("{layer} retry {layer_try} ({reason})"),
+            "layer",
+            a.u("backoff_ns", *backoff_ns),
+        ),
+        EventKind::LayerBudgetExhausted { layer, layer_try } => (
+            format!("{layer} retry budget exhausted"),
+            "layer",
+            a.u("layer_try", u64::from(*layer_try)),
+        ),
+        EventKind::LayerTimeout {
+            layer,
+            layer_try,
+            after_ns,
+        } => (
+            format!("{layer} per-try timeout {} ms", millis(*after_ns)),
+            "layer",
+            a.u("layer_try", u64::from(*layer_try))
+                .u("after_ns", *after_ns),
+        ),
+        EventKind::RequestDropped => ("dropped: deadline passed".into(), "service", a),
+        EventKind::ServiceCrash { refund_id } => (
+            "service crashed after Stripe's 200".into(),
+            "service",
+            a.s("refund_id", refund_id.as_str()),
+        ),
+        _ => return None,
+    })
+}
+
+/// Stripe's points: a refund object created, and a pending one settled. `None` for other
+/// kinds.
+fn provider_point(kind: &EventKind) -> Option<Point> {
+    let a = Args::default();
+    Some(match kind {
+        EventKind::RefundCreated {
+            refund_id,
+            amount_cents,
+            status,
+            moves_money,
+            by,
+        } => (
+            format!("refund created {refund_id}"),
+            "stripe",
+            a.u("amount_cents", *amount_cents)
+                .s("status", status.as_str())
+                .b("moves_money", *moves_money)
+                .s("by", by.as_str()),
+        ),
+        EventKind::RefundSettled {
+            refund_id, status, ..
+        } => (
+            format!("refund settled {refund_id} → {status}"),
+            "stripe",
+            a,
+        ),
+        _ => return None,
+    })
+}
+
+/// The agent's and the people's points: the LLM failing to read a result, the executor's
+/// status probe, the model's decision, the escalation, and what a human did. `None` for other
+/// kinds.
+fn agent_point(kind: &EventKind) -> Option<Point> {
+    let a = Args::default();
+    Some(match kind {
+        EventKind::LlmError => ("LLM error reading the result".into(), "agent", a),
+        EventKind::Probe { status, error } => {
+            let (s, id) = probe_status(status);
+            (
+                format!("probe → {s}"),
+                "executor",
+                a.s("status", s)
+                    .opt("refund_id", id)
+                    .opt("error", error.as_deref()),
+            )
+        }
+        EventKind::ModelDecision { decision, text } => (
+            format!(
+                "model: {}",
+                match decision {
+                    Decision::Retry => "retry",
+                    Decision::Escalate => "escalate",
+                }
+            ),
+            "agent",
+            a.s("text", text.as_ref()),
+        ),
+        EventKind::Escalation { reason } => {
+            ("escalated".into(), "agent", a.s("reason", reason.as_str()))
+        }
+        EventKind::Human { action } => (
+            format!(
+                "human: {}",
+                match action {
+                    HumanAction::FoundExisting => "found the refund",
+                    HumanAction::ManualRefund => "manual refund",
+                    HumanAction::RerunTool => "re-ran the tool",
+                }
+            ),
+            "human",
+            a,
+        ),
+        _ => return None,
+    })
 }
