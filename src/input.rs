@@ -26,15 +26,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// The default largest scenario, policy, tool definition, lint input or `sweep.json`, bytes
 /// (16 MiB): the incident's scenario is 3 KB, a scenario with a recorded replay of a day at one
 /// ticket a second about 14 MB. Raised with `--max-input-mb` ([`set_max_input_bytes`]).
-pub const DEFAULT_MAX_INPUT_BYTES: u64 = 16 << 20;
+pub(crate) const DEFAULT_MAX_INPUT_BYTES: u64 = 16 << 20;
 
 /// The flag that raises the limits, for messages.
-pub const MAX_INPUT_FLAG: &str = "--max-input-mb MB";
+pub(crate) const MAX_INPUT_FLAG: &str = "--max-input-mb MB";
 
 /// serde_json's nesting limit: arrays and objects at most 128 levels inside each other. It is
 /// fixed (serde_json's `unbounded_depth` would need a stack of its own); a scenario nests about
 /// 6 levels, an OTLP trace about 10.
-pub const NESTING_LIMIT: usize = 128;
+pub(crate) const NESTING_LIMIT: usize = 128;
 
 /// The limit set with [`set_max_input_bytes`], bytes; 0: none set, the defaults apply.
 static MAX_INPUT_BYTES: AtomicU64 = AtomicU64::new(0);
@@ -49,13 +49,13 @@ pub fn set_max_input_bytes(n: Option<u64>) {
 }
 
 /// The limit [`set_max_input_bytes`] set, if any.
-pub fn max_input_override() -> Option<u64> {
+pub(crate) fn max_input_override() -> Option<u64> {
     Some(MAX_INPUT_BYTES.load(Ordering::Relaxed)).filter(|&n| n > 0)
 }
 
 /// The largest scenario, policy, tool definition, lint input or `sweep.json` now, bytes:
 /// [`DEFAULT_MAX_INPUT_BYTES`] unless [`set_max_input_bytes`] set another.
-pub fn max_input_bytes() -> u64 {
+pub(crate) fn max_input_bytes() -> u64 {
     max_input_override().unwrap_or(DEFAULT_MAX_INPUT_BYTES)
 }
 
@@ -148,7 +148,7 @@ pub fn read_input(path: &Path, what: &'static str) -> Result<Vec<u8>, InputError
 }
 
 /// Whether `e` is serde_json's nesting limit (`recursion limit exceeded`).
-pub fn is_nesting_limit(e: &serde_json::Error) -> bool {
+pub(crate) fn is_nesting_limit(e: &serde_json::Error) -> bool {
     e.classify() == serde_json::error::Category::Syntax
         && e.to_string().starts_with("recursion limit exceeded")
 }
@@ -156,7 +156,7 @@ pub fn is_nesting_limit(e: &serde_json::Error) -> bool {
 /// serde_json's `recursion limit exceeded` in words: that it is a nesting limit, the limit,
 /// and where it was reached when `at` says (`column 128`; an error whose location already
 /// names the line and column passes `None`). `None` for any other error.
-pub fn nesting_message(e: &serde_json::Error, at: Option<&str>) -> Option<String> {
+pub(crate) fn nesting_message(e: &serde_json::Error, at: Option<&str>) -> Option<String> {
     if !is_nesting_limit(e) {
         return None;
     }

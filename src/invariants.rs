@@ -42,7 +42,7 @@ impl Percentiles {
 }
 
 /// Significant decimal digits the latency histograms keep (HDR's precision).
-pub const LATENCY_SIGFIGS: u8 = 3;
+pub(crate) const LATENCY_SIGFIGS: u8 = 3;
 
 /// An online latency sample in nanoseconds: an HDR histogram (memory fixed by its range and
 /// [`LATENCY_SIGFIGS`], not by the sample size) plus the exact maximum.
@@ -53,7 +53,7 @@ pub const LATENCY_SIGFIGS: u8 = 3;
 /// to overflow (far beyond what the run budget admits); one that did would saturate (see
 /// [`LatencyHistogram::record`]).
 #[derive(Clone, Debug)]
-pub struct LatencyHistogram {
+pub(crate) struct LatencyHistogram {
     h: hdrhistogram::Histogram<u32>,
     max: u64,
 }
@@ -449,7 +449,7 @@ pub const MAX_LISTED_IDS: usize = 1000;
 
 /// Keeps the `MAX_LISTED_IDS` smallest ids of a set, ascending.
 #[derive(Clone, Debug, Default)]
-pub struct CappedIds(BTreeSet<u64>);
+pub(crate) struct CappedIds(BTreeSet<u64>);
 
 impl CappedIds {
     /// Adds `id`, dropping the largest id when over the cap.
@@ -474,7 +474,7 @@ impl CappedIds {
 /// Closing tickets early or never gives the same metrics, as long as no event names a ticket
 /// after it closed.
 #[derive(Default)]
-pub struct Evaluator {
+pub(crate) struct Evaluator {
     rules: EvalRules,
     m: Metrics,
     inv: Invariants,
@@ -1005,7 +1005,7 @@ impl Invariants {
 }
 
 /// The invariants of DESIGN §3, in order.
-pub const INVARIANTS: &[&str] = &[
+pub(crate) const INVARIANTS: &[&str] = &[
     "at_most_one_refund_per_ticket",
     "no_over_refund",
     "no_lost_refund",
@@ -1041,7 +1041,7 @@ pub struct ExpectationResult {
 
 /// Metrics that count harm (an invariant's violations): a lower bound on one asserts that the
 /// scenario reproduces a failure.
-pub const HARM_METRICS: &[&str] = &[
+pub(crate) const HARM_METRICS: &[&str] = &[
     "duplicate_refund_tickets",
     "extra_refunds",
     "over_refund_cents",
@@ -1055,7 +1055,7 @@ pub const HARM_METRICS: &[&str] = &[
 /// Whether a lower bound `lower` on `metric` asserts a failure: `lower` above 0 on one of
 /// [`HARM_METRICS`] (the incident's `duplicate_refund_tickets ≥ 1`). Such a bound that holds
 /// reads `reproduced`, not `ok`, in `run`, `check`, `--json` and the HTML.
-pub fn asserts_harm(metric: &str, lower: f64) -> bool {
+pub(crate) fn asserts_harm(metric: &str, lower: f64) -> bool {
     lower > 0.0 && HARM_METRICS.contains(&metric)
 }
 

@@ -78,7 +78,7 @@ pub fn write_whole(
 /// must outlive a borrow, such as a trace streamed while a run goes on: write to the handle
 /// [`WholeFile::create`] returns, then [`WholeFile::commit`]. Dropping it uncommitted leaves
 /// no file behind (a device is written in place and cannot be taken back).
-pub struct WholeFile {
+pub(crate) struct WholeFile {
     target: PathBuf,
     tmp: Option<tempfile::NamedTempFile>,
 }
@@ -224,7 +224,7 @@ fn default_permissions() -> fs::Permissions {
 }
 
 /// Whether `a` and `b` name the same existing file (so an output never overwrites an input).
-pub fn same_file(a: &Path, b: &Path) -> bool {
+pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
     matches!((fs::canonicalize(a), fs::canonicalize(b)), (Ok(x), Ok(y)) if x == y)
 }
 

@@ -22,7 +22,7 @@ use crate::scenario::{RecordedCall, RecordedTicket, Replay};
 use crate::sim::SimTime;
 
 /// How far a replayed instant may be from the recorded one, ns (1 ms: logs print milliseconds).
-pub const TOLERANCE_NS: u64 = 1_000_000;
+pub(crate) const TOLERANCE_NS: u64 = 1_000_000;
 
 /// What a run did on one model attempt of a recorded ticket.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -372,7 +372,7 @@ fn labelled(mut f: RecordingFinding, labels: &BTreeMap<u64, String>) -> Recordin
 /// idempotency_key` is not the mode the recording was imported with (`replay.key_mode`), and
 /// the recorded waits for a connection when `refunds_service.pool_size` is not the recorded
 /// one (scaled; see [`crate::scenario::Replay::wait_scale`]).
-pub fn replaced_facts(sc: &crate::scenario::Scenario) -> Vec<String> {
+pub(crate) fn replaced_facts(sc: &crate::scenario::Scenario) -> Vec<String> {
     let Some(r) = &sc.replay else {
         return Vec::new();
     };

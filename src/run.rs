@@ -72,7 +72,7 @@ pub fn quote(s: &str) -> String {
 }
 
 /// The JSON report's format version: 2 since layers (version 1 had no `schema_version` field).
-pub const REPORT_SCHEMA_VERSION: u32 = 2;
+pub(crate) const REPORT_SCHEMA_VERSION: u32 = 2;
 
 /// The report of one run (`refundsim run --json`). Metric names are flattened to the top level.
 #[derive(Clone, Debug, Serialize)]
@@ -163,7 +163,7 @@ pub fn story_of(
 
 /// Engine events between two calls of a [`run_with_progress`] observer: often enough for a
 /// progress bar, rare enough to cost nothing measurable.
-pub const PROGRESS_EVERY_EVENTS: u64 = 16_384;
+pub(crate) const PROGRESS_EVERY_EVENTS: u64 = 16_384;
 
 /// [`run`], telling `observer` the virtual time reached every [`PROGRESS_EVERY_EVENTS`] engine
 /// events (for a progress bar over `0..horizon`; the clock may pass the horizon while in-flight
@@ -182,7 +182,7 @@ pub fn run_with_progress(
 }
 
 /// The engine a scenario asks for: plain, or exploring under its `tie_break` section.
-pub fn engine_for(scenario: &Scenario) -> Sim {
+pub(crate) fn engine_for(scenario: &Scenario) -> Sim {
     match &scenario.tie_break {
         None => Sim::new(),
         Some(tb) => Sim::exploring(
@@ -194,14 +194,14 @@ pub fn engine_for(scenario: &Scenario) -> Sim {
 
 /// [`run`] on a given engine, e.g. one in exploration mode ([`Sim::exploring`]), keeping every
 /// event.
-pub fn run_on(engine: Sim, scenario: &Scenario, seed: u64, how: &Invocation) -> RunOutput {
+pub(crate) fn run_on(engine: Sim, scenario: &Scenario, seed: u64, how: &Invocation) -> RunOutput {
     run_recorded(engine, scenario, seed, how, Keep::All, ()).0
 }
 
 /// An output a run streams its events to as they happen (a trace file, an export): it reads
 /// every event and every ticket's closing, in the run's order, and never changes the run.
 /// `()` is no output; `report::Sinks` are the files `refundsim run` writes.
-pub trait Sink {
+pub(crate) trait Sink {
     /// One event, as it happens.
     fn event(&mut self, e: &Event);
     /// Ticket `id` closed: no later event names it.
@@ -272,7 +272,7 @@ impl<S: Sink> Observer for Recorder<S> {
 /// The general form: runs on `engine`, keeps what `keep` selects, and streams every event to
 /// `sinks` as it happens. Returns the output and the sinks (for `report::Sinks`, check each
 /// stream's `finish` for I/O errors).
-pub fn run_recorded<S: Sink + Default + 'static>(
+pub(crate) fn run_recorded<S: Sink + Default + 'static>(
     engine: Sim,
     scenario: &Scenario,
     seed: u64,
@@ -288,7 +288,7 @@ pub fn run_recorded<S: Sink + Default + 'static>(
 /// consumers, such as the HTML report's timelines and duplicated tickets' stories. `extra`
 /// only reads the stream: the output is exactly [`run_recorded`]'s. The caller keeps a clone
 /// of the `Rc` to read its consumer after the run.
-pub fn run_recorded_with<S: Sink + Default + 'static>(
+pub(crate) fn run_recorded_with<S: Sink + Default + 'static>(
     engine: Sim,
     scenario: &Scenario,
     seed: u64,

@@ -105,7 +105,7 @@ pub fn mmc(q: &QueueInputs, t_s: f64) -> Option<WaitEstimate> {
 
 /// The Allen–Cunneen approximation for `q` and threshold `t_s` seconds (see the module docs);
 /// `None` when ρ ≥ 1.
-pub fn allen_cunneen(q: &QueueInputs, t_s: f64) -> Option<WaitEstimate> {
+pub(crate) fn allen_cunneen(q: &QueueInputs, t_s: f64) -> Option<WaitEstimate> {
     let m = mmc(q, t_s)?;
     let factor = (q.arrival_cv.powi(2) + q.service_cv.powi(2)) / 2.0;
     let mean_wait_s = m.mean_wait_s * factor;
@@ -160,7 +160,7 @@ impl PoolOracle {
 /// p50 and p99 (as the model draws it: mean e^{μ+σ²/2}, variance mean²·(e^{σ²} − 1)); a
 /// constant's value and 0; an exponential's mean and mean²; the samples' mean and (population)
 /// variance; a script's `otherwise` (its scripted requests are a handful among many).
-pub fn latency_moments(d: &LatencyDist) -> (f64, f64) {
+pub(crate) fn latency_moments(d: &LatencyDist) -> (f64, f64) {
     match d {
         LatencyDist::Lognormal { p50, p99 } => {
             let (mu, sigma) = lognormal_params(p50.as_secs_f64(), p99.as_secs_f64());
@@ -186,7 +186,7 @@ pub fn latency_moments(d: &LatencyDist) -> (f64, f64) {
 
 /// The ticket arrival rate averaged over the horizon, per second: the schedule's expected
 /// arrivals inside the horizon (or the recorded tickets opened inside it) / horizon.
-pub fn mean_ticket_rate(s: &Scenario) -> f64 {
+pub(crate) fn mean_ticket_rate(s: &Scenario) -> f64 {
     let horizon = s.horizon.as_secs_f64();
     if horizon <= 0.0 {
         return 0.0;
@@ -209,7 +209,7 @@ pub fn mean_ticket_rate(s: &Scenario) -> f64 {
 /// The busiest ticket rate, per second, and how long it lasts, seconds: the schedule phase
 /// with the highest rate (the first of equals; its part inside the horizon), or for recorded
 /// tickets the busiest 10 s window.
-pub fn peak_ticket_rate(s: &Scenario) -> (f64, f64) {
+pub(crate) fn peak_ticket_rate(s: &Scenario) -> (f64, f64) {
     let a = &s.arrivals;
     if !a.tickets.is_empty() {
         let mut t: Vec<Duration> = a.tickets.iter().map(|t| t.opened_at).collect();
@@ -235,7 +235,7 @@ pub fn peak_ticket_rate(s: &Scenario) -> (f64, f64) {
 }
 
 /// The pool's queue inputs at ticket rate `ticket_rate` (see the module docs).
-pub fn pool_inputs(s: &Scenario, ticket_rate: f64) -> QueueInputs {
+pub(crate) fn pool_inputs(s: &Scenario, ticket_rate: f64) -> QueueInputs {
     let bg_rate = s.background_load.rate_per_s;
     let lambda = ticket_rate + bg_rate;
     let (m_t, v_t) = latency_moments(&s.stripe.latency);
@@ -282,7 +282,7 @@ pub fn pool_oracle(s: &Scenario) -> Vec<PoolOracle> {
 
 /// Text rows `(key, value)` of one oracle entry: its inputs, then each estimate or why there
 /// is none. Shared by the run summary and `lint`.
-pub fn oracle_rows(o: &PoolOracle) -> Vec<(String, String)> {
+pub(crate) fn oracle_rows(o: &PoolOracle) -> Vec<(String, String)> {
     let q = &o.inputs;
     let load = match o.load {
         "mean" => "queueing inputs, mean load".to_string(),
@@ -322,7 +322,7 @@ pub fn oracle_rows(o: &PoolOracle) -> Vec<(String, String)> {
 }
 
 /// The simulated rows of a run: mean wait, P(wait > t) and utilisation.
-pub fn simulated_rows(
+pub(crate) fn simulated_rows(
     mean_wait_ms: f64,
     over_t: f64,
     utilisation: f64,

@@ -66,7 +66,11 @@ pub fn first_violation(sc: &Scenario, out: &RunOutput) -> Option<Violation> {
 }
 
 /// [`first_violation`] among the invariants `names` (e.g. [`CLAIM`]).
-pub fn first_violation_of(names: &[&str], sc: &Scenario, out: &RunOutput) -> Option<Violation> {
+pub(crate) fn first_violation_of(
+    names: &[&str],
+    sc: &Scenario,
+    out: &RunOutput,
+) -> Option<Violation> {
     let origin = sc
         .clock_origin
         .as_deref()
@@ -128,7 +132,11 @@ pub fn check_on_claim(engine: Sim, sc: &Scenario) -> Result<(), Violation> {
 }
 
 /// Runs `sc` on a given engine and checks the invariants `names`.
-pub fn check_on_invariants(names: &[&str], engine: Sim, sc: &Scenario) -> Result<(), Violation> {
+pub(crate) fn check_on_invariants(
+    names: &[&str],
+    engine: Sim,
+    sc: &Scenario,
+) -> Result<(), Violation> {
     let out = run_on(engine, sc, sc.seed, &Default::default());
     first_violation_of(names, sc, &out).map_or(Ok(()), Err)
 }

@@ -23,7 +23,7 @@ use crate::scenario::{
 ///   (`status_source: provider`), no SDK network retries nor stripe-node's retry of a dropped
 ///   connection (they would resend with a key the provider ignores), and no `abort_in_flight`
 ///   (the service would forget a call the provider may still commit).
-pub fn provider_mitigation(s: &mut Scenario) {
+pub(crate) fn provider_mitigation(s: &mut Scenario) {
     let svc = &mut s.refunds_service;
     match s.provider.kind {
         ProviderKind::Stripe => {}
@@ -56,7 +56,7 @@ pub fn incident(s: &mut Scenario) {
 }
 
 /// Per-ticket key only.
-pub fn key_only(s: &mut Scenario) {
+pub(crate) fn key_only(s: &mut Scenario) {
     incident(s);
     s.refunds_service.idempotency_key = KeyMode::PerTicket;
 }
@@ -68,20 +68,20 @@ pub fn probe_only(s: &mut Scenario) {
 }
 
 /// Retries only for idempotent tools, with the Stripe SDK's network retries on.
-pub fn idempotent_retries_only(s: &mut Scenario) {
+pub(crate) fn idempotent_retries_only(s: &mut Scenario) {
     incident(s);
     s.agent.retry.applies_to = AppliesTo::IdempotentTools;
     s.refunds_service.stripe_client.max_network_retries = 2;
 }
 
 /// 15 s executor timeout only.
-pub fn timeout_15s_only(s: &mut Scenario) {
+pub(crate) fn timeout_15s_only(s: &mut Scenario) {
     incident(s);
     s.executor.timeout = Duration::from_secs(15);
 }
 
 /// Pool of 8 connections only.
-pub fn pool_resize_only(s: &mut Scenario) {
+pub(crate) fn pool_resize_only(s: &mut Scenario) {
     incident(s);
     s.refunds_service.pool_size = 8;
 }
@@ -161,7 +161,7 @@ pub fn keys_and_probe(s: &mut Scenario) {
 
 /// [`keys_and_probe`] without [`provider_mitigation`]: the claim's premise as written for
 /// Stripe, applied whatever the provider.
-pub fn keys_and_probe_unmitigated(s: &mut Scenario) {
+pub(crate) fn keys_and_probe_unmitigated(s: &mut Scenario) {
     let kind = s.provider.kind;
     s.provider.kind = ProviderKind::Stripe;
     keys_and_probe(s);

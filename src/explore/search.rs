@@ -259,7 +259,7 @@ pub fn explore(base: &Scenario, opts: &ExploreOptions, on_case: impl Fn()) -> Ou
 /// [`explore`] without shrinking: the first failing case as generated, in at most
 /// `opts.cases` runs and no more (what `sweep` asks of a recommended point). `explore` with
 /// the same options finds the same case first and shrinks it.
-pub fn explore_unshrunk(base: &Scenario, opts: &ExploreOptions) -> Outcome {
+pub(crate) fn explore_unshrunk(base: &Scenario, opts: &ExploreOptions) -> Outcome {
     search(base, opts, 0, || ())
 }
 

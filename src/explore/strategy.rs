@@ -470,7 +470,7 @@ pub fn millis(v: u64) -> Duration {
 /// How a generated world delivers each ticket's triggering event, and what its service does
 /// with a key conflict (two handlers racing on one key).
 #[derive(Clone, Debug)]
-pub struct DeliveryDraw {
+pub(crate) struct DeliveryDraw {
     /// `deliveries.duplicate_probability`: 0, 1 or anything between (shrinks toward 0).
     pub duplicate_probability: f64,
     /// `deliveries.duplicate_delay` (constant), ms: often within a Stripe call, so the two
@@ -483,7 +483,7 @@ pub struct DeliveryDraw {
 }
 
 /// The deliveries draw of [`world_with_deliveries`].
-pub fn delivery_draw() -> impl Strategy<Value = DeliveryDraw> {
+pub(crate) fn delivery_draw() -> impl Strategy<Value = DeliveryDraw> {
     (
         prop_oneof![Just(0.0), Just(1.0), 0.0f64..=1.0],
         prop_oneof![1u64..=500, bounds::LATENCY_MS],
@@ -499,7 +499,7 @@ pub fn delivery_draw() -> impl Strategy<Value = DeliveryDraw> {
 }
 
 /// Writes `d` into `s`.
-pub fn apply_deliveries(s: &mut Scenario, d: &DeliveryDraw) {
+pub(crate) fn apply_deliveries(s: &mut Scenario, d: &DeliveryDraw) {
     use crate::scenario::{ConsumerDedup, LatencyDist, OnKeyConflict};
     s.deliveries.duplicate_probability = d.duplicate_probability;
     s.deliveries.duplicate_delay = LatencyDist::constant(millis(d.delay_ms.max(1)));

@@ -153,7 +153,7 @@ pub struct MetricDiff {
 }
 
 /// Parses `METRIC=VALUE` (a metric of `METRICS`, a finite number).
-pub fn parse_tolerance(arg: &str) -> Result<(String, f64), GateError> {
+pub(crate) fn parse_tolerance(arg: &str) -> Result<(String, f64), GateError> {
     let err = |message: String| GateError::Tolerance {
         arg: arg.to_string(),
         message,

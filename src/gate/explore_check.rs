@@ -99,7 +99,7 @@ pub fn explores(sc: &Scenario) -> bool {
 }
 
 /// Explores `sc` with `cases` cases and the fixed seed, and judges the result.
-pub fn explore_check(sc: &Scenario, how: &Invocation, cases: u32) -> ExploreCheck {
+pub(crate) fn explore_check(sc: &Scenario, how: &Invocation, cases: u32) -> ExploreCheck {
     let opts = ExploreOptions {
         cases,
         seed: EXPLORE_SEED,

@@ -10,7 +10,7 @@ pub fn mean(xs: &[f64]) -> f64 {
 }
 
 /// Sample variance (n − 1 denominator); 0 for fewer than two values.
-pub fn variance(xs: &[f64]) -> f64 {
+pub(crate) fn variance(xs: &[f64]) -> f64 {
     if xs.len() < 2 {
         return 0.0;
     }
@@ -50,7 +50,7 @@ pub fn t975(df: f64) -> f64 {
 }
 
 /// Degrees of freedom beyond which [`t975`] is the normal quantile: 10⁵.
-pub const T_NORMAL_DF: f64 = 1e5;
+pub(crate) const T_NORMAL_DF: f64 = 1e5;
 
 /// A mean with its 95 % confidence interval.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]

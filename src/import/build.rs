@@ -451,7 +451,7 @@ fn rfc3339(origin: UnixNs) -> String {
 }
 
 /// The instant `clock_origin` names, ns since the Unix epoch (`None` when absent or invalid).
-pub fn origin_of(s: &Scenario) -> Option<UnixNs> {
+pub(crate) fn origin_of(s: &Scenario) -> Option<UnixNs> {
     let t = humantime::parse_rfc3339_weak(s.clock_origin.as_deref()?).ok()?;
     let d = t.duration_since(UNIX_EPOCH).ok()?;
     i64::try_from(d.as_nanos()).ok()

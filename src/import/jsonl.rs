@@ -203,7 +203,7 @@ pub fn read(name: &str, text: &str, opts: &ImportOptions) -> Result<Recording, I
 ///
 /// # Errors
 /// As [`read`], and the lines' own errors (a line too long, not UTF-8, unreadable).
-pub fn read_lines(
+pub(crate) fn read_lines(
     name: &str,
     lines: impl Iterator<Item = Result<String, ImportError>>,
     opts: &ImportOptions,

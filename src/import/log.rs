@@ -52,7 +52,7 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 ///
 /// # Errors
 /// `date` is not a valid `YYYY-MM-DD`.
-pub fn midnight(date: &str) -> Result<i64, String> {
+pub(crate) fn midnight(date: &str) -> Result<i64, String> {
     let bad = || format!("expected a date YYYY-MM-DD, got {}", shown(date));
     let parts: Vec<&str> = date.split('-').collect();
     let [y, m, d] = parts[..] else {
@@ -186,7 +186,7 @@ pub fn read(name: &str, text: &str, opts: &ImportOptions) -> Result<Recording, I
 ///
 /// # Errors
 /// As [`read`], and the lines' own errors (a line too long, not UTF-8, unreadable).
-pub fn read_lines(
+pub(crate) fn read_lines(
     name: &str,
     lines: impl Iterator<Item = Result<String, ImportError>>,
     opts: &ImportOptions,

@@ -54,11 +54,11 @@ pub use tool_args::{ArgumentNames, AMOUNT_ARGUMENTS, TICKET_ARGUMENTS};
 /// Largest input file read whole, bytes (256 MiB): an OTLP/JSON document. A larger one is
 /// refused with a message rather than read into memory; logs, JSON lines and refund exports are
 /// streamed, and bounded by [`MAX_RECORDS`]. `--max-input-mb` sets another ([`max_whole_bytes`]).
-pub const MAX_INPUT_BYTES: u64 = 256 << 20;
+pub(crate) const MAX_INPUT_BYTES: u64 = 256 << 20;
 
 /// The largest recording read whole now: [`MAX_INPUT_BYTES`], unless `--max-input-mb` set
 /// another ([`crate::input::set_max_input_bytes`]).
-pub fn max_whole_bytes() -> u64 {
+pub(crate) fn max_whole_bytes() -> u64 {
     crate::input::max_input_override().unwrap_or(MAX_INPUT_BYTES)
 }
 
@@ -327,7 +327,7 @@ pub fn read_files(
 ///
 /// # Errors
 /// As [`read_files`].
-pub fn read_files_with_progress(
+pub(crate) fn read_files_with_progress(
     paths: &[std::path::PathBuf],
     format: Option<Format>,
     opts: &ImportOptions,
@@ -479,11 +479,11 @@ fn open_counted<'p>(
 
 /// Longest line a streamed reader accepts, bytes (16 MiB): a longer one is refused rather than
 /// read into memory.
-pub const MAX_LINE_BYTES: usize = 16 << 20;
+pub(crate) const MAX_LINE_BYTES: usize = 16 << 20;
 
 /// The lines of a streamed file, each checked: at most [`MAX_LINE_BYTES`], UTF-8; errors name
 /// the file and the line.
-pub struct LineReader<R> {
+pub(crate) struct LineReader<R> {
     name: String,
     input: R,
     line: u64,

@@ -63,7 +63,7 @@ pub fn read(name: &str, text: &str, opts: &ImportOptions) -> Result<Recording, I
 ///
 /// # Errors
 /// As [`read`], and the lines' own errors.
-pub fn read_lines(
+pub(crate) fn read_lines(
     name: &str,
     lines: impl Iterator<Item = Result<String, ImportError>>,
     opts: &ImportOptions,

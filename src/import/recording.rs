@@ -228,7 +228,7 @@ pub struct Recording {
 /// How many warnings of one kind an import keeps and prints (5); the rest are counted and
 /// summed up in one line, "… and 455,899 more like this", so a file of junk lines gives a
 /// screen of warnings, not 84 MB of them.
-pub const WARNINGS_PER_KIND: usize = 5;
+pub(crate) const WARNINGS_PER_KIND: usize = 5;
 
 /// Words after which a warning names the record it is about (`ticket T-100000:`, `refund
 /// re_0001 is …`, `span 00f1 of trace 4bf9 …`): the same warning about another record is the
@@ -246,7 +246,7 @@ const SUBJECTS: [&str; 4] = ["ticket", "refund", "span", "trace"];
 /// - the identifier after `ticket`, `refund`, `span` or `trace` (when it has a digit) is `#`:
 ///   the record the warning is about;
 /// - a quoted text (`"GET /healthz 200"`) is `"…"`.
-pub fn warning_kind(message: &str) -> String {
+pub(crate) fn warning_kind(message: &str) -> String {
     let chars: Vec<char> = message.chars().collect();
     let ident = |c: char| c.is_alphanumeric() || c == '_';
     let mut out = String::with_capacity(message.len());
@@ -343,7 +343,7 @@ fn id_end(chars: &[char], i: usize) -> usize {
 /// `warnings` with at most [`WARNINGS_PER_KIND`] of each kind (the first in file and line
 /// order), then one line per kind that had more, at the first one not kept: "… and N more
 /// like this: KIND". `suppressed` adds the readers' own uncounted ones.
-pub fn compact_warnings(
+pub(crate) fn compact_warnings(
     mut warnings: Vec<Warning>,
     suppressed: &std::collections::BTreeMap<String, (u64, Source)>,
 ) -> Vec<Warning> {

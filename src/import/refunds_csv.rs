@@ -59,7 +59,7 @@ pub fn read(name: &str, text: &str, opts: &ImportOptions) -> Result<Recording, I
 ///
 /// # Errors
 /// As [`read`], and the reader's own errors.
-pub fn read_from(
+pub(crate) fn read_from(
     name: &str,
     input: impl std::io::Read,
     opts: &ImportOptions,

@@ -227,7 +227,7 @@ fn schema_properties(schema: Option<&Value>) -> Vec<String> {
 }
 
 /// The parameters of tool `tool` in the scenario's tool definitions; `None` when it has none.
-pub fn parameters_in_scenario(tools: &[ToolDefinition], tool: &str) -> Option<Vec<String>> {
+pub(crate) fn parameters_in_scenario(tools: &[ToolDefinition], tool: &str) -> Option<Vec<String>> {
     let t = tools.iter().find(|t| t.name == tool)?;
     let names = schema_properties(t.input_schema.as_ref().or(t.parameters.as_ref()));
     (!names.is_empty()).then_some(names)
@@ -236,7 +236,7 @@ pub fn parameters_in_scenario(tools: &[ToolDefinition], tool: &str) -> Option<Ve
 /// One tool definition of a `--tool-definition` file: the tool's name, its parameter names
 /// and where it is.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Definition {
+pub(crate) struct Definition {
     /// The tool's name.
     pub name: String,
     /// Its parameter names, in name order.
@@ -254,7 +254,7 @@ pub struct Definition {
 /// # Errors
 /// The file cannot be read, is not JSON, or holds something that is not a tool definition (the
 /// message names the file, the line and path of the value, and the shapes expected).
-pub fn read_definitions(path: &Path) -> Result<Vec<Definition>, ImportError> {
+pub(crate) fn read_definitions(path: &Path) -> Result<Vec<Definition>, ImportError> {
     let name = path.display().to_string();
     let text = read_definitions_text(&name, path)?;
     let file = DefinitionsFile {

@@ -40,7 +40,7 @@ pub struct BurstEstimate {
 }
 
 /// Mean of a latency distribution, seconds (see [`latency_moments`]).
-pub fn mean_secs(d: &LatencyDist) -> f64 {
+pub(crate) fn mean_secs(d: &LatencyDist) -> f64 {
     latency_moments(d).0
 }
 

@@ -17,7 +17,7 @@ use crate::scenario::{ConsumerDedup, KeyMode, OnKeyConflict, ProviderKind, Scena
 /// error unless the provider recognises the duplicate (a per-ticket key on Stripe, a per-ticket
 /// business id on a `business_id` provider; never on `keys_ignored` or `dedup_window`), a
 /// warning when it does.
-pub fn consumer_without_event_dedup(s: &Scenario, tool: &ToolFacts) -> Option<Finding> {
+pub(crate) fn consumer_without_event_dedup(s: &Scenario, tool: &ToolFacts) -> Option<Finding> {
     let d = &s.deliveries;
     if !d.at_least_once() || d.consumer_dedup == ConsumerDedup::EventId {
         return None;
@@ -65,7 +65,10 @@ pub fn consumer_without_event_dedup(s: &Scenario, tool: &ToolFacts) -> Option<Fi
 /// with one key then make two refunds. Stripe only: a `business_id` provider ignores the new
 /// key and recognises the resend by its unchanged business id, and the keyless providers never
 /// answer a key conflict.
-pub fn key_conflict_retried_under_new_key(s: &Scenario, tool: &ToolFacts) -> Option<Finding> {
+pub(crate) fn key_conflict_retried_under_new_key(
+    s: &Scenario,
+    tool: &ToolFacts,
+) -> Option<Finding> {
     let r = &s.refunds_service;
     if s.provider.kind != ProviderKind::Stripe
         || r.on_key_conflict != OnKeyConflict::RetryNewKey

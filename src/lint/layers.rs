@@ -105,7 +105,7 @@ pub(super) fn provider_name(s: &Scenario) -> &'static str {
 /// above the service and nothing below it; on `dedup_window` a retry that reaches the provider
 /// within the window ([`layer_span`]) or the service's own dedup. The fix is the provider's:
 /// the key, the business id, or the dedup, or else the layer narrowed.
-pub fn layer_retry_without_stable_key(s: &Scenario, tool: &ToolFacts) -> Vec<Finding> {
+pub(crate) fn layer_retry_without_stable_key(s: &Scenario, tool: &ToolFacts) -> Vec<Finding> {
     let mut out = Vec::new();
     if tool.idempotent {
         return out;
@@ -361,7 +361,7 @@ fn sdk_resends_unrecognised(s: &Scenario, tool: &ToolFacts) -> Option<Finding> {
 /// per-ticket key, or the SDK's `key: new_per_retry` when the SDK's key is the one sent. Stripe
 /// only: the other providers read no key (a `business_id` provider's business id does not
 /// rotate), so a rotated key changes nothing there.
-pub fn key_rotated_on_unknown_outcome(s: &Scenario, tool: &ToolFacts) -> Vec<Finding> {
+pub(crate) fn key_rotated_on_unknown_outcome(s: &Scenario, tool: &ToolFacts) -> Vec<Finding> {
     let mut out = Vec::new();
     if s.provider.kind != ProviderKind::Stripe {
         return out;
@@ -409,7 +409,7 @@ pub fn key_rotated_on_unknown_outcome(s: &Scenario, tool: &ToolFacts) -> Vec<Fin
 /// `proxy-retry-without-budget`: a `proxy` layer that retries POSTs after an unknown outcome
 /// (`retry_on` includes `reset`, `5xx`, `gateway-error` or `timeout`; its default does) with no
 /// retry `budget`, so in a storm every request may be sent `max_retries + 1` times.
-pub fn proxy_retry_without_budget(s: &Scenario) -> Vec<Finding> {
+pub(crate) fn proxy_retry_without_budget(s: &Scenario) -> Vec<Finding> {
     let provider = provider_name(s);
     let unrecognised = match s.provider.kind {
         ProviderKind::Stripe => "a stable key",
@@ -448,7 +448,7 @@ pub fn proxy_retry_without_budget(s: &Scenario) -> Vec<Finding> {
 /// wait + Stripe p99, see [`super::burst`]), and for a layer above the executor at most the
 /// executor's answer time (its timeout, plus `probe_max_wait` when it probes). The executor's
 /// own timeout is `timeout-below-burst-p99`.
-pub fn layer_timeout_below_p99(s: &Scenario) -> Vec<Finding> {
+pub(crate) fn layer_timeout_below_p99(s: &Scenario) -> Vec<Finding> {
     let e = estimate(s);
     let executor_answer = executor_answer(s);
     let mut out = Vec::new();

@@ -79,7 +79,7 @@ pub const RULES: &[&str] = &[
 ];
 
 /// The findings of one input.
-pub fn lint_input(input: &LintInput) -> Vec<Finding> {
+pub(crate) fn lint_input(input: &LintInput) -> Vec<Finding> {
     match input {
         LintInput::Scenario(s) | LintInput::Policy(s) => scenario_rules(s),
         LintInput::Tools(t) => t.iter().flat_map(tool_rules).collect(),

@@ -62,7 +62,7 @@ pub fn abort_in_flight(s: &Scenario, tool: &ToolFacts) -> Vec<Finding> {
 /// than its caller waits (`acquire_timeout × (acquire_retries + 1)` plus the pauses, above
 /// `executor.timeout`), without deadline propagation: the request reaches the provider after the
 /// caller was told it failed.
-pub fn acquire_retries_past_timeout(s: &Scenario, tool: &ToolFacts) -> Vec<Finding> {
+pub(crate) fn acquire_retries_past_timeout(s: &Scenario, tool: &ToolFacts) -> Vec<Finding> {
     let svc = &s.refunds_service;
     let Some(acquire) = svc.acquire_timeout else {
         return Vec::new();
@@ -100,7 +100,7 @@ pub fn acquire_retries_past_timeout(s: &Scenario, tool: &ToolFacts) -> Vec<Findi
 /// the refund that may exist is repeated. What the provider recognises a retry by is
 /// [`provider_recognises_retry`]; the hint names the mitigations that work on that provider
 /// ([`unknown_outcome_hint`]).
-pub fn unknown_outcome_as_failure(
+pub(crate) fn unknown_outcome_as_failure(
     s: &Scenario,
     tool: &ToolFacts,
     retried_above: bool,
@@ -185,7 +185,7 @@ fn provider_p99(s: &Scenario) -> (Duration, &'static str) {
 /// provider's p99, or recording an SDK timeout as an unknown outcome
 /// (`refunds_service.sdk_timeout_recorded_as: "unknown"`, so the probe reads `unknown` and the
 /// model is told not to retry), which clears the finding.
-pub fn sdk_timeout_probe_race(s: &Scenario, tool: &ToolFacts) -> Vec<Finding> {
+pub(crate) fn sdk_timeout_probe_race(s: &Scenario, tool: &ToolFacts) -> Vec<Finding> {
     if s.executor.on_timeout != OnTimeout::ProbeStatus
         || s.refunds_service.sdk_timeout_recorded_as == UnknownOutcomeRecord::Unknown
     {

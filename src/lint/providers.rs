@@ -79,7 +79,7 @@ pub fn provider_rules(
 /// Which of the older sections retry the tool: the model's rule (`agent.retry`, on this tool)
 /// and the executor's `retry`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Retriers {
+pub(crate) struct Retriers {
     /// The model retries the tool.
     pub model: bool,
     /// The executor's `retry` is on.

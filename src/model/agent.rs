@@ -29,7 +29,7 @@ pub struct Ticket {
 
 /// Whether the rule lets the model retry the agent's tool: `any_tool`, or `idempotent_tools` and
 /// the tool's annotations say `readOnlyHint || idempotentHint`.
-pub fn retry_eligible(w: &World) -> bool {
+pub(crate) fn retry_eligible(w: &World) -> bool {
     match w.cfg.agent.retry.applies_to {
         AppliesTo::AnyTool => true,
         AppliesTo::IdempotentTools => tool_is_idempotent(w),
@@ -38,7 +38,7 @@ pub fn retry_eligible(w: &World) -> bool {
 
 /// Whether the agent's tool is idempotent by its MCP annotations (`readOnlyHint ||
 /// idempotentHint`).
-pub fn tool_is_idempotent(w: &World) -> bool {
+pub(crate) fn tool_is_idempotent(w: &World) -> bool {
     w.cfg
         .tools
         .iter()
@@ -56,7 +56,7 @@ pub async fn handle_ticket(w: Rc<World>, t: Ticket) {
 /// delivery opens the ticket (its charge, `ticket_opened`); a duplicate delivery's run is a
 /// second, concurrent handler for the same ticket, with attempts from
 /// [`Delivery::attempt_base`] and its own agent stream.
-pub async fn handle_delivery(w: Rc<World>, t: Ticket, d: Delivery) {
+pub(crate) async fn handle_delivery(w: Rc<World>, t: Ticket, d: Delivery) {
     if d.index == 0 {
         w.stripe
             .borrow_mut()

@@ -67,7 +67,7 @@ fn charge_amount(amount_cents: u64, factor: f64) -> u64 {
 }
 
 /// Opens tickets until the horizon, starting an agent task for each.
-pub async fn generate(w: Rc<World>) {
+pub(crate) async fn generate(w: Rc<World>) {
     let horizon = SimTime::from_duration(w.cfg.horizon);
     if !w.cfg.arrivals.tickets.is_empty() {
         return explicit(w, horizon).await;

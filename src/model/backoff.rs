@@ -19,7 +19,14 @@ pub enum Jitter {
 /// Envoy's retry backoff (`base_interval`, `max_interval`): `base · 2^(n−1)` (or a constant
 /// `base` when `exponential` is false) capped at `max`, then [`Jitter`] (Envoy's own is full
 /// jitter). Added retry layers (`layers.*.backoff`). A zero base waits 0 s.
-pub fn envoy(exponential: bool, base: f64, max: f64, jitter: Jitter, n: u32, u: f64) -> SimTime {
+pub(crate) fn envoy(
+    exponential: bool,
+    base: f64,
+    max: f64,
+    jitter: Jitter,
+    n: u32,
+    u: f64,
+) -> SimTime {
     let d = if !exponential {
         base
     } else if base == 0.0 {
@@ -41,7 +48,14 @@ pub fn envoy(exponential: bool, base: f64, max: f64, jitter: Jitter, n: u32, u: 
 /// own retry (`executor.retry`). A zero `initial` waits 0 s whatever the factor (so `0 × ∞`
 /// never turns into a NaN that the cap would read as `max`); a power that overflows is capped
 /// like any other large value.
-pub fn langchain(initial: f64, factor: f64, max: f64, jitter: f64, n: u32, u: f64) -> SimTime {
+pub(crate) fn langchain(
+    initial: f64,
+    factor: f64,
+    max: f64,
+    jitter: f64,
+    n: u32,
+    u: f64,
+) -> SimTime {
     let base = if initial == 0.0 {
         0.0
     } else {
@@ -54,7 +68,7 @@ pub fn langchain(initial: f64, factor: f64, max: f64, jitter: f64, n: u32, u: f6
 /// Stripe's SDKs' network retries, as DESIGN §1 states it: `min(0.5·2^(n−1), 5) s × U(0.5, 1)`,
 /// at least 0.5 s (stripe-python's exponential form; stripe-node grows as `0.5·(n−1)²` under
 /// the same cap, jitter and floor). `stripe_client.max_network_retries`.
-pub fn stripe_sdk(n: u32, u: f64) -> SimTime {
+pub(crate) fn stripe_sdk(n: u32, u: f64) -> SimTime {
     let base = (0.5 * libm::pow(2.0, f64::from(n) - 1.0)).min(5.0);
     secs((base * (0.5 + 0.5 * u)).max(0.5))
 }

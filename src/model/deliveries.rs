@@ -23,11 +23,11 @@ use crate::sim::{tag, SimTime};
 /// Model attempt numbers of the agent run started by a duplicate delivery start here (0 is the
 /// first delivery's first call; [`super::humans::HUMAN_ATTEMPT_BASE`] a human's re-run), so
 /// the two runs' calls never share an attempt id.
-pub const DUPLICATE_ATTEMPT_BASE: u32 = 2000;
+pub(crate) const DUPLICATE_ATTEMPT_BASE: u32 = 2000;
 
 /// One delivery of a ticket's event, as the agent run it starts sees it.
 #[derive(Clone, Debug)]
-pub struct Delivery {
+pub(crate) struct Delivery {
     /// 0 for the first delivery, 1 for the duplicate.
     pub index: u32,
     /// Whether deliveries are traced (`duplicate_probability` > 0).

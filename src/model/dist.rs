@@ -14,7 +14,7 @@ use crate::sim::{SimTime, StreamRng};
 const Z99: f64 = 2.326_347_874_040_841;
 
 /// `(mu, sigma)` of the lognormal with median `p50` and 99th percentile `p99` (both > 0).
-pub fn lognormal_params(p50: f64, p99: f64) -> (f64, f64) {
+pub(crate) fn lognormal_params(p50: f64, p99: f64) -> (f64, f64) {
     let mu = libm::log(p50);
     let sigma = ((libm::log(p99) - mu) / Z99).max(0.0);
     (mu, sigma)
@@ -26,7 +26,7 @@ fn open_unit(rng: &mut StreamRng) -> f64 {
 }
 
 /// A standard normal draw by the Box–Muller transform (cosine branch): always two uniforms.
-pub fn standard_normal(rng: &mut StreamRng) -> f64 {
+pub(crate) fn standard_normal(rng: &mut StreamRng) -> f64 {
     let r = libm::sqrt(-2.0 * libm::log(open_unit(rng)));
     let theta = 2.0 * std::f64::consts::PI * rng.random::<f64>();
     r * libm::cos(theta)
@@ -223,7 +223,7 @@ fn round_to_ns(x: f64) -> u64 {
 /// draws of ids `base .. base + len`. Each id draws from a stream of its own, so drawing ahead
 /// changes no number; drawing together lets the streams' derivations and libm calls overlap in
 /// the CPU. Up to `N - 1` draws past the last id asked for go unused.
-pub struct DrawnAhead<T, const N: usize> {
+pub(crate) struct DrawnAhead<T, const N: usize> {
     base: u64,
     len: usize,
     values: [T; N],
@@ -259,7 +259,7 @@ pub fn amount(rng: &mut StreamRng, d: &AmountDist) -> u64 {
 
 /// [`amount_from`] from each of `rngs`, the lognormals drawn stage by stage
 /// ([`Lognormal::draw_each`]): the same amounts.
-pub fn amounts_from<const N: usize>(
+pub(crate) fn amounts_from<const N: usize>(
     rngs: &mut [StreamRng; N],
     d: &AmountDist,
     lognormal: &Lognormal,
@@ -269,7 +269,7 @@ pub fn amounts_from<const N: usize>(
 
 /// [`amount`] with `d`'s lognormal (`Lognormal::of_amount(d)`) computed once, for a draw per
 /// ticket: the same numbers without two `log` calls per draw.
-pub fn amount_from(rng: &mut StreamRng, d: &AmountDist, lognormal: &Lognormal) -> u64 {
+pub(crate) fn amount_from(rng: &mut StreamRng, d: &AmountDist, lognormal: &Lognormal) -> u64 {
     clamped_cents(lognormal.draw(rng), d)
 }
 
@@ -280,19 +280,19 @@ fn clamped_cents(c: f64, d: &AmountDist) -> u64 {
 
 /// An exponential inter-arrival time for `rate_per_s` (> 0), in ns, by inversion
 /// (`−ln U / rate`). Always draws one number.
-pub fn interarrival(rng: &mut StreamRng, rate_per_s: f64) -> SimTime {
+pub(crate) fn interarrival(rng: &mut StreamRng, rate_per_s: f64) -> SimTime {
     let secs = -libm::log(open_unit(rng)) / rate_per_s;
     SimTime::from_nanos((secs * 1e9).min(u64::MAX as f64).max(0.0) as u64)
 }
 
 /// `true` with probability `p`. Always draws one number, so the stream's position does not
 /// depend on `p` (keeps common random numbers aligned across policies).
-pub fn chance(rng: &mut StreamRng, p: f64) -> bool {
+pub(crate) fn chance(rng: &mut StreamRng, p: f64) -> bool {
     rng.random::<f64>() < p
 }
 
 /// Uniform in `[lo, hi)` (or `lo` when the range is empty). Always draws one number.
-pub fn uniform(rng: &mut StreamRng, lo: f64, hi: f64) -> f64 {
+pub(crate) fn uniform(rng: &mut StreamRng, lo: f64, hi: f64) -> f64 {
     let u: f64 = rng.random();
     if hi > lo {
         lo + u * (hi - lo)

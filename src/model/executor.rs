@@ -19,7 +19,7 @@ use crate::sim::SimTime;
 
 /// The tool result shown to the model.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ToolReply {
+pub(crate) struct ToolReply {
     /// `ok`, `fail`, or `info` (told "unknown, do not retry").
     pub outcome: Outcome,
     /// What the model reads.
@@ -121,7 +121,7 @@ fn retry_delay(r: &ExecutorRetry, n: u32, u: f64) -> SimTime {
 /// and `cancel_above` the strongest cancellation among them. The `tool_result` event is
 /// recorded by the caller. The executor's own `retry` runs the one retry loop
 /// ([`layers::retry_loop`]) with [`ExecutorRetryPolicy`] around one executor try.
-pub async fn call_tool(
+pub(crate) async fn call_tool(
     w: Rc<World>,
     ticket: u64,
     attempt: u32,

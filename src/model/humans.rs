@@ -67,9 +67,9 @@ async fn replay_human(w: Rc<World>, t: Ticket, refunds: Vec<OutsideRefund>) {
 
 /// A human tries a manual refund at most this many times (a 429, 5xx or dropped connection makes
 /// them wait [`HUMAN_RETRY_PAUSE`] and try again).
-pub const HUMAN_MAX_ATTEMPTS: u32 = 20;
+pub(crate) const HUMAN_MAX_ATTEMPTS: u32 = 20;
 /// Pause between a human's attempts: 1 minute.
-pub const HUMAN_RETRY_PAUSE: SimTime = SimTime::from_secs(60);
+pub(crate) const HUMAN_RETRY_PAUSE: SimTime = SimTime::from_secs(60);
 
 async fn human(w: Rc<World>, t: Ticket) {
     let cfg = &w.cfg.humans;
@@ -112,7 +112,7 @@ async fn human(w: Rc<World>, t: Ticket) {
 }
 
 /// Model attempt numbers of a human's tool re-runs start here (so stories can tell them apart).
-pub const HUMAN_ATTEMPT_BASE: u32 = 1000;
+pub(crate) const HUMAN_ATTEMPT_BASE: u32 = 1000;
 
 /// Re-runs the refund tool for the ticket through the executor (and so the refunds service and
 /// its key mode); 200 when the tool reported a refund, 503 otherwise (try again later).

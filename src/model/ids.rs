@@ -60,7 +60,7 @@ pub fn event(ticket: u64) -> String {
 
 /// The idempotency key stripe-node generates for a logical call: `stripe-node-retry-{ticket}-{call}`,
 /// or with a new key per network retry `stripe-node-retry-{ticket}-{call}-{try_no}`.
-pub fn sdk_key(ticket: u64, call: u64, try_no: Option<u32>) -> String {
+pub(crate) fn sdk_key(ticket: u64, call: u64, try_no: Option<u32>) -> String {
     match try_no {
         None => join("stripe-node-retry-", &[ticket, call], '-'),
         Some(t) => join("stripe-node-retry-", &[ticket, call, u64::from(t)], '-'),
@@ -77,12 +77,12 @@ pub fn business_id(ticket: u64, call: Option<u64>) -> String {
 }
 
 /// The refunds service's idempotency key per attempt: `refund_{ticket}_{call}`.
-pub fn service_key(ticket: u64, call: u64) -> String {
+pub(crate) fn service_key(ticket: u64, call: u64) -> String {
     join("refund_", &[ticket, call], '_')
 }
 
 /// The refunds service's idempotency key per ticket: `refund_{ticket}_{nonce}`.
-pub fn service_ticket_key(ticket: u64, nonce: &str) -> String {
+pub(crate) fn service_ticket_key(ticket: u64, nonce: &str) -> String {
     let mut s = join("refund_", &[ticket], '_');
     s.reserve(1 + nonce.len());
     s.push('_');

@@ -77,7 +77,7 @@ pub fn simulate(scenario: &Scenario, seed: u64) -> Simulation {
 
 /// [`simulate`] on a given engine, e.g. one in exploration mode ([`Sim::exploring`]). Keeps
 /// the whole history; [`simulate_observed`] keeps none.
-pub fn simulate_on(sim: Sim, scenario: &Scenario, seed: u64) -> Simulation {
+pub(crate) fn simulate_on(sim: Sim, scenario: &Scenario, seed: u64) -> Simulation {
     let history = Rc::new(RefCell::new(History::default()));
     let (gauges, stats) = simulate_observed(sim, scenario, seed, history.clone());
     let history = std::mem::take(&mut *history.borrow_mut());

@@ -20,7 +20,7 @@ use crate::scenario::{
 use crate::sim::SimTime;
 
 /// How often a request waiting on another request's pending row (local dedup) re-reads it.
-pub const DEDUP_POLL: SimTime = SimTime::from_millis(100);
+pub(crate) const DEDUP_POLL: SimTime = SimTime::from_millis(100);
 
 /// One `POST /refunds` from the tool executor.
 #[derive(Clone, Debug)]
@@ -162,7 +162,7 @@ pub async fn issue(w: Rc<World>, req: ServiceRequest, caller: Rc<CallerState>) -
 /// silent, the SDK timed out or the call was aborted, after the SDK's own retries), a 409 (a
 /// request with the key is still executing) or a reset connection (the service failed after
 /// Stripe's 200). Every other error says nothing was done.
-pub fn is_unknown_outcome(answer: &ServiceResult) -> bool {
+pub(crate) fn is_unknown_outcome(answer: &ServiceResult) -> bool {
     matches!(
         answer,
         ServiceResult::Error {
@@ -594,9 +594,9 @@ fn upstream_status(stripe: u16) -> u16 {
 }
 
 /// Interval and number of polls of `on_key_conflict: lookup`: every 1 s, 60 times.
-pub const LOOKUP_POLL: SimTime = SimTime::from_secs(1);
+pub(crate) const LOOKUP_POLL: SimTime = SimTime::from_secs(1);
 /// See [`LOOKUP_POLL`].
-pub const LOOKUP_POLLS: u32 = 60;
+pub(crate) const LOOKUP_POLLS: u32 = 60;
 
 /// `on_key_conflict: lookup`: polls the charge's refunds (as `GET /v1/refunds?charge=…` would)
 /// until one that moves money appears; its id, or `None` after [`LOOKUP_POLLS`] polls.

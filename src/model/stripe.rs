@@ -234,7 +234,7 @@ impl Response {
 }
 
 /// Stripe's limit on the length of an `Idempotency-Key`.
-pub const MAX_IDEMPOTENCY_KEY_CHARS: usize = 255;
+pub(crate) const MAX_IDEMPOTENCY_KEY_CHARS: usize = 255;
 
 /// The rate limiter's sliding window: one second.
 const RATE_WINDOW: SimTime = SimTime::from_secs(1);

@@ -13,7 +13,7 @@ use crate::scenario::{Faults, RequestKey};
 use crate::sim::{SimTime, StreamRng};
 
 /// Round trip of a request Stripe answers without executing (429, 409, 400, replay): 30 ms.
-pub const REJECT_LATENCY: SimTime = SimTime::from_millis(30);
+pub(crate) const REJECT_LATENCY: SimTime = SimTime::from_millis(30);
 
 pub use crate::history::Caller;
 
@@ -163,7 +163,7 @@ fn replayed(r: &crate::scenario::RecordedRequest) -> Draws {
 /// Stripe's side of one request: admission (rate limit, validation, idempotency), then the
 /// execution latency, then the commit. Records `refund_created` when a refund comes into being.
 /// Returns what the client receives. `key` names the request for a `script` latency.
-pub async fn serve(
+pub(crate) async fn serve(
     w: Rc<World>,
     req: StripeRequest,
     ids: Ids,
@@ -179,7 +179,7 @@ pub async fn serve(
 /// refund the provider's list shows, `replay.tickets[].outside_refunds`): no draw, no latency,
 /// no fault: created the instant it is asked for, under Stripe's rules (a charge that cannot
 /// hold it refuses it, 400).
-pub async fn serve_recorded_outside(
+pub(crate) async fn serve_recorded_outside(
     w: Rc<World>,
     req: StripeRequest,
     ids: Ids,

@@ -38,7 +38,7 @@ impl Future for Server {
 
 /// Traces `req` leaving for Stripe (`stripe_request`) as SDK try `sdk_try`, through the
 /// proxies' tries `via` (empty without proxies after `sdk`).
-pub fn record_request(w: &World, ids: Ids, req: &StripeRequest, sdk_try: u32, via: &Via) {
+pub(crate) fn record_request(w: &World, ids: Ids, req: &StripeRequest, sdk_try: u32, via: &Via) {
     w.record(
         ids,
         EventKind::StripeRequest {
@@ -53,7 +53,7 @@ pub fn record_request(w: &World, ids: Ids, req: &StripeRequest, sdk_try: u32, vi
 
 /// Traces Stripe's answer `got` to a request sent at `start` ([`classify`]d, as
 /// `stripe_response`), through the proxies' tries `via`.
-pub fn record_response(w: &World, ids: Ids, got: &Delivered, start: SimTime, via: &Via) {
+pub(crate) fn record_response(w: &World, ids: Ids, got: &Delivered, start: SimTime, via: &Via) {
     let (status, outcome, refund_id) = classify(got);
     w.record(
         ids,
@@ -69,7 +69,7 @@ pub fn record_response(w: &World, ids: Ids, got: &Delivered, start: SimTime, via
 
 /// How a logical call ended, as the refunds service sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum CallResult {
+pub(crate) enum CallResult {
     /// A refund object came back (new or replayed); its id and whether money moves.
     Refunded(String),
     /// An error response or no response (status 0); the text names it.
@@ -80,7 +80,7 @@ pub enum CallResult {
 
 /// Classifies a delivery for the trace: `(http status, outcome, refund id)`. The outcome follows
 /// the error object's `code`, then its `type`, then the status (see [`ProviderOutcome`]).
-pub fn classify(d: &Delivered) -> (u16, ProviderOutcome, Option<String>) {
+pub(crate) fn classify(d: &Delivered) -> (u16, ProviderOutcome, Option<String>) {
     match d {
         Delivered::ConnectionLost => (0, ProviderOutcome::ConnectionLost, None),
         Delivered::Response(r) => {
@@ -126,7 +126,7 @@ fn should_retry(d: Option<&Delivered>, honour_headers: bool) -> bool {
 }
 
 /// The longest `Retry-After` an SDK waits for (stripe-node's and stripe-python's cap): 60 s.
-pub const MAX_RETRY_AFTER: SimTime = SimTime::from_secs(60);
+pub(crate) const MAX_RETRY_AFTER: SimTime = SimTime::from_secs(60);
 
 /// The wait before a retry: the SDK's backoff, or the answer's `Retry-After` when that is longer
 /// and at most [`MAX_RETRY_AFTER`] (stripe-node's `_getSleepTimeInMS`, stripe-python's
@@ -183,7 +183,7 @@ fn sdk_key(
 /// Returns the call's result and whether any of its tries ended without a definite answer (no
 /// response, an SDK timeout, an abort, a 5xx or a 409): then a refund may exist even when the
 /// last try's answer was a definite refusal (a 429 after a 500 that committed).
-pub async fn create_refund(
+pub(crate) async fn create_refund(
     w: Rc<World>,
     key: Option<String>,
     params: RefundParams,

@@ -534,18 +534,18 @@ impl World {
 
 /// Held per open ticket outside its tasks (its facts in the online metrics, its lease, its
 /// incident-shape state), bytes; see [`World::held_bytes`].
-pub const HELD_BYTES_PER_OPEN_TICKET: u64 = 1024;
+pub(crate) const HELD_BYTES_PER_OPEN_TICKET: u64 = 1024;
 /// Held per ledger row, bytes.
-pub const HELD_BYTES_PER_LEDGER_ROW: u64 = 256;
+pub(crate) const HELD_BYTES_PER_LEDGER_ROW: u64 = 256;
 /// Held per Stripe charge (its map entry, id, refunds), bytes.
-pub const HELD_BYTES_PER_CHARGE: u64 = 512;
+pub(crate) const HELD_BYTES_PER_CHARGE: u64 = 512;
 /// Held per idempotency-key entry (its key, parameters and saved response), bytes.
-pub const HELD_BYTES_PER_KEY: u64 = 768;
+pub(crate) const HELD_BYTES_PER_KEY: u64 = 768;
 /// Held per request waiting in the pool's line (its entry and, for background load, its
 /// record), bytes.
-pub const HELD_BYTES_PER_POOL_WAITER: u64 = 128;
+pub(crate) const HELD_BYTES_PER_POOL_WAITER: u64 = 128;
 /// Held per ticket awaiting the next reconciliation pass (its id in a list), bytes.
-pub const HELD_BYTES_PER_AWAITING_RECONCILIATION: u64 = std::mem::size_of::<u64>() as u64;
+pub(crate) const HELD_BYTES_PER_AWAITING_RECONCILIATION: u64 = std::mem::size_of::<u64>() as u64;
 
 /// What the world keeps per open ticket.
 #[derive(Default)]

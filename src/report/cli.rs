@@ -361,7 +361,7 @@ fn render_json(
 /// The object `refundsim run --json` prints: the run's report with the pool's queueing oracle
 /// as a `queueing` field (see [`pool_oracle`]) and, when given, a ticket's story as a `story`
 /// field. Also what `refundsim report` tabulates.
-pub fn report_value(
+pub(crate) fn report_value(
     sc: &Scenario,
     out: &RunOutput,
     story_lines: Option<&[String]>,
@@ -417,7 +417,7 @@ fn render_text(
 
 /// The text summary `refundsim run` prints for `out`, a run of `sc`: with the reconciliation
 /// job's schedule and the pool's queueing oracle. `origin` is the scenario's clock origin.
-pub fn summary_text(sc: &Scenario, out: &RunOutput, origin: Option<SystemTime>) -> String {
+pub(crate) fn summary_text(sc: &Scenario, out: &RunOutput, origin: Option<SystemTime>) -> String {
     let recon = sc
         .reconciliation
         .enabled

@@ -23,13 +23,13 @@ use crate::history::{Event, EventKind, RefundStatus};
 use crate::scenario::Scenario;
 
 /// The metadata key that holds the ticket id on every listed refund.
-pub const TICKET_METADATA_KEY: &str = "ticket_id";
+pub(crate) const TICKET_METADATA_KEY: &str = "ticket_id";
 
 /// The `reason` of every listed refund: the refunds are support tickets' refunds.
-pub const REFUND_REASON: &str = "requested_by_customer";
+pub(crate) const REFUND_REASON: &str = "requested_by_customer";
 
 /// What the list keeps per refund until the run ends, bytes (for the run budget).
-pub const STRIPE_LIST_BYTES_PER_REFUND: u64 = 112;
+pub(crate) const STRIPE_LIST_BYTES_PER_REFUND: u64 = 112;
 
 /// One refund, as the run made it.
 #[derive(Clone, Debug)]

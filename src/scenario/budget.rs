@@ -22,28 +22,28 @@ pub const DEFAULT_MAX_MEMORY_MB: u64 = 2048;
 
 /// Engine events per ticket used by the estimate, with a margin: the incident runs about 15 per
 /// ticket, with its timeouts, retries and zombie calls.
-pub const EVENTS_PER_TICKET: f64 = 20.0;
+pub(crate) const EVENTS_PER_TICKET: f64 = 20.0;
 /// Engine events per background request: its arrival and the end of its hold (it runs as
 /// engine callbacks, not as a task; a hand-off from the pool's line happens inside another
 /// event). The incident measures 2.07.
-pub const EVENTS_PER_BACKGROUND_REQUEST: f64 = 2.0;
+pub(crate) const EVENTS_PER_BACKGROUND_REQUEST: f64 = 2.0;
 /// Engine events per CPU second assumed by the time estimate: what the incident runs at on one
 /// core of the 2-core machine `docs/performance.md` was measured on.
-pub const EVENTS_PER_CPU_SECOND: f64 = 3.2e6;
+pub(crate) const EVENTS_PER_CPU_SECOND: f64 = 3.2e6;
 /// Memory per open ticket besides its requests (its facts, ledger row, charge, the agent's and
 /// executor's tasks), bytes. Measured: a ticket waiting for a human about 3 KB; fitted on runs
 /// where every ticket and every request stays open (Stripe answering in an hour), about 5.7 KB.
-pub const BYTES_PER_OPEN_TICKET: f64 = 6144.0;
+pub(crate) const BYTES_PER_OPEN_TICKET: f64 = 6144.0;
 /// Memory per request in flight (its futures down the stack, timers, place in the pool's line,
 /// Stripe's execution), bytes: fitted at about 1.3–2.2 KB on runs where every try stays in
 /// flight for an hour (2 and 6 tries per ticket, 12 through three retrying layers). A ticket of
 /// the incident (2 tries) with both in flight thus counts 11 KB; the most measured is about
 /// 8 KB, for a ticket whose two tries wait in the pool's line.
-pub const BYTES_PER_REQUEST_IN_FLIGHT: f64 = 2560.0;
+pub(crate) const BYTES_PER_REQUEST_IN_FLIGHT: f64 = 2560.0;
 /// What touching a large working set adds to the CPU estimate: one CPU second per this many MB
 /// of estimated peak memory (page faults and cache misses; fitted on runs of 0.4–1.3 GB that
 /// ran 3–10 s for 2.8–6.7 million events, where events alone said 1–2 s).
-pub const MB_PER_CPU_SECOND: f64 = 160.0;
+pub(crate) const MB_PER_CPU_SECOND: f64 = 160.0;
 /// The fixed part of a run's memory, bytes.
 const BASE_BYTES: f64 = 12.0 * 1024.0 * 1024.0;
 
@@ -62,7 +62,7 @@ pub fn enforce_while_running(on: bool) {
 }
 
 /// Whether runs enforce the budget while they run, and with which limits (events, bytes).
-pub fn limits_while_running() -> Option<(u64, u64)> {
+pub(crate) fn limits_while_running() -> Option<(u64, u64)> {
     ENFORCED_WHILE_RUNNING
         .load(Ordering::Relaxed)
         .then(|| (max_events(), max_memory_mb().saturating_mul(1024 * 1024)))
@@ -70,7 +70,7 @@ pub fn limits_while_running() -> Option<(u64, u64)> {
 
 /// Events between two checks of the budget while running (a check costs a few hundred
 /// instructions; at this spacing memory can grow by a few MB between checks).
-pub const CHECK_EVERY_EVENTS: u64 = 16_384;
+pub(crate) const CHECK_EVERY_EVENTS: u64 = 16_384;
 
 thread_local! {
     /// The place of the run this thread is running in its command's order (0 for a lone run).
@@ -87,7 +87,7 @@ static ABANDON_AFTER: AtomicU64 = AtomicU64::new(u64::MAX);
 /// Places the next run on this thread at `order` in its command's order (the run's index in
 /// `check`, `diff` and `sweep`), so that of several runs stopped over the budget the command
 /// reports the first in its order, the same one at any thread count.
-pub fn set_run_order(order: u64) {
+pub(crate) fn set_run_order(order: u64) {
     RUN_ORDER.with(|o| o.set(order));
 }
 
@@ -102,7 +102,7 @@ pub(crate) fn set_run_label(label: &str) {
 
 /// Whether the run on this thread is to be abandoned: a run earlier in the command's order has
 /// stopped over the budget, so this one's results will not be used.
-pub fn run_is_abandoned() -> bool {
+pub(crate) fn run_is_abandoned() -> bool {
     RUN_ORDER.with(std::cell::Cell::get) > ABANDON_AFTER.load(Ordering::Relaxed)
 }
 
@@ -112,7 +112,7 @@ pub fn run_is_abandoned() -> bool {
 /// names the scenario, the seed, the simulated time, what was held (tasks, timers, the model's
 /// state) or how many events ran, the estimate made before the run, the flag to go past, and
 /// the command that reproduces the run.
-pub fn stop_over_budget(s: &Scenario, seed: u64, e: &crate::sim::Exceeded) {
+pub(crate) fn stop_over_budget(s: &Scenario, seed: u64, e: &crate::sim::Exceeded) {
     let est = estimate(s);
     let mb = |b: u64| b as f64 / (1024.0 * 1024.0);
     let what = if e.events_limit {
@@ -177,7 +177,7 @@ pub fn stop_over_budget(s: &Scenario, seed: u64, e: &crate::sim::Exceeded) {
 /// command's order as one line on stderr, removes the output files being written and exits 2
 /// (bad input: the scenario asks for more than the budget). Parallel commands call it after
 /// their runs and before writing anything.
-pub fn exit_if_stopped() {
+pub(crate) fn exit_if_stopped() {
     let first = FIRST_STOP
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -257,9 +257,9 @@ pub struct Estimate {
 /// The least share of tries assumed to time out when estimating status probes: the incident's
 /// burst times out about 3 % of its tool calls (waiting for the pool, which the scenario alone
 /// does not tell); 10 % leaves a margin without refusing a long run of a probing policy.
-pub const MIN_TIMEOUT_FRACTION: f64 = 0.1;
+pub(crate) const MIN_TIMEOUT_FRACTION: f64 = 0.1;
 /// Engine events per status probe (its request, answer and the wait before the next).
-pub const EVENTS_PER_PROBE: f64 = 3.0;
+pub(crate) const EVENTS_PER_PROBE: f64 = 3.0;
 
 /// The share of draws of `d` longer than `t` seconds: all or none for a constant, the fitted
 /// lognormal's tail, the exponential's `exp(−t/mean)`, the share of samples, `otherwise`'s for
@@ -304,7 +304,7 @@ fn share_of(samples: &[std::time::Duration], t: f64) -> f64 {
 /// `stripe.latency_choices`) longer than `executor.timeout`, with `faults.latency_spike` of
 /// requests slowed by `latency_spike_factor`. A constant latency above the timeout times out
 /// every try.
-pub fn timed_out_fraction(s: &Scenario) -> f64 {
+pub(crate) fn timed_out_fraction(s: &Scenario) -> f64 {
     let t = s.executor.timeout.as_secs_f64();
     let longer = |t: f64| {
         if s.stripe.latency_choices.is_empty() {
@@ -716,7 +716,7 @@ fn memory(s: &Scenario, arr: &Arrivals, work: &Work) -> Memory {
 /// the arrivals, background load, retries that multiply across layers, status probes; for
 /// memory, the arrivals against the pool and how long a ticket stays open), the estimate and
 /// the way past it.
-pub fn check_budget(s: &Scenario) -> Check {
+pub(crate) fn check_budget(s: &Scenario) -> Check {
     let limit = max_events();
     let mem_limit = max_memory_mb();
     let e = estimate(s);
@@ -838,7 +838,7 @@ fn over(x: f64, limit: u64) -> String {
 }
 
 /// `up to 1,234` (a count that can be reached), saturating as [`about`] does.
-pub fn up_to(x: f64) -> String {
+pub(crate) fn up_to(x: f64) -> String {
     if x.is_nan() || x >= SATURATE {
         "more than 10^12".to_string()
     } else {
@@ -848,7 +848,7 @@ pub fn up_to(x: f64) -> String {
 
 /// `about 12.5` below 1,000 (one decimal), else as [`about`]: for counts where a fraction
 /// tells (connections kept busy).
-pub fn about_tenths(x: f64) -> String {
+pub(crate) fn about_tenths(x: f64) -> String {
     if x.is_finite() && x.abs() < 999.95 {
         format!("about {x:.1}")
     } else {

@@ -162,7 +162,7 @@ fn default_seed() -> u64 {
 }
 
 /// The scenario format's current version (see `Scenario::schema_version`).
-pub const SCHEMA_VERSION: u32 = 2;
+pub(crate) const SCHEMA_VERSION: u32 = 2;
 
 fn schema_version() -> u32 {
     SCHEMA_VERSION
@@ -170,7 +170,7 @@ fn schema_version() -> u32 {
 
 /// The incident's tool definition as published (`scenarios/issue_refund.tool.json`, a copy of
 /// `tests/fixtures/incident/issue_refund.tool.json`).
-pub fn default_tools() -> Vec<ToolDefinition> {
+pub(crate) fn default_tools() -> Vec<ToolDefinition> {
     let t: ToolDefinition =
         serde_json::from_str(include_str!("../../scenarios/issue_refund.tool.json"))
             .expect("embedded tool definition is valid");
@@ -190,7 +190,7 @@ fn expect_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema 
 
 /// The metrics of the safety invariants of DESIGN §3 (at most one refund per ticket, no
 /// over-refund, no lost refund, conservation), each 0 when its invariant holds.
-pub const SAFETY_METRICS: &[&str] = &[
+pub(crate) const SAFETY_METRICS: &[&str] = &[
     "duplicate_refund_tickets",
     "over_refund_cents",
     "lost_refunds",
@@ -198,7 +198,7 @@ pub const SAFETY_METRICS: &[&str] = &[
 ];
 
 /// The default `expect`: the safety invariants of DESIGN §3 hold ([`SAFETY_METRICS`] ≤ 0).
-pub fn default_expect() -> BTreeMap<String, Bound> {
+pub(crate) fn default_expect() -> BTreeMap<String, Bound> {
     SAFETY_METRICS
         .iter()
         .copied()

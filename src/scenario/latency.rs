@@ -122,7 +122,7 @@ impl fmt::Display for RequestKey {
 }
 
 /// What a request key looks like, for error messages.
-pub const REQUEST_KEY_EXPECTED: &str =
+pub(crate) const REQUEST_KEY_EXPECTED: &str =
     "a request key \"TICKET/ATTEMPT/TRY\" like \"7/0/0\", or \"TICKET/human/TRY\" like \"7/human/0\"";
 
 fn number<T: FromStr>(s: &str) -> Option<T> {

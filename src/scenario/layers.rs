@@ -20,7 +20,7 @@ use super::rules::{at_most, fail, positive, Check};
 use super::validate::{MAX_DURATION, MAX_RETRIES};
 
 /// The built-in layers, top to bottom: the default stack.
-pub const BUILT_IN_LAYERS: [&str; 4] = ["model_retry", "executor", "refunds_service", "sdk"];
+pub(crate) const BUILT_IN_LAYERS: [&str; 4] = ["model_retry", "executor", "refunds_service", "sdk"];
 
 /// Where an added layer sits, which decides what it wraps and which outcomes it sees.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -378,7 +378,7 @@ pub fn layers_at(s: &Scenario, position: Position) -> Vec<(&str, &RetryLayer)> {
 /// other name is a key of `layers` and sits between `model_retry` and `executor` or between
 /// `executor` and `refunds_service` (the two places refundsim models so far); every entry of
 /// `layers` is in the stack; each layer's fields are in range.
-pub fn validate_layers(s: &Scenario) -> Check {
+pub(crate) fn validate_layers(s: &Scenario) -> Check {
     needs_schema_2(s)?;
     for (name, layer) in &s.layers {
         validate_layer(&format!("layers.{name}"), name, layer)?;
@@ -539,7 +539,7 @@ fn added_layers_placed(s: &Scenario, stack: &[String]) -> Check {
 
 /// Most Stripe requests one ticket's tool calls may fan out to through the stack's retries
 /// ([`Stack::fan_out`](super::Stack::fan_out)): 1,000 (the `stacked-retries` recipe makes 12).
-pub const MAX_TRIES_PER_TOOL_CALL: f64 = 1000.0;
+pub(crate) const MAX_TRIES_PER_TOOL_CALL: f64 = 1000.0;
 
 fn validate_layer(path: &str, name: &str, l: &RetryLayer) -> Check {
     let plain = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';

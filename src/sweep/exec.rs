@@ -25,7 +25,7 @@ pub const MAX_POINTS: usize = 10_000;
 /// Most runs one sweep may make (grid points × seeds, shards included): every run's figures
 /// are kept for `runs.csv` (about 450 bytes a run, and about as much again for the file's text
 /// while it is written), so this keeps a sweep under about 1 GB besides the runs in flight.
-pub const MAX_RUNS: u64 = 1_000_000;
+pub(crate) const MAX_RUNS: u64 = 1_000_000;
 
 /// What to sweep (the arguments of `refundsim sweep`, unparsed where they are text).
 #[derive(Clone, Debug, Default)]

@@ -14,7 +14,7 @@ use super::shard::Shard;
 use super::vet::{Explored, Skipped};
 
 /// The largest plot file read back, bytes (a sweep's plots are tens of kilobytes).
-pub const MAX_PLOT_BYTES: u64 = 16 << 20;
+pub(crate) const MAX_PLOT_BYTES: u64 = 16 << 20;
 
 /// A whole sweep as its directory holds it.
 #[derive(Clone, Debug, PartialEq)]

@@ -192,7 +192,7 @@ pub fn lint_cell(errors: &[String]) -> String {
 }
 
 /// `runs.csv` header: `point`, the varied paths, `seed`, then every metric.
-pub fn runs_header(paths: &[String], names: &[String]) -> Vec<String> {
+pub(crate) fn runs_header(paths: &[String], names: &[String]) -> Vec<String> {
     let mut header: Vec<String> = vec!["point".into()];
     header.extend(paths.iter().cloned());
     header.push("seed".into());
@@ -219,7 +219,7 @@ pub fn runs_csv(
 
 /// A number as CSV text: Rust's shortest representation that parses back to the same `f64`
 /// (so `merge` reads back exactly what a shard computed).
-pub fn num(x: f64) -> String {
+pub(crate) fn num(x: f64) -> String {
     format!("{x}")
 }
 

@@ -62,11 +62,11 @@ use super::{
 
 /// The attribute that carries a ticket id on a span that has no tool arguments (besides
 /// the ticket argument names of [`ImportOptions::arguments`]).
-pub const TICKET_ATTRIBUTE: &str = "refund.ticket_id";
+pub(crate) const TICKET_ATTRIBUTE: &str = "refund.ticket_id";
 
 /// The attribute that carries the refund id on a provider CLIENT span or a service SERVER span
 /// (the semantic conventions have none for a response body).
-pub const REFUND_ID_ATTRIBUTE: &str = "refund.id";
+pub(crate) const REFUND_ID_ATTRIBUTE: &str = "refund.id";
 
 /// Reads `text`, the content of file `name` (see the module docs for the mapping).
 ///

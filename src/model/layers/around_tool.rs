@@ -22,7 +22,7 @@ use crate::sim::SimTime;
 /// `executor`, then the executor. `via` holds the try of a run-level retry above the model, if
 /// it retried (empty otherwise), and `cancel` what giving up on it cancels (the run-level
 /// layer's `cancellation`; `none` without one).
-pub fn call_via(
+pub(crate) fn call_via(
     w: Rc<World>,
     ticket: u64,
     attempt: u32,

@@ -24,7 +24,7 @@ use crate::sim::SimTime;
 
 /// One request from the SDK to Stripe: what to send and the draw key of its first try.
 #[derive(Clone)]
-pub struct ToProvider {
+pub(crate) struct ToProvider {
     /// The request.
     pub req: StripeRequest,
     /// Its ids in the trace.
@@ -39,7 +39,7 @@ pub struct ToProvider {
 
 /// What comes back up the proxies after `sdk`: Stripe's answer passed through, or a proxy's own.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum EgressAnswer {
+pub(crate) enum EgressAnswer {
     /// Stripe's answer (already traced where the try left for Stripe).
     Stripe(Delivered),
     /// A proxy gave up on its last try (`per_try_timeout`) and answered itself.
@@ -88,7 +88,10 @@ fn class_of(a: &EgressAnswer) -> Option<RetryOn> {
 }
 
 /// The path from the SDK to Stripe through the proxies after `sdk` (top to bottom).
-pub fn to_provider(w: Rc<World>, p: ToProvider) -> Pin<Box<dyn Future<Output = EgressAnswer>>> {
+pub(crate) fn to_provider(
+    w: Rc<World>,
+    p: ToProvider,
+) -> Pin<Box<dyn Future<Output = EgressAnswer>>> {
     layers::through::<BeforeProvider>(w, Down { p, via: Via::new() }, 0)
 }
 

@@ -20,7 +20,7 @@ use crate::sim::SimTime;
 /// The path from the executor to the service: through the added layers between `executor` and
 /// `refunds_service` (top to bottom), then [`send`]. `last_call` holds the call id of the latest
 /// request sent, for the executor's trace.
-pub fn before_service(
+pub(crate) fn before_service(
     w: Rc<World>,
     req: Outgoing,
     last_call: Rc<Cell<u64>>,

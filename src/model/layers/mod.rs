@@ -39,10 +39,10 @@ use crate::sim::{tag, SimTime};
 
 /// The tries of the layers a request went through, top to bottom: `(layer name, try)` with
 /// try ≥ 1 only (a first try leaves no mark, so a layer that never retries changes nothing).
-pub type Via = Vec<(String, u32)>;
+pub(crate) type Via = Vec<(String, u32)>;
 
 /// The draw-key ids of a [`Via`]: `(tag(name), try)` per entry.
-pub fn via_ids(via: &Via) -> Vec<u64> {
+pub(crate) fn via_ids(via: &Via) -> Vec<u64> {
     via.iter()
         .flat_map(|(name, n)| [tag(name), u64::from(*n)])
         .collect()
@@ -466,7 +466,7 @@ pub(crate) fn through<P: Place>(
 }
 
 /// The `retry_on` spelling of a class.
-pub fn retry_on_name(c: RetryOn) -> &'static str {
+pub(crate) fn retry_on_name(c: RetryOn) -> &'static str {
     match c {
         RetryOn::Reset => "reset",
         RetryOn::ConnectFailure => "connect-failure",
@@ -485,7 +485,7 @@ pub fn retry_on_name(c: RetryOn) -> &'static str {
 /// (Stripe failed or went silent; a proxy's own timeout), `5xx`, `retriable-4xx` (409), `429`;
 /// `None` for other statuses. A layer whose `retry_on` lists `5xx` also retries gateway errors
 /// and pool exhaustion, as Envoy's `5xx` covers 502–504.
-pub fn status_class(status: u16) -> Option<RetryOn> {
+pub(crate) fn status_class(status: u16) -> Option<RetryOn> {
     match status {
         503 => Some(RetryOn::PoolExhausted),
         _ => http_class(status),
@@ -494,7 +494,7 @@ pub fn status_class(status: u16) -> Option<RetryOn> {
 
 /// The class of an HTTP status in Envoy's terms: `gateway-error` (502–504), `5xx`,
 /// `retriable-4xx` (409), `429`; `None` for other statuses.
-pub fn http_class(status: u16) -> Option<RetryOn> {
+pub(crate) fn http_class(status: u16) -> Option<RetryOn> {
     match status {
         502..=504 => Some(RetryOn::GatewayError),
         500..=599 => Some(RetryOn::FiveXx),

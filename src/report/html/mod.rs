@@ -52,7 +52,7 @@ use crate::sim::{Sim, SimTime};
 
 /// Most duplicated tickets whose stories the page shows (the smallest ids); the others are
 /// counted and listed by id.
-pub const SHOWN_STORIES: usize = 10;
+pub(crate) const SHOWN_STORIES: usize = 10;
 
 /// The arguments of `refundsim report`, besides `--out`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -91,7 +91,7 @@ pub fn html_report(opts: &HtmlOptions) -> Result<HtmlReport, CliError> {
 /// [`html_report`], telling `observer` the virtual time reached and the horizon now and then
 /// (for a progress bar, as [`super::cli::cli_run_with_progress`]). The report is exactly
 /// [`html_report`]'s.
-pub fn html_report_with_progress(
+pub(crate) fn html_report_with_progress(
     opts: &HtmlOptions,
     mut observer: impl FnMut(Duration, Duration) + 'static,
 ) -> Result<HtmlReport, CliError> {

@@ -90,7 +90,7 @@ fn json_string(s: &str) -> String {
 /// What the model was shown, as a JSON object when it has the shape the executor writes (`{
 /// status: "refunded", refund_id: "re_…" }`: keys unquoted, values quoted), else as a JSON
 /// string of the text.
-pub fn result_json(shown: &str) -> String {
+pub(crate) fn result_json(shown: &str) -> String {
     match shown_fields(shown) {
         Some(fields) => {
             let pairs: Vec<String> = fields
@@ -106,7 +106,7 @@ pub fn result_json(shown: &str) -> String {
 /// The text of a result that did not succeed: its `error` (`{ error: "timeout after 8000ms" }`
 /// → `timeout after 8000ms`), else its `note` (an unknown outcome's `outcome unknown; do not
 /// retry`), else the text as shown.
-pub fn error_text(shown: &str) -> String {
+pub(crate) fn error_text(shown: &str) -> String {
     let fields = shown_fields(shown).unwrap_or_default();
     ["error", "note"]
         .iter()

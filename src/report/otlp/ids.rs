@@ -30,7 +30,7 @@ pub fn span_id(trace: &TraceId, n: u64) -> SpanId {
 
 /// A tool call id in the shape models give them (`call_` and 24 hex digits), for the tool call
 /// whose span is `span`.
-pub fn tool_call_id(span: &SpanId) -> String {
+pub(crate) fn tool_call_id(span: &SpanId) -> String {
     let d: [u8; 12] = digest(&[b"tool_call", span]);
     format!("call_{}", hex(&d))
 }

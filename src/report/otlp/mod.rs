@@ -49,15 +49,15 @@ pub use options::{OtlpCapture, OtlpOptions, CAPTURE_WORDS};
 pub use service::{SERVICE_ROUTE, STRIPE_HOST, STRIPE_URL};
 
 /// `service.name` of the agent's spans.
-pub const AGENT_SERVICE: &str = "support-agent";
+pub(crate) const AGENT_SERVICE: &str = "support-agent";
 /// `service.name` of the refunds service's spans.
-pub const REFUNDS_SERVICE: &str = "refunds-service";
+pub(crate) const REFUNDS_SERVICE: &str = "refunds-service";
 /// The instrumentation scope's name on both resources: what produced the spans.
-pub const SCOPE: &str = "refundsim";
+pub(crate) const SCOPE: &str = "refundsim";
 
 /// What the exporter keeps per open ticket (its open spans and their ids), bytes, as the run
 /// budget counts it while running.
-pub const OTLP_BYTES_PER_OPEN_TICKET: u64 = 1024;
+pub(crate) const OTLP_BYTES_PER_OPEN_TICKET: u64 = 1024;
 
 /// Streams a run's events as an OTLP/JSON `ExportTraceServiceRequest` to a writer. The first
 /// I/O error stops the writing and is kept for [`OtlpStream::finish`].

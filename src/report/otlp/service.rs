@@ -27,7 +27,7 @@ pub const STRIPE_URL: &str = "https://api.stripe.com/v1/refunds";
 /// Stripe's host.
 pub const STRIPE_HOST: &str = "api.stripe.com";
 /// The body's media type of a Stripe API request (form-encoded).
-pub const STRIPE_CONTENT_TYPE: &str = "application/x-www-form-urlencoded";
+pub(crate) const STRIPE_CONTENT_TYPE: &str = "application/x-www-form-urlencoded";
 
 /// A request the service is handling.
 #[derive(Clone, Debug)]

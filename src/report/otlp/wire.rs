@@ -8,20 +8,20 @@
 use serde::Serialize;
 
 /// `SPAN_KIND_INTERNAL`: work inside one process (a tool call, the model's decision).
-pub const KIND_INTERNAL: u8 = 1;
+pub(crate) const KIND_INTERNAL: u8 = 1;
 /// `SPAN_KIND_SERVER`: handling a remote request (the refunds service's `POST /refunds`).
-pub const KIND_SERVER: u8 = 2;
+pub(crate) const KIND_SERVER: u8 = 2;
 /// `SPAN_KIND_CLIENT`: a request to a remote service (the service's call to Stripe).
-pub const KIND_CLIENT: u8 = 3;
+pub(crate) const KIND_CLIENT: u8 = 3;
 
 /// `STATUS_CODE_ERROR`. Spans that did not fail leave the status unset (0), as the
 /// specification asks of instrumentation libraries ("Set Status").
-pub const STATUS_ERROR: u8 = 2;
+pub(crate) const STATUS_ERROR: u8 = 2;
 
 /// A trace id: 16 bytes.
-pub type TraceId = [u8; 16];
+pub(crate) type TraceId = [u8; 16];
 /// A span id: 8 bytes.
-pub type SpanId = [u8; 8];
+pub(crate) type SpanId = [u8; 8];
 
 /// Lowercase hex of `bytes`.
 pub fn hex(bytes: &[u8]) -> String {
@@ -37,7 +37,7 @@ pub fn hex(bytes: &[u8]) -> String {
 /// One span, ready to write.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Span {
+pub(crate) struct Span {
     /// 32 hex digits.
     pub trace_id: String,
     /// 16 hex digits.
@@ -62,7 +62,7 @@ pub struct Span {
 
 /// An attribute (`KeyValue`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct KeyValue {
+pub(crate) struct KeyValue {
     /// The attribute's name (see `semconv.rs`).
     pub key: &'static str,
     /// Its value.
@@ -72,7 +72,7 @@ pub struct KeyValue {
 /// An attribute value (`AnyValue`), externally tagged as OTLP/JSON writes it:
 /// `{"stringValue": "…"}`, `{"intValue": "200"}`, `{"arrayValue": {"values": […]}}`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub enum AnyValue {
+pub(crate) enum AnyValue {
     /// A string.
     #[serde(rename = "stringValue")]
     String(String),
@@ -86,14 +86,14 @@ pub enum AnyValue {
 
 /// `ArrayValue`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct ArrayValue {
+pub(crate) struct ArrayValue {
     /// The elements.
     pub values: Vec<AnyValue>,
 }
 
 /// `Status`: set only on a failed span.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Status {
+pub(crate) struct Status {
     /// [`STATUS_ERROR`].
     pub code: u8,
     /// What went wrong, for a person; absent when empty.
@@ -163,7 +163,7 @@ impl Span {
 
 /// The `resource` and `scope` that open one `resourceSpans` entry whose `spans` array follows:
 /// `{"resource":{"attributes":[service.name]},"scopeSpans":[{"scope":{"name":SCOPE},"spans":[`.
-pub fn resource_spans_head(service: &str, scope: &str) -> String {
+pub(crate) fn resource_spans_head(service: &str, scope: &str) -> String {
     let string = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
     format!(
         "{{\"resource\":{{\"attributes\":[{{\"key\":\"{}\",\"value\":{{\"stringValue\":{}}}}}]}},\
@@ -175,7 +175,7 @@ pub fn resource_spans_head(service: &str, scope: &str) -> String {
 }
 
 /// What closes a `resourceSpans` entry opened by [`resource_spans_head`].
-pub const RESOURCE_SPANS_TAIL: &str = "\n]}]}";
+pub(crate) const RESOURCE_SPANS_TAIL: &str = "\n]}]}";
 
 #[cfg(test)]
 mod tests {

@@ -44,7 +44,7 @@ const FIRST_TID: u32 = 10;
 
 /// What the exporter keeps per open ticket until it closes (its tool calls, requests, marks),
 /// bytes, as the run budget counts it while running.
-pub const PERFETTO_BYTES_PER_OPEN_TICKET: u64 = 6144;
+pub(crate) const PERFETTO_BYTES_PER_OPEN_TICKET: u64 = 6144;
 
 /// Streams a run's events as Chrome Trace Event JSON to a writer. The first I/O error stops
 /// the writing and is kept for [`PerfettoStream::finish`].

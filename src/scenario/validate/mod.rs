@@ -80,11 +80,11 @@ pub const MAX_FIRST_TICKET_ID: u64 = 1 << 53;
 /// Largest amount in cents anywhere in a scenario ($10 billion), so money sums cannot overflow.
 pub const MAX_CENTS: u64 = 1_000_000_000_000;
 /// Largest retry count (model, executor layer, SDK) and human attempts: 100.
-pub const MAX_RETRIES: u32 = 100;
+pub(crate) const MAX_RETRIES: u32 = 100;
 /// Largest `stripe.faults.latency_spike_factor`: 1000.
-pub const MAX_SPIKE_FACTOR: f64 = 1000.0;
+pub(crate) const MAX_SPIKE_FACTOR: f64 = 1000.0;
 /// Shortest `reconciliation.interval`: 1 s.
-pub const MIN_RECONCILIATION_INTERVAL: Duration = Duration::from_secs(1);
+pub(crate) const MIN_RECONCILIATION_INTERVAL: Duration = Duration::from_secs(1);
 
 pub(super) fn at_most_retries(path: &str, n: u32) -> Check {
     if n > MAX_RETRIES {

@@ -5,7 +5,7 @@ use crate::scenario::config::RefundsService;
 use crate::scenario::rules::{at_least_one, at_most, positive, probability, Check};
 
 /// The largest connection pool a scenario may ask for.
-pub const MAX_POOL_SIZE: u32 = 100_000;
+pub(crate) const MAX_POOL_SIZE: u32 = 100_000;
 
 /// Pool size, acquire retries, backoff and timeout, overhead, then the Stripe client's timeout.
 pub(super) fn validate(svc: &RefundsService) -> Check {
