@@ -54,7 +54,18 @@ pub(crate) fn record_request(w: &World, ids: Ids, req: &StripeRequest, sdk_try: 
 /// Traces Stripe's answer `got` to a request sent at `start` ([`classify`]d, as
 /// `stripe_response`), through the proxies' tries `via`.
 pub(crate) fn record_response(w: &World, ids: Ids, got: &Delivered, start: SimTime, via: &Via) {
-    let (status, outcome, refund_id) = classify(got);
+    record_outcome(w, ids, classify(got), start, via);
+}
+
+/// Traces an answer already classified as `(status, outcome, refund_id)` (see [`classify`];
+/// also the SDK's own timeout or abort) to a request sent at `start`, through `via`.
+fn record_outcome(
+    w: &World,
+    ids: Ids,
+    (status, outcome, refund_id): (u16, ProviderOutcome, Option<String>),
+    start: SimTime,
+    via: &Via,
+) {
     w.record(
         ids,
         EventKind::StripeResponse {
@@ -357,27 +368,18 @@ impl layers::Inner for SdkTry<'_> {
             None => (sdk_timeout.await.ok(), false),
         };
         // A proxy's own answer (it gave up) is read as what it is: a 504 or a dropped connection.
-        let proxy_text = match &got {
-            Some(EgressAnswer::Proxy { text, .. }) => Some(text.clone()),
-            _ => None,
+        let (got, proxy_text) = match got.map(EgressAnswer::into_delivered) {
+            Some((d, text)) => (Some(d), text),
+            None => (None, None),
         };
-        let got = got.map(|a| a.delivered());
         let (status, outcome, refund_id) = match &got {
             Some(d) => classify(d),
             None if aborted => (0, ProviderOutcome::AbortedByCaller, None),
             None => (0, ProviderOutcome::SdkTimeout, None),
         };
         if !self.has_egress {
-            w.record(
-                ids,
-                EventKind::StripeResponse {
-                    status,
-                    outcome,
-                    refund_id: refund_id.clone(),
-                    latency_ns: (w.now() - start).as_nanos(),
-                    via: Default::default(),
-                },
-            );
+            let answer = (status, outcome, refund_id.clone());
+            record_outcome(w, ids, answer, start, &Via::new());
         }
         self.uncertain |= status == 0 || status == 409 || status >= 500;
         layers::TryEnd::Answered {

@@ -53,27 +53,32 @@ pub(crate) enum EgressAnswer {
 }
 
 impl EgressAnswer {
-    /// What the SDK reads from it: Stripe's answer, or the proxy's 504 (an `api_error` body
-    /// with Envoy's words) or dropped connection.
-    pub fn delivered(&self) -> Delivered {
+    /// What the SDK reads from it, with the proxy's words when the proxy answered itself:
+    /// Stripe's answer, or the proxy's 504 (an `api_error` body with Envoy's words) or dropped
+    /// connection.
+    pub(crate) fn into_delivered(self) -> (Delivered, Option<String>) {
         match self {
-            EgressAnswer::Stripe(d) => d.clone(),
+            EgressAnswer::Stripe(d) => (d, None),
             EgressAnswer::Proxy {
                 status: Some(status),
                 text,
-            } => Delivered::Response(Response {
-                status: *status,
-                body: Body::Error {
+            } => {
+                let body = Body::Error {
                     kind: ErrorType::ApiError,
                     code: None,
                     param: None,
                     message: text.clone(),
-                },
-                idempotent_replayed: false,
-                should_retry: None,
-                retry_after: None,
-            }),
-            EgressAnswer::Proxy { status: None, .. } => Delivered::ConnectionLost,
+                };
+                let response = Response {
+                    status,
+                    body,
+                    idempotent_replayed: false,
+                    should_retry: None,
+                    retry_after: None,
+                };
+                (Delivered::Response(response), Some(text))
+            }
+            EgressAnswer::Proxy { status: None, text } => (Delivered::ConnectionLost, Some(text)),
         }
     }
 }
@@ -81,9 +86,13 @@ impl EgressAnswer {
 /// The class of what Stripe (or a proxy below) answered, for a proxy's `retry_on`: a dropped
 /// connection is a `reset`, a status its Envoy class (a proxy's own 504 is a `gateway-error`).
 fn class_of(a: &EgressAnswer) -> Option<RetryOn> {
-    match a.delivered() {
-        Delivered::ConnectionLost => Some(RetryOn::Reset),
-        Delivered::Response(r) => layers::http_class(r.status),
+    match a {
+        EgressAnswer::Stripe(Delivered::ConnectionLost)
+        | EgressAnswer::Proxy { status: None, .. } => Some(RetryOn::Reset),
+        EgressAnswer::Stripe(Delivered::Response(r)) => layers::http_class(r.status),
+        EgressAnswer::Proxy {
+            status: Some(s), ..
+        } => layers::http_class(*s),
     }
 }
 
