@@ -1,4 +1,5 @@
-//! Why a front-end command (`run`, `explore`) could not run: bad input, exit code 2.
+//! Why a front-end command (`run`, `explore`, `report`, `replay`) could not run: bad input, exit
+//! code 2.
 
 use crate::scenario::ScenarioError;
 
@@ -9,6 +10,9 @@ pub enum CliError {
     /// The scenario or a policy could not be loaded.
     #[error(transparent)]
     Scenario(#[from] ScenarioError),
+    /// A run went past the run budget while running (`--max-events`, `--max-memory-mb`).
+    #[error(transparent)]
+    OverBudget(#[from] crate::scenario::OverBudget),
     /// A flag that does not fit the scenario, or an output file that cannot be written.
     #[error("{0}")]
     Input(String),

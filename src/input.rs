@@ -41,7 +41,7 @@ static MAX_INPUT_BYTES: AtomicU64 = AtomicU64::new(0);
 
 /// Sets the largest file later reads accept, bytes, for every input: scenarios, policies, tool
 /// definitions, lint inputs, `sweep.json` and the recordings `import` reads whole (the CLI's
-/// `--max-input-mb`; process-wide, like the run budget's `--max-events`). `None` restores the
+/// `--max-input-mb`; process-wide). `None` restores the
 /// defaults: [`DEFAULT_MAX_INPUT_BYTES`], and [`crate::import::MAX_INPUT_BYTES`] for
 /// recordings.
 pub fn set_max_input_bytes(n: Option<u64>) {

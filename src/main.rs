@@ -151,31 +151,25 @@ fn run() -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2)));
         }
     };
-    // The budget guards runs; `lint`, `show`, `schema` and `merge` simulate nothing.
-    let simulates = !matches!(
-        cli.command,
-        Command::Lint(_) | Command::Show(_) | Command::Schema | Command::Merge(_)
-    );
-    scenario::budget::set_max_events(if simulates { cli.max_events } else { u64::MAX });
-    scenario::budget::set_max_memory_mb(if simulates {
-        cli.max_memory_mb
-    } else {
-        u64::MAX
-    });
-    scenario::budget::enforce_while_running(simulates);
+    // The run budget, a value handed to the commands that simulate (`lint`, `show`, `schema`
+    // and `merge` simulate nothing).
+    let budget = scenario::RunBudget {
+        max_events: cli.max_events,
+        max_memory_mb: cli.max_memory_mb,
+    };
     refundsim::input::set_max_input_bytes(cli.max_input_mb.map(|mb| mb.saturating_mul(1 << 20)));
     match cli.command {
-        Command::Run(args) => cli::run::run(args),
+        Command::Run(args) => cli::run::run(args, budget),
         Command::Schema => cli::show::schema(),
         Command::Show(args) => cli::show::show(args),
-        Command::Check(args) => cli::check::run(args),
-        Command::Diff(args) => cli::diff::run(args),
+        Command::Check(args) => cli::check::run(args, budget),
+        Command::Diff(args) => cli::diff::run(args, budget),
         Command::Lint(args) => cli::lint::run(args),
-        Command::Explore(args) => cli::explore::run(args),
-        Command::Sweep(args) => cli::sweep::run(args),
+        Command::Explore(args) => cli::explore::run(args, budget),
+        Command::Sweep(args) => cli::sweep::run(args, budget),
         Command::Merge(args) => cli::sweep::merge(args),
-        Command::Import(args) => cli::import::run(args),
-        Command::Replay(args) => cli::replay::run(args),
-        Command::Report(args) => cli::report::run(args),
+        Command::Import(args) => cli::import::run(args, budget),
+        Command::Replay(args) => cli::replay::run(args, budget),
+        Command::Report(args) => cli::report::run(args, budget),
     }
 }

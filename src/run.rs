@@ -8,8 +8,8 @@ use std::rc::Rc;
 use crate::analysis::story::{story_as, IncidentShapes};
 use crate::history::{Event, History, Keep, Observer};
 use crate::invariants::{expectations, EvalRules, Evaluator, ExpectationResult, Metrics};
-use crate::model::simulate_observed;
-use crate::scenario::Scenario;
+use crate::model::{simulate_observed, simulate_watched, Watched};
+use crate::scenario::{OverBudget, RunWatch, Scenario};
 use crate::sim::{Seeded, Sim, SimTime, Streams};
 
 /// How to replay a run from the command line: the scenario path and any policy and `--set`
@@ -172,13 +172,55 @@ pub fn run_with_progress(
     scenario: &Scenario,
     seed: u64,
     how: &Invocation,
-    mut observer: impl FnMut(std::time::Duration) + 'static,
+    observer: impl FnMut(std::time::Duration) + 'static,
 ) -> RunOutput {
+    run_recorded(
+        engine_with_progress(scenario, observer),
+        scenario,
+        seed,
+        how,
+        Keep::Nothing,
+        (),
+    )
+    .0
+}
+
+/// [`run_with_progress`] watched by `watch` as a lone run (order 0).
+///
+/// # Errors
+/// [`OverBudget`]: the run went past the watch's budget while running.
+pub fn run_with_progress_watched(
+    scenario: &Scenario,
+    seed: u64,
+    how: &Invocation,
+    watch: &RunWatch,
+    observer: impl FnMut(std::time::Duration) + 'static,
+) -> Result<RunOutput, OverBudget> {
+    let engine = engine_with_progress(scenario, observer);
+    run_recorded_watched(
+        engine,
+        scenario,
+        seed,
+        how,
+        Keep::Nothing,
+        (),
+        None,
+        (watch, 0),
+    )
+    .map(|(out, ())| out)
+}
+
+/// The engine `scenario` asks for, telling `observer` the virtual time reached every
+/// [`PROGRESS_EVERY_EVENTS`] engine events.
+fn engine_with_progress(
+    scenario: &Scenario,
+    mut observer: impl FnMut(std::time::Duration) + 'static,
+) -> Sim {
     let engine = engine_for(scenario);
     engine.on_progress(PROGRESS_EVERY_EVENTS, move |t: SimTime| {
         observer(std::time::Duration::from_nanos(t.as_nanos()))
     });
-    run_recorded(engine, scenario, seed, how, Keep::Nothing, ()).0
+    engine
 }
 
 /// The engine a scenario asks for: plain, or exploring under its `tie_break` section.
@@ -297,7 +339,74 @@ pub(crate) fn run_recorded_with<S: Sink + Default + 'static>(
     sinks: S,
     extra: Option<Rc<RefCell<dyn Observer>>>,
 ) -> (RunOutput, S) {
-    let rec = Rc::new(RefCell::new(Recorder {
+    let rec = recorder(scenario, keep, sinks, extra);
+    let (gauges, stats) = simulate_observed(engine, scenario, seed, rec.clone());
+    finish(&rec, &gauges, &stats, scenario, seed, how)
+}
+
+/// [`run_recorded_with`] watched by `watch` as the run at `order` in its command's order (0
+/// for a lone run): a run that goes past the watch's budget while running is stopped.
+///
+/// # Errors
+/// [`OverBudget`]: the run was stopped (its sinks are dropped, so the files they were
+/// writing are removed).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run_recorded_watched<S: Sink + Default + 'static>(
+    engine: Sim,
+    scenario: &Scenario,
+    seed: u64,
+    how: &Invocation,
+    keep: Keep,
+    sinks: S,
+    extra: Option<Rc<RefCell<dyn Observer>>>,
+    (watch, order): (&RunWatch, u64),
+) -> Result<(RunOutput, S), OverBudget> {
+    let rec = recorder(scenario, keep, sinks, extra);
+    let label = how.command(seed);
+    let watched = Watched {
+        watch,
+        order,
+        label: &label,
+    };
+    let (gauges, stats) = simulate_watched(engine, scenario, seed, rec.clone(), watched)?;
+    Ok(finish(&rec, &gauges, &stats, scenario, seed, how))
+}
+
+/// [`run`] watched by `watch` as the run at `order` in its command's order (its index among
+/// the command's runs; 0 for a lone run): what `check`, `diff` and `sweep` run, in parallel,
+/// under the CLI's budget.
+///
+/// # Errors
+/// [`OverBudget`]: the run went past the budget while running, or a run earlier in the
+/// order did (see [`RunWatch::verdict`] for the one to report).
+pub fn run_watched(
+    scenario: &Scenario,
+    seed: u64,
+    how: &Invocation,
+    watch: &RunWatch,
+    order: u64,
+) -> Result<RunOutput, OverBudget> {
+    run_recorded_watched(
+        engine_for(scenario),
+        scenario,
+        seed,
+        how,
+        Keep::Nothing,
+        (),
+        None,
+        (watch, order),
+    )
+    .map(|(out, ())| out)
+}
+
+/// The run's one observer, before the run.
+fn recorder<S: Sink + Default + 'static>(
+    scenario: &Scenario,
+    keep: Keep,
+    sinks: S,
+    extra: Option<Rc<RefCell<dyn Observer>>>,
+) -> Rc<RefCell<Recorder<S>>> {
+    Rc::new(RefCell::new(Recorder {
         eval: Evaluator::new(EvalRules::of(scenario)),
         shapes: IncidentShapes::default(),
         keep,
@@ -308,11 +417,20 @@ pub(crate) fn run_recorded_with<S: Sink + Default + 'static>(
             .as_ref()
             .map(crate::replay::ReplayObserver::new),
         extra,
-    }));
-    crate::scenario::budget::set_run_label(&how.command(seed));
-    let (gauges, stats) = simulate_observed(engine, scenario, seed, rec.clone());
+    }))
+}
+
+/// The output of a finished run from its observer and the engine's figures.
+fn finish<S: Sink + Default + 'static>(
+    rec: &Rc<RefCell<Recorder<S>>>,
+    gauges: &crate::model::ModelGauges,
+    stats: &crate::sim::RunStats,
+    scenario: &Scenario,
+    seed: u64,
+    how: &Invocation,
+) -> (RunOutput, S) {
     let rec = std::mem::take(&mut *rec.borrow_mut());
-    let metrics = rec.eval.finish(&gauges);
+    let metrics = rec.eval.finish(gauges);
     let expectations = expectations(&metrics, &scenario.expect);
     let report = RunReport {
         schema_version: REPORT_SCHEMA_VERSION,

@@ -36,7 +36,7 @@ pub struct CheckArgs {
     json: bool,
 }
 
-pub fn run(a: CheckArgs) -> anyhow::Result<ExitCode> {
+pub fn run(a: CheckArgs, budget: refundsim::scenario::RunBudget) -> anyhow::Result<ExitCode> {
     if let Some(path) = &a.junit {
         let inputs: Vec<&PathBuf> = a.scenarios.iter().chain(a.policies.iter()).collect();
         refundsim::output::refuse_overwriting_inputs("--junit", path, &inputs)
@@ -51,6 +51,7 @@ pub fn run(a: CheckArgs) -> anyhow::Result<ExitCode> {
             .map(|s| gate::SeedRange::parse("--seeds", &s))
             .transpose()?,
         explore_cases: a.explore_cases,
+        budget,
     };
     let bar = RunsBar::new("check");
     let report = gate::check_with_progress(&opts, &bar);

@@ -50,7 +50,7 @@ pub struct DiffArgs {
     json: bool,
 }
 
-pub fn run(a: DiffArgs) -> anyhow::Result<ExitCode> {
+pub fn run(a: DiffArgs, budget: refundsim::scenario::RunBudget) -> anyhow::Result<ExitCode> {
     let opts = gate::DiffOptions {
         scenarios: a.scenarios,
         baseline: a.baseline,
@@ -68,6 +68,7 @@ pub fn run(a: DiffArgs) -> anyhow::Result<ExitCode> {
         allow_unsafe: a.allow_unsafe,
         require_safe: a.require_safe,
         explore_cases: a.explore_cases,
+        budget,
     };
     let bar = RunsBar::new("diff");
     let report = gate::diff_with_progress(&opts, &bar);

@@ -38,7 +38,7 @@ pub struct ExploreArgs {
     out: Option<PathBuf>,
 }
 
-pub fn run(a: ExploreArgs) -> anyhow::Result<ExitCode> {
+pub fn run(a: ExploreArgs, budget: refundsim::scenario::RunBudget) -> anyhow::Result<ExitCode> {
     let opts = explore::CliOptions {
         scenario: a.scenario,
         policies: a.policies,
@@ -49,6 +49,7 @@ pub fn run(a: ExploreArgs) -> anyhow::Result<ExitCode> {
         exhaustive: a.exhaustive,
         max_schedules: a.max_schedules,
         out: a.out,
+        budget,
     };
     let bar = std::cell::OnceCell::new();
     let outcome = explore::cli_run(&opts, || bar.get_or_init(|| progress_bar(a.cases)).inc(1));

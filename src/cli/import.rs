@@ -16,8 +16,8 @@ pub struct ImportArgs {
     out: PathBuf,
 }
 
-pub fn run(a: ImportArgs) -> anyhow::Result<ExitCode> {
-    let inputs = a.recording.inputs()?;
+pub fn run(a: ImportArgs, budget: refundsim::scenario::RunBudget) -> anyhow::Result<ExitCode> {
+    let inputs = a.recording.inputs(budget)?;
     // Said before the --out check, which would call a directory an input to be overwritten.
     if let Some(dir) = inputs.files.iter().find(|f| f.is_dir()) {
         return Err(refundsim::error::CliError::Input(format!(

@@ -50,7 +50,10 @@ pub struct RecordingArgs {
 }
 
 impl RecordingArgs {
-    pub fn inputs(&self) -> Result<refundsim::import::ImportInputs, refundsim::error::CliError> {
+    pub fn inputs(
+        &self,
+        budget: refundsim::scenario::RunBudget,
+    ) -> Result<refundsim::import::ImportInputs, refundsim::error::CliError> {
         use refundsim::error::CliError;
         let mut options = refundsim::import::ImportOptions {
             date: self.date.clone(),
@@ -90,6 +93,7 @@ impl RecordingArgs {
             ticket_field: self.ticket_field.clone(),
             amount_field: self.amount_field.clone(),
             tool_definition: self.tool_definition.clone(),
+            budget,
         })
     }
 }

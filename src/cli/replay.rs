@@ -26,14 +26,14 @@ pub struct ReplayArgs {
     json: bool,
 }
 
-pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
-    let inputs = a.recording.inputs()?;
+pub fn run(a: ReplayArgs, budget: refundsim::scenario::RunBudget) -> anyhow::Result<ExitCode> {
+    let inputs = a.recording.inputs(budget)?;
     let bar = super::progress::ImportBar::new("replay");
     let imported = refundsim::import::import_with_progress(&inputs, &bar);
     let imported = imported.inspect_err(|_| bar.0.finish_and_clear())?;
     refundsim::import::ImportProgress::step(&bar, "loading the replay scenario");
     let origin_name = format!("replay of {}", imported.report_sources(&inputs));
-    let sc = scenario::load_text(&imported.json, &origin_name, &a.policies, &a.sets);
+    let sc = scenario::load_text(&imported.json, &origin_name, &a.policies, &a.sets, &budget);
     bar.0.finish_and_clear();
     let sc = sc?;
     let seed = a.seed.unwrap_or(sc.seed);
@@ -41,13 +41,16 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
     let bar = super::progress::virtual_time_bar_of("replay");
     let mut observer = super::progress::virtual_time_progress(&bar);
     let horizon = sc.horizon;
-    let out = refundsim::run::run_with_progress(
+    let watch = scenario::RunWatch::new(budget);
+    let out = refundsim::run::run_with_progress_watched(
         &sc,
         seed,
         &refundsim::run::Invocation::default(),
+        &watch,
         move |now| observer(now, horizon),
     );
     bar.finish_and_clear();
+    let out = out?;
     let Some(c) = out.report.recording else {
         anyhow::bail!("the imported scenario has no replay section");
     };

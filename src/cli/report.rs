@@ -29,7 +29,7 @@ pub struct ReportArgs {
     out: PathBuf,
 }
 
-pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
+pub fn run(a: ReportArgs, budget: refundsim::scenario::RunBudget) -> anyhow::Result<ExitCode> {
     let bar = virtual_time_bar();
     let opts = report::html::HtmlOptions {
         scenario: a.scenario,
@@ -37,6 +37,7 @@ pub fn run(a: ReportArgs) -> anyhow::Result<ExitCode> {
         policies: a.policies,
         sets: a.sets,
         sweep: a.sweep,
+        budget,
     };
     let made = report::html::write_html_report(&opts, &a.out, virtual_time_progress(&bar));
     bar.finish_and_clear();

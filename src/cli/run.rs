@@ -56,7 +56,7 @@ pub struct RunArgs {
     ticket: Option<String>,
 }
 
-pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
+pub fn run(a: RunArgs, budget: refundsim::scenario::RunBudget) -> anyhow::Result<ExitCode> {
     let bar = virtual_time_bar();
     let observer = virtual_time_progress(&bar);
     let outcome = report::cli::cli_run_with_progress(
@@ -72,6 +72,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             otlp_capture: a.otlp_capture,
             stripe_list: a.stripe_list,
             ticket: a.ticket,
+            budget,
         },
         observer,
     );

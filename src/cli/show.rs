@@ -22,7 +22,9 @@ pub struct ShowArgs {
 
 /// `show`: the scenario after policies and `--set`, with the stack it compiles to.
 pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
-    let sc = scenario::load(&args.scenario, &args.policies, &args.sets)?;
+    // `show` simulates nothing: no run budget applies.
+    let unlimited = scenario::RunBudget::UNLIMITED;
+    let sc = scenario::load_within(&args.scenario, &args.policies, &args.sets, &unlimited)?;
     print_json(&scenario::compiled(&sc))?;
     Ok(ExitCode::SUCCESS)
 }

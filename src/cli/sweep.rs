@@ -61,7 +61,7 @@ pub struct MergeArgs {
     out: PathBuf,
 }
 
-pub fn run(a: SweepArgs) -> anyhow::Result<ExitCode> {
+pub fn run(a: SweepArgs, budget: refundsim::scenario::RunBudget) -> anyhow::Result<ExitCode> {
     if let Some((i, m)) = a
         .minimize
         .iter()
@@ -83,6 +83,7 @@ pub fn run(a: SweepArgs) -> anyhow::Result<ExitCode> {
         shard: a.shard.as_deref().map(sweep::Shard::parse).transpose()?,
         require: a.require,
         minimize: a.minimize,
+        budget,
     };
     let bar = RunsBar::new("sweep");
     let s = sweep::sweep_with_progress(&opts, &bar);

@@ -34,6 +34,9 @@ pub struct CliOptions {
     pub max_schedules: u64,
     /// Where to write the minimal scenario [default: the scenario's name + `-minimal.json`].
     pub out: Option<PathBuf>,
+    /// The run budget the scenario is admitted against and each case's run is watched under
+    /// (the search; `exhaustive`'s schedules of a tiny world are not watched).
+    pub budget: scenario::RunBudget,
 }
 
 /// What `explore` found, ready to print (its [`fmt::Display`] is the command's stdout).
@@ -150,7 +153,7 @@ fn fmt_exhaustive(f: &mut fmt::Formatter<'_>, r: &Exhaustive) -> fmt::Result {
 /// Runs `refundsim explore`: `on_case` is called after every run (cases and shrinking) of the
 /// search, not in exhaustive mode. A found minimal scenario is written before this returns.
 pub fn cli_run(opts: &CliOptions, on_case: impl Fn()) -> Result<CliOutcome, CliError> {
-    let sc = scenario::load(&opts.scenario, &opts.policies, &opts.sets)?;
+    let sc = scenario::load_within(&opts.scenario, &opts.policies, &opts.sets, &opts.budget)?;
     if opts.exhaustive {
         return run_exhaustive(opts, sc).map(CliOutcome::Exhaustive);
     }
@@ -164,7 +167,8 @@ pub fn cli_run(opts: &CliOptions, on_case: impl Fn()) -> Result<CliOutcome, CliE
         seed: opts.seed,
         epsilon: opts.epsilon,
     };
-    match search::explore(&sc, &search_opts, on_case) {
+    let watch = scenario::RunWatch::new(opts.budget);
+    match search::explore_watched(&sc, &search_opts, on_case, &watch)? {
         search::Outcome::NotFound { cases } => Ok(CliOutcome::NotFound {
             cases,
             seed: opts.seed,

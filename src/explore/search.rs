@@ -7,9 +7,11 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 
 use super::strategy::{layer_draw, layer_json, layer_names, Case, LayerDraw};
-use super::{check_case, Violation};
+use super::{check_case, first_violation, Violation};
+use crate::run::{run_watched, Invocation};
 use crate::scenario::layers::MAX_TRIES_PER_TOOL_CALL;
 use crate::scenario::{default_expect, stack_of, RetryLayer, Scenario, TicketSpec, TieBreakConfig};
+use crate::scenario::{OverBudget, RunWatch};
 
 /// Options of one exploration.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -253,14 +255,70 @@ fn add_layer(s: &mut Scenario, name: &str, kind: &str, d: &LayerDraw, lat_ms: &[
 /// after every case run, shrinking steps included (for a progress bar). Deterministic in
 /// `opts.seed`.
 pub fn explore(base: &Scenario, opts: &ExploreOptions, on_case: impl Fn()) -> Outcome {
-    search(base, opts, MAX_SHRINK_ITERS, on_case)
+    let unwatched = search(base, opts, MAX_SHRINK_ITERS, on_case, None);
+    // Never stopped: no run is watched.
+    unwatched.unwrap_or_else(|stop| Outcome::Aborted {
+        tried: 0,
+        cases: opts.cases,
+        reason: stop.to_string(),
+    })
+}
+
+/// [`explore`], every case's run watched by `watch` (`refundsim explore` under the CLI's run
+/// budget).
+///
+/// # Errors
+/// [`OverBudget`]: a case's run went past the budget while running; the search stops there.
+pub fn explore_watched(
+    base: &Scenario,
+    opts: &ExploreOptions,
+    on_case: impl Fn(),
+    watch: &RunWatch,
+) -> Result<Outcome, OverBudget> {
+    search(base, opts, MAX_SHRINK_ITERS, on_case, Some(watch))
 }
 
 /// [`explore`] without shrinking: the first failing case as generated, in at most
 /// `opts.cases` runs and no more (what `sweep` asks of a recommended point). `explore` with
 /// the same options finds the same case first and shrinks it.
 pub(crate) fn explore_unshrunk(base: &Scenario, opts: &ExploreOptions) -> Outcome {
-    search(base, opts, 0, || ())
+    let unwatched = search(base, opts, 0, || (), None);
+    unwatched.unwrap_or_else(|stop| Outcome::Aborted {
+        tried: 0,
+        cases: opts.cases,
+        reason: stop.to_string(),
+    })
+}
+
+/// One case run and checked, watched by `watch` when there is one: `Ok(None)` once a run has
+/// stopped over the budget (recorded in `stopped`; later cases are not run).
+struct Checker<'a> {
+    watch: Option<&'a RunWatch>,
+    stopped: std::cell::RefCell<Option<OverBudget>>,
+}
+
+impl Checker<'_> {
+    /// Whether `case` breaks the safety property; a case run after a stop passes unrun.
+    fn check(&self, case: &Case) -> Result<(), Violation> {
+        let Some(watch) = self.watch else {
+            return check_case(case);
+        };
+        if self.stopped.borrow().is_some() {
+            return Ok(());
+        }
+        let sc = &case.scenario;
+        match run_watched(sc, sc.seed, &Invocation::default(), watch, 0) {
+            Ok(out) => first_violation(sc, &out).map_or(Ok(()), Err),
+            Err(stop) => {
+                *self.stopped.borrow_mut() = Some(stop);
+                Ok(())
+            }
+        }
+    }
+
+    fn stopped(&self) -> Result<(), OverBudget> {
+        self.stopped.borrow().clone().map_or(Ok(()), Err)
+    }
 }
 
 /// proptest 1.x's default bound on shrinking steps.
@@ -271,7 +329,12 @@ fn search(
     opts: &ExploreOptions,
     shrink_iters: u32,
     on_case: impl Fn(),
-) -> Outcome {
+    watch: Option<&RunWatch>,
+) -> Result<Outcome, OverBudget> {
+    let checker = Checker {
+        watch,
+        stopped: std::cell::RefCell::new(None),
+    };
     // Every field proptest would read from a `PROPTEST_*` environment variable is set here, so
     // the search is what the flags say and nothing else (`PROPTEST_CASES=5` in a CI job's
     // environment must not shrink an `explore` search); the values are proptest 1.x's defaults.
@@ -298,13 +361,19 @@ fn search(
     let result = runner.run(&perturbed(base, opts.epsilon), |case| {
         tried.set(tried.get().saturating_add(1));
         on_case();
-        check_case(&case).map_err(|v| TestCaseError::fail(v.to_string()))
+        checker
+            .check(&case)
+            .map_err(|v| TestCaseError::fail(v.to_string()))
     });
-    match result {
+    checker.stopped()?;
+    Ok(match result {
         Ok(()) => Outcome::NotFound { cases: opts.cases },
         Err(TestError::Fail(_, case)) => {
-            let case = drop_unneeded_tickets(case, &on_case);
-            let violation = match check_case(&case) {
+            let case = drop_unneeded_tickets(case, &on_case, &checker);
+            checker.stopped()?;
+            let checked = checker.check(&case);
+            checker.stopped()?;
+            let violation = match checked {
                 Err(v) => v,
                 Ok(()) => unreachable!("a shrunk failing case fails again: runs are deterministic"),
             };
@@ -324,7 +393,7 @@ fn search(
             cases: opts.cases,
             reason: reason.to_string(),
         },
-    }
+    })
 }
 
 /// Removes, one at a time and until none can go, every ticket whose removal keeps a safety
@@ -333,7 +402,7 @@ fn search(
 /// must not be left in the counterexample (issue 27). Ticket ids are kept as they are (every
 /// draw is keyed by ticket id, so the others' draws do not move). Afterwards every remaining
 /// ticket is necessary: removing any one makes the violation disappear.
-fn drop_unneeded_tickets(mut case: Case, on_case: &impl Fn()) -> Case {
+fn drop_unneeded_tickets(mut case: Case, on_case: &impl Fn(), checker: &Checker<'_>) -> Case {
     loop {
         let mut removed = false;
         // Backwards, so removing ticket `i` leaves the indices still to try where they were.
@@ -344,7 +413,7 @@ fn drop_unneeded_tickets(mut case: Case, on_case: &impl Fn()) -> Case {
             let mut fewer = case.clone();
             fewer.scenario.arrivals.tickets.remove(i);
             on_case();
-            if check_case(&fewer).is_err() {
+            if checker.check(&fewer).is_err() {
                 case = fewer;
                 removed = true;
             }

@@ -34,6 +34,8 @@ pub struct CheckOptions {
     /// Cases of the bounded exploration of each case that claims safety or asserts a hole;
     /// `None` takes the scenario's `gate.explore_cases` (default 256), 0 turns it off.
     pub explore_cases: Option<u32>,
+    /// The run budget each case is admitted against and each run is watched under.
+    pub budget: scenario::RunBudget,
 }
 
 /// The verdict over every scenario × policy.
@@ -177,10 +179,13 @@ pub fn check_with_progress(
     progress: &dyn Progress,
 ) -> Result<CheckReport, GateError> {
     let cases = load_cases(opts)?;
-    let seeds: Vec<&[u64]> = cases.iter().map(|c| c.seeds.as_slice()).collect();
-    let reports = run_cases(&seeds, progress, |i, seed| {
-        run(&cases[i].scenario, seed, &cases[i].invocation()).report
-    });
+    let hows: Vec<Invocation> = cases.iter().map(Case::invocation).collect();
+    let runs: Vec<_> = cases
+        .iter()
+        .zip(&hows)
+        .map(|(c, how)| (&c.scenario, how, c.seeds.as_slice()))
+        .collect();
+    let reports = run_cases(&runs, opts.budget, progress)?;
     let explored: Vec<Option<ExploreCheck>> = cases
         .par_iter()
         .map(|c| {
@@ -209,8 +214,12 @@ fn load_cases(opts: &CheckOptions) -> Result<Vec<Case>, GateError> {
     for path in scenario_files(&opts.scenarios)? {
         let policies = std::iter::once(None).chain(opts.policies.iter().cloned().map(Some));
         for policy in policies {
-            let (scenario, expect_source) =
-                scenario::load_with_expect_source(&path, policy.as_slice(), &opts.sets)?;
+            let (scenario, expect_source) = scenario::load_with_expect_source(
+                &path,
+                policy.as_slice(),
+                &opts.sets,
+                &opts.budget,
+            )?;
             let seeds = match opts.seeds {
                 Some(r) => r.seeds(),
                 None => (1..=scenario.gate.seeds).collect(),

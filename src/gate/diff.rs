@@ -19,7 +19,7 @@ use super::runs::run_cases;
 use super::seeds::SeedRange;
 use super::stats::{mean, paired, welch, Interval};
 use super::units::unit_of;
-use crate::run::{run, Invocation, RunReport};
+use crate::run::{Invocation, RunReport};
 use crate::scenario::{self, Scenario, METRICS, SAFETY_METRICS};
 
 /// Tolerances applied when `--tolerance` does not name the metric: no increase (mean paired
@@ -62,6 +62,8 @@ pub struct DiffOptions {
     /// Cases of the bounded exploration of the candidate; `None` takes the scenario's
     /// `gate.explore_cases` (default 256), 0 turns it off.
     pub explore_cases: Option<u32>,
+    /// The run budget each side is admitted against and each run is watched under.
+    pub budget: scenario::RunBudget,
 }
 
 /// The comparison over every scenario.
@@ -211,8 +213,9 @@ pub fn diff_with_progress(
     let files = scenario_files(&opts.scenarios)?;
     let mut loaded: Vec<(Scenario, Scenario)> = Vec::new();
     for path in &files {
-        let side =
-            |policy: &PathBuf| scenario::load(path, std::slice::from_ref(policy), &opts.sets);
+        let side = |policy: &PathBuf| {
+            scenario::load_within(path, std::slice::from_ref(policy), &opts.sets, &opts.budget)
+        };
         loaded.push((side(&opts.baseline)?, side(&opts.candidate)?));
     }
     let (seeds, cseeds) = seed_ranges(opts, &loaded)?;
@@ -233,10 +236,11 @@ pub fn diff_with_progress(
             });
         }
     }
-    let side_seeds: Vec<&[u64]> = sides.iter().map(|s| s.seeds.as_slice()).collect();
-    let mut reports = run_cases(&side_seeds, progress, |i, seed| {
-        run(&sides[i].scenario, seed, &sides[i].how).report
-    });
+    let runs: Vec<_> = sides
+        .iter()
+        .map(|s| (&s.scenario, &s.how, s.seeds.as_slice()))
+        .collect();
+    let mut reports = run_cases(&runs, opts.budget, progress)?;
     let explored = explore_candidates(opts, &sides);
     let mut scenarios = Vec::new();
     for (k, path) in files.iter().enumerate() {

@@ -36,6 +36,10 @@ pub enum GateError {
         /// What is wrong and what was expected.
         message: String,
     },
+    /// A run went past the run budget while running (`--max-events`, `--max-memory-mb`): the
+    /// first in the command's order.
+    #[error(transparent)]
+    OverBudget(#[from] crate::scenario::OverBudget),
     /// An output file could not be written.
     #[error("{flag} {path}: {message}")]
     Output {

@@ -3,35 +3,39 @@
 use rayon::prelude::*;
 
 use super::progress::Progress;
-use crate::run::RunReport;
-use crate::scenario;
+use crate::run::{run_watched, Invocation, RunReport};
+use crate::scenario::{OverBudget, RunBudget, RunWatch, Scenario};
 
-/// Runs `run_one(case, seed)` for every seed of every case (`seeds[case]`, in order), in
-/// parallel: the reports in case order, then seed order, whatever the number of threads (each
-/// run's order is its index, for the run budget). Tells `progress` the number of runs, then
-/// each finished run. When the run budget stopped a run, exits the process as
-/// [`scenario::budget::exit_if_stopped`] does.
+/// Runs every seed of every case (`seeds[case]`, in order; case `i` is `scenarios[i]`, replayed
+/// by `how[i]`) in parallel under `budget`: the reports in case order, then seed order,
+/// whatever the number of threads. Tells `progress` the number of runs, then each finished
+/// run.
+///
+/// # Errors
+/// [`OverBudget`]: the first run in this order that went past the budget while running (each
+/// run's order is its index), the same at any thread count.
 pub(super) fn run_cases(
-    seeds: &[&[u64]],
+    cases: &[(&Scenario, &Invocation, &[u64])],
+    budget: RunBudget,
     progress: &dyn Progress,
-    run_one: impl Fn(usize, u64) -> RunReport + Sync,
-) -> Vec<RunReport> {
-    let jobs: Vec<(usize, u64)> = seeds
+) -> Result<Vec<RunReport>, OverBudget> {
+    let jobs: Vec<(usize, u64)> = cases
         .iter()
         .enumerate()
-        .flat_map(|(i, s)| s.iter().map(move |&seed| (i, seed)))
+        .flat_map(|(i, (_, _, s))| s.iter().map(move |&seed| (i, seed)))
         .collect();
     progress.start(jobs.len() as u64);
-    let reports: Vec<RunReport> = jobs
+    let watch = RunWatch::new(budget);
+    let reports: Vec<Result<RunReport, OverBudget>> = jobs
         .par_iter()
         .enumerate()
         .map(|(k, &(i, seed))| {
-            scenario::budget::set_run_order(k as u64);
-            let report = run_one(i, seed);
+            let (scenario, how, _) = cases[i];
+            let report = run_watched(scenario, seed, how, &watch, k as u64).map(|o| o.report);
             progress.run_done();
             report
         })
         .collect();
-    scenario::budget::exit_if_stopped();
-    reports
+    watch.verdict()?;
+    reports.into_iter().collect()
 }

@@ -18,7 +18,7 @@ pub trait Observer {
     fn ticket_closed(&mut self, _id: u64) {}
     /// Bytes this observer holds now that grow with the run (what it keeps per open ticket,
     /// kept events), for the run budget enforced while running
-    /// ([`crate::scenario::budget::enforce_while_running`]); 0 by default.
+    /// ([`crate::scenario::RunWatch`]); 0 by default.
     fn held_bytes(&self) -> u64 {
         0
     }

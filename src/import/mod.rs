@@ -742,6 +742,9 @@ pub struct ImportInputs {
     /// A file of tool definitions (`--tool-definition`) naming the refund tool's arguments;
     /// `None`: the base scenario's `tools`.
     pub tool_definition: Option<std::path::PathBuf>,
+    /// The run budget the base and the imported scenario are admitted against (as a
+    /// scenario loaded for a run is: a recording too large for it is refused at import).
+    pub budget: crate::scenario::RunBudget,
 }
 
 /// An imported recording: the replay scenario, as a value and as the JSON `import` writes.
@@ -779,7 +782,7 @@ pub fn import_with_progress(
 ) -> Result<Imported, crate::error::CliError> {
     use crate::error::CliError;
     let base = match &inputs.base {
-        Some(p) => crate::scenario::load(p, &[], &[])?,
+        Some(p) => crate::scenario::load_within(p, &[], &[], &inputs.budget)?,
         None => crate::scenario::load_str(DEFAULT_BASE, "built-in base")?,
     };
     let opts = import_options(inputs, &base)?;
@@ -796,7 +799,7 @@ pub fn import_with_progress(
     let json = serde_json::to_string_pretty(&scenario)
         .map_err(|e| CliError::Input(format!("cannot write the scenario: {e}")))?
         + "\n";
-    check_loads_back(&json, &sources)?;
+    check_loads_back(&json, &sources, &inputs.budget)?;
     Ok(Imported {
         scenario,
         json,
@@ -852,8 +855,12 @@ fn import_options(
 ///
 /// # Errors
 /// The scenario does not load.
-fn check_loads_back(json: &str, sources: &[String]) -> Result<(), crate::error::CliError> {
-    let Err(e) = crate::scenario::load_str(json, "the imported scenario") else {
+fn check_loads_back(
+    json: &str,
+    sources: &[String],
+    budget: &crate::scenario::RunBudget,
+) -> Result<(), crate::error::CliError> {
+    let Err(e) = crate::scenario::load_text(json, "the imported scenario", &[], &[], budget) else {
         return Ok(());
     };
     let what = match &e {

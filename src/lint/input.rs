@@ -64,7 +64,8 @@ pub fn read_input(path: &Path) -> Result<LintInput, LintError> {
                 return tool_array(&file, "tools", &o["tools"]);
             }
             if o.contains_key("horizon") || o.contains_key("arrivals") {
-                let s = scenario::load(path, &[], &[])?;
+                // Lint simulates nothing: no run budget applies.
+                let s = scenario::load_within(path, &[], &[], &scenario::RunBudget::UNLIMITED)?;
                 return Ok(LintInput::Scenario(Box::new(s)));
             }
             let tool_keys = ["input_schema", "inputSchema", "parameters", "annotations"];
@@ -154,7 +155,7 @@ fn policy(file: &str, patch: &Value) -> Result<LintInput, LintError> {
     let mut doc: Value = serde_json::from_str(DEFAULTS_BASE).expect("the defaults base is JSON");
     json_patch::merge(&mut doc, patch);
     let text = doc.to_string();
-    match scenario::load_str(&text, file) {
+    match scenario::load_text(&text, file, &[], &[], &scenario::RunBudget::UNLIMITED) {
         Ok(s) => Ok(LintInput::Policy(Box::new(s))),
         Err(ScenarioError::Invalid { path, message, .. }) => Err(LintError::Shape {
             file: file.to_string(),

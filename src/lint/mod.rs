@@ -159,7 +159,9 @@ fn merged(
             ),
         });
     }
-    let s = crate::scenario::load(file, policies, sets)?;
+    // Lint simulates nothing: no run budget applies.
+    let unlimited = crate::scenario::RunBudget::UNLIMITED;
+    let s = crate::scenario::load_within(file, policies, sets, &unlimited)?;
     Ok(LintInput::Scenario(Box::new(s)))
 }
 

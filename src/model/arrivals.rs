@@ -134,7 +134,8 @@ mod tests {
             "arrivals":{"schedule":[{"duration":"1h","rate_per_s":1}],
                         "amount":{"p50_cents":4200,"p99_cents":90000,"min_cents":100,"max_cents":500000},
                         "charge_factor":{"min":1,"max":1.8}}}"#;
-        let cfg = crate::scenario::load_text(text, "t.json", &[], &[]).expect("valid");
+        let cfg = crate::scenario::load_text(text, "t.json", &[], &[], &Default::default())
+            .expect("valid");
         let observer: Rc<RefCell<dyn crate::history::Observer>> =
             Rc::new(RefCell::new(History::default()));
         let w = World::new(Sim::new(), Rc::new(cfg), 11, observer);

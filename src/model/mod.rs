@@ -25,7 +25,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use crate::history::{History, Observer};
-use crate::scenario::Scenario;
+use crate::scenario::{OverBudget, RunWatch, Scenario};
 use crate::sim::{RunStats, Sim, SimTime};
 
 /// What the model knows at the end of a run besides the history.
@@ -90,12 +90,62 @@ pub(crate) fn simulate_on(sim: Sim, scenario: &Scenario, seed: u64) -> Simulatio
 
 /// Runs `scenario` under root seed `seed` on `sim`, handing every event to `observer` as it
 /// happens and telling it when each ticket closes (see [`world::World`]'s eviction rules).
-/// Memory is flat in the horizon unless the observer keeps events.
+/// Memory is flat in the horizon unless the observer keeps events. Never stopped: see
+/// [`simulate_watched`] for a run under a budget.
 pub fn simulate_observed(
     sim: Sim,
     scenario: &Scenario,
     seed: u64,
     observer: Rc<RefCell<dyn Observer>>,
+) -> (ModelGauges, RunStats) {
+    simulate_limited(sim, scenario, seed, observer, None)
+}
+
+/// [`simulate_observed`], watched by `watch` as the run at `order` in its command's order,
+/// reproduced alone by `label` (a `refundsim run …` command, or empty).
+///
+/// # Errors
+/// [`OverBudget`] when the run went past the watch's budget while running (or was abandoned
+/// because a run earlier in the order did): its results are not to be used.
+pub fn simulate_watched(
+    sim: Sim,
+    scenario: &Scenario,
+    seed: u64,
+    observer: Rc<RefCell<dyn Observer>>,
+    watched: Watched<'_>,
+) -> Result<(ModelGauges, RunStats), OverBudget> {
+    let limits = |held| watched.watch.limits(watched.order, held);
+    let (gauges, stats) = simulate_limited(sim, scenario, seed, observer, Some(&limits));
+    match &stats.stopped {
+        Some(e) => Err(watched
+            .watch
+            .stopped(scenario, seed, watched.order, watched.label, e)),
+        None => Ok((gauges, stats)),
+    }
+}
+
+/// Where a watched run sits: its command's [`RunWatch`], its place in the command's order
+/// (its index in `check`, `diff` or `sweep`; 0 for a lone run) and the command that
+/// reproduces it alone (for the stop message; empty for none).
+#[derive(Clone, Copy, Debug)]
+pub struct Watched<'a> {
+    /// The command's watch.
+    pub watch: &'a RunWatch,
+    /// The run's place in its command's order.
+    pub order: u64,
+    /// The command that reproduces the run alone.
+    pub label: &'a str,
+}
+
+/// The engine's limits for a run, given what counts the model's own bytes.
+type MakeLimits<'a> = &'a dyn Fn(Box<dyn Fn() -> u64>) -> crate::sim::Limits;
+
+fn simulate_limited(
+    sim: Sim,
+    scenario: &Scenario,
+    seed: u64,
+    observer: Rc<RefCell<dyn Observer>>,
+    limits: Option<MakeLimits<'_>>,
 ) -> (ModelGauges, RunStats) {
     let w = world::World::new(sim.clone(), Rc::new(scenario.clone()), seed, observer);
     sim.spawn(arrivals::generate(w.clone()));
@@ -104,21 +154,14 @@ pub fn simulate_observed(
         background::start(&w);
     }
     sim.spawn(reconciliation::run(w.clone()));
-    if let Some((max_events, max_bytes)) = crate::scenario::budget::limits_while_running() {
+    if let Some(limits) = limits {
         let held = Rc::downgrade(&w);
-        sim.set_limits(crate::sim::Limits {
-            max_events,
-            max_bytes,
-            check_every: crate::scenario::budget::CHECK_EVERY_EVENTS,
-            held: Box::new(move || held.upgrade().map_or(0, |w| w.held_bytes())),
-            abandon: Box::new(crate::scenario::budget::run_is_abandoned),
-        });
+        sim.set_limits(limits(Box::new(move || {
+            held.upgrade().map_or(0, |w| w.held_bytes())
+        })));
     }
     let stats = sim.run();
     w.finish();
-    if let Some(e) = stats.stopped.filter(|e| !e.abandoned) {
-        crate::scenario::budget::stop_over_budget(scenario, seed, &e);
-    }
     let g = &w.pool_gauges;
     let gauges = ModelGauges {
         max_pool_queue_depth: w.pool_gauges.max_waiting.get(),

@@ -15,7 +15,7 @@ use crate::analysis::queueing::pool_oracle;
 use crate::error::CliError;
 use crate::history::{Keep, TraceStream};
 use crate::output::{same_file, WholeFile};
-use crate::run::{engine_for, run_recorded, Invocation, RunOutput};
+use crate::run::{engine_for, run_recorded_watched, Invocation, RunOutput};
 use crate::scenario::{self, Scenario};
 
 /// The arguments of `refundsim run`.
@@ -45,6 +45,8 @@ pub struct CliOptions {
     /// Add this ticket's story to the report: its id (`48213`), or the text id a recording
     /// gave it (`T-100000`, found in `replay.ticket_labels`).
     pub ticket: Option<String>,
+    /// The run budget the scenario is admitted against and the run is watched under.
+    pub budget: scenario::RunBudget,
 }
 
 /// What `refundsim run` prints, and whether every `expect` bound held (exit 0, else 1).
@@ -83,7 +85,7 @@ fn cli_run_by(
     opts: &CliOptions,
     engine: impl FnOnce(&Scenario) -> crate::sim::Sim,
 ) -> Result<CliOutcome, CliError> {
-    let sc = scenario::load(&opts.scenario, &opts.policies, &opts.sets)?;
+    let sc = scenario::load_within(&opts.scenario, &opts.policies, &opts.sets, &opts.budget)?;
     let origin = sc
         .clock_origin
         .as_deref()
@@ -102,7 +104,10 @@ fn cli_run_by(
     // place only once everything succeeded.
     let mut files = Vec::new();
     let sinks = open_sinks(opts, &sc, seed, origin, &mut files)?;
-    let (out, sinks) = run_recorded(engine(&sc), &sc, seed, &how, keep, sinks);
+    // A run stopped over the budget drops its sinks, which removes the files they wrote.
+    let watch = scenario::RunWatch::new(opts.budget);
+    let (out, sinks) =
+        run_recorded_watched(engine(&sc), &sc, seed, &how, keep, sinks, None, (&watch, 0))?;
     finish_sinks(opts, sinks)?;
     // An unknown `--ticket` is an input error: no output file is left behind for it.
     let story_lines = ticket_story(ticket, &sc, &out, origin)?;

@@ -6,9 +6,10 @@
 //! `docs/performance.md`), so what is refused is only work or memory far beyond what was asked
 //! for by mistake, and the message says how much and how to go past it.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::config::{OnTimeout, Scenario};
+use super::error::ValidationError;
 use super::latency::LatencyDist;
 use super::rules::{fail, group_thousands, Check};
 
@@ -47,170 +48,203 @@ pub(crate) const MB_PER_CPU_SECOND: f64 = 160.0;
 /// The fixed part of a run's memory, bytes.
 const BASE_BYTES: f64 = 12.0 * 1024.0 * 1024.0;
 
-static MAX_EVENTS: AtomicU64 = AtomicU64::new(DEFAULT_MAX_EVENTS);
-static MAX_MEMORY_MB: AtomicU64 = AtomicU64::new(DEFAULT_MAX_MEMORY_MB);
-static ENFORCED_WHILE_RUNNING: AtomicBool = AtomicBool::new(false);
-
-/// Makes every later run enforce the budget while it runs, not only before (the CLI turns it
-/// on): the estimate cannot see everything a scenario keeps in flight (a long think time, a
-/// late duplicate delivery, a pool line under a long acquire timeout), so a run that goes past
-/// `--max-events` events or `--max-memory-mb` of counted memory is stopped, and
-/// [`stop_over_budget`] reports it and exits. Off by default: a library user's runs are never
-/// stopped.
-pub fn enforce_while_running(on: bool) {
-    ENFORCED_WHILE_RUNNING.store(on, Ordering::Relaxed);
+/// The run budget: how much one run may do (engine events) and hold (estimated, and while
+/// running counted, memory). A value, never a process-wide setting: the CLI makes one from
+/// `--max-events` and `--max-memory-mb` and hands it to the loads ([`crate::scenario::load_within`]
+/// admits a scenario against it) and to the runs it guards while they run ([`RunWatch`]). The
+/// library's [`crate::scenario::load`] admits against [`RunBudget::default`], and its
+/// [`crate::run::run`] is never stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunBudget {
+    /// Engine events per run (`--max-events`; default [`DEFAULT_MAX_EVENTS`]).
+    pub max_events: u64,
+    /// Peak memory per run, MB (`--max-memory-mb`; default [`DEFAULT_MAX_MEMORY_MB`]).
+    pub max_memory_mb: u64,
 }
 
-/// Whether runs enforce the budget while they run, and with which limits (events, bytes).
-pub(crate) fn limits_while_running() -> Option<(u64, u64)> {
-    ENFORCED_WHILE_RUNNING
-        .load(Ordering::Relaxed)
-        .then(|| (max_events(), max_memory_mb().saturating_mul(1024 * 1024)))
+impl Default for RunBudget {
+    fn default() -> Self {
+        RunBudget {
+            max_events: DEFAULT_MAX_EVENTS,
+            max_memory_mb: DEFAULT_MAX_MEMORY_MB,
+        }
+    }
+}
+
+impl RunBudget {
+    /// No limit: what the commands that simulate nothing (`lint`, `show`) load with.
+    pub const UNLIMITED: RunBudget = RunBudget {
+        max_events: u64::MAX,
+        max_memory_mb: u64::MAX,
+    };
+
+    /// Refuses a scenario whose estimate exceeds this budget: see [`check_budget`].
+    ///
+    /// # Errors
+    /// A [`ValidationError`] naming the field that drives the estimate most.
+    pub fn admit(&self, s: &Scenario) -> Result<(), ValidationError> {
+        check_budget(s, self)
+    }
+
+    /// The budget flags that give this budget, as typed (empty for the default), so that a
+    /// command to run one run alone stops at the same place.
+    fn flags(&self) -> String {
+        let mut flags = String::new();
+        if self.max_memory_mb != DEFAULT_MAX_MEMORY_MB {
+            flags.push_str(&format!(" --max-memory-mb {}", self.max_memory_mb));
+        }
+        if self.max_events != DEFAULT_MAX_EVENTS {
+            flags.push_str(&format!(" --max-events {}", self.max_events));
+        }
+        flags
+    }
 }
 
 /// Events between two checks of the budget while running (a check costs a few hundred
 /// instructions; at this spacing memory can grow by a few MB between checks).
 pub(crate) const CHECK_EVERY_EVENTS: u64 = 16_384;
 
-thread_local! {
-    /// The place of the run this thread is running in its command's order (0 for a lone run).
-    static RUN_ORDER: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-    /// The command that reproduces the run this thread is running (for the stop message).
-    static RUN_LABEL: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+/// A run stopped over the run budget while it ran. Its text, one line, names the scenario, the
+/// seed, the simulated time, what was held (tasks, timers, the model's state) or how many
+/// events ran, the estimate made before the run, the flag to go past, and the command that
+/// reproduces the run. The CLI prints it after `error: ` and exits 2 (bad input: the scenario
+/// asks for more than the budget), having written nothing.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct OverBudget {
+    message: String,
 }
 
-/// The first stop in the command's order so far: (order, message).
-static FIRST_STOP: std::sync::Mutex<Option<(u64, String)>> = std::sync::Mutex::new(None);
-/// Runs placed after this one in the command's order are abandoned (their results are not used).
-static ABANDON_AFTER: AtomicU64 = AtomicU64::new(u64::MAX);
-
-/// Places the next run on this thread at `order` in its command's order (the run's index in
-/// `check`, `diff` and `sweep`), so that of several runs stopped over the budget the command
-/// reports the first in its order, the same one at any thread count.
-pub(crate) fn set_run_order(order: u64) {
-    RUN_ORDER.with(|o| o.set(order));
+/// The runs of one command watched against a [`RunBudget`] while they run: the estimate cannot
+/// see everything a scenario keeps in flight (a long think time, a late duplicate delivery, a
+/// pool line under a long acquire timeout), so a run that goes past the budget's events or
+/// counted memory is stopped. Of several runs stopped (a parallel `check`, `diff` or `sweep`),
+/// [`RunWatch::verdict`] reports the first in the command's order, the same one at any thread
+/// count; runs placed after it are abandoned, since their results will not be used.
+///
+/// Shared by reference across the command's threads; one per command.
+#[derive(Debug)]
+pub struct RunWatch {
+    budget: RunBudget,
+    /// The first stop in the command's order so far: (order, what stopped).
+    first_stop: std::sync::Mutex<Option<(u64, OverBudget)>>,
+    /// Runs placed after this one in the command's order are abandoned.
+    abandon_after: std::sync::Arc<AtomicU64>,
 }
 
-/// Names the run this thread is about to run: the command that reproduces it.
-pub(crate) fn set_run_label(label: &str) {
-    RUN_LABEL.with(|l| {
-        let mut l = l.borrow_mut();
-        l.clear();
-        l.push_str(label);
-    });
-}
-
-/// Whether the run on this thread is to be abandoned: a run earlier in the command's order has
-/// stopped over the budget, so this one's results will not be used.
-pub(crate) fn run_is_abandoned() -> bool {
-    RUN_ORDER.with(std::cell::Cell::get) > ABANDON_AFTER.load(Ordering::Relaxed)
-}
-
-/// Records a run the budget stopped while running. A lone run (outside a parallel command)
-/// reports it at once ([`exit_if_stopped`]); a run of `check`, `diff` or `sweep` returns, and
-/// the command reports the first stop in its order after its runs. The message, one line,
-/// names the scenario, the seed, the simulated time, what was held (tasks, timers, the model's
-/// state) or how many events ran, the estimate made before the run, the flag to go past, and
-/// the command that reproduces the run.
-pub(crate) fn stop_over_budget(s: &Scenario, seed: u64, e: &crate::sim::Exceeded) {
-    let est = estimate(s);
-    let mb = |b: u64| b as f64 / (1024.0 * 1024.0);
-    let what = if e.events_limit {
-        format!(
-            "it ran {} engine events, past the budget of {} (the estimate before the run was {}); \
-             raise it with --max-events N if you mean it",
-            group_thousands(e.events),
-            group_thousands(max_events()),
-            about(est.events),
-        )
-    } else {
-        format!(
-            "it held {} in {} tasks in flight ({}), {} timers and the model's state ({}), \
-             past the budget of {} MB (the estimate before the run was {}: something the \
-             estimate does not count stays in flight, such as long think times, delays, hold \
-             times or acquire timeouts); raise it with --max-memory-mb MB if you mean it",
-            megabytes(mb(e.bytes)),
-            group_thousands(e.tasks as u64),
-            megabytes(mb(e.task_bytes)),
-            group_thousands(e.timers as u64),
-            megabytes(mb(e.model_bytes)),
-            group_thousands(max_memory_mb()),
-            megabytes(est.peak_mb),
-        )
-    };
-    let label = RUN_LABEL.with(|l| l.borrow().clone());
-    // The budget flags as given, so the command stops at the same place.
-    let mut flags = String::new();
-    if max_memory_mb() != DEFAULT_MAX_MEMORY_MB {
-        flags.push_str(&format!(" --max-memory-mb {}", max_memory_mb()));
-    }
-    if max_events() != DEFAULT_MAX_EVENTS {
-        flags.push_str(&format!(" --max-events {}", max_events()));
-    }
-    let again = if label.is_empty() {
-        String::new()
-    } else {
-        format!(" (run alone: {label}{flags})")
-    };
-    let message = format!(
-        "error: scenario {:?}, seed {seed}: stopped over the run budget at {} (simulated): \
-         {what}{again}",
-        crate::scenario::error::shorten(&s.name),
-        crate::history::clock_time(None, e.at),
-    );
-    let order = RUN_ORDER.with(std::cell::Cell::get);
-    {
-        let mut first = FIRST_STOP
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if first.as_ref().is_none_or(|(o, _)| order < *o) {
-            *first = Some((order, message));
-            ABANDON_AFTER.fetch_min(order, Ordering::Relaxed);
+impl RunWatch {
+    /// A watch over runs under `budget`, none stopped yet.
+    pub fn new(budget: RunBudget) -> RunWatch {
+        RunWatch {
+            budget,
+            first_stop: std::sync::Mutex::new(None),
+            abandon_after: std::sync::Arc::new(AtomicU64::new(u64::MAX)),
         }
     }
-    if rayon::current_thread_index().is_none() {
-        exit_if_stopped();
+
+    /// The budget watched.
+    pub fn budget(&self) -> RunBudget {
+        self.budget
     }
-}
 
-/// If a run was stopped over the budget ([`stop_over_budget`]), prints the first stop in the
-/// command's order as one line on stderr, removes the output files being written and exits 2
-/// (bad input: the scenario asks for more than the budget). Parallel commands call it after
-/// their runs and before writing anything.
-pub(crate) fn exit_if_stopped() {
-    let first = FIRST_STOP
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some((_, message)) = first.as_ref() {
-        crate::output::clear_progress();
-        eprintln!("{message}");
-        // Exits with both locks held: no other thread prints a second line, and no output is
-        // renamed into place.
-        let _held = crate::output::remove_temporaries();
-        std::process::exit(2)
+    /// The engine's limits for the run at `order` in the command's order; `held` counts the
+    /// model's own bytes.
+    pub(crate) fn limits(&self, order: u64, held: Box<dyn Fn() -> u64>) -> crate::sim::Limits {
+        let after = std::sync::Arc::clone(&self.abandon_after);
+        crate::sim::Limits {
+            max_events: self.budget.max_events,
+            max_bytes: self.budget.max_memory_mb.saturating_mul(1024 * 1024),
+            check_every: CHECK_EVERY_EVENTS,
+            held,
+            abandon: Box::new(move || order > after.load(Ordering::Relaxed)),
+        }
     }
-}
 
-/// Sets the budget later loads check against (the CLI's `--max-events`; process-wide, it
-/// admits or refuses a run and never changes one).
-pub fn set_max_events(n: u64) {
-    MAX_EVENTS.store(n, Ordering::Relaxed);
-}
+    /// Records that the run at `order` (of scenario `s` under `seed`, reproduced alone by
+    /// `label`, a `refundsim run …` command or empty) was stopped as `e` says, and returns
+    /// what stopped it. An abandoned run returns the first stop so far: a run earlier in the
+    /// order stopped, and this one's results are not used.
+    pub(crate) fn stopped(
+        &self,
+        s: &Scenario,
+        seed: u64,
+        order: u64,
+        label: &str,
+        e: &crate::sim::Exceeded,
+    ) -> OverBudget {
+        let mut first = self
+            .first_stop
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if e.abandoned {
+            if let Some((_, stop)) = first.as_ref() {
+                return stop.clone();
+            }
+        }
+        let stop = OverBudget {
+            message: self.message(s, seed, label, e),
+        };
+        if first.as_ref().is_none_or(|(o, _)| order < *o) {
+            *first = Some((order, stop.clone()));
+            self.abandon_after.fetch_min(order, Ordering::Relaxed);
+        }
+        stop
+    }
 
-/// The budget loads check against now.
-pub fn max_events() -> u64 {
-    MAX_EVENTS.load(Ordering::Relaxed)
-}
+    /// Whether every run so far fitted the budget.
+    ///
+    /// # Errors
+    /// [`OverBudget`]: the first run in the command's order that was stopped.
+    pub fn verdict(&self) -> Result<(), OverBudget> {
+        let first = self
+            .first_stop
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match first.as_ref() {
+            Some((_, stop)) => Err(stop.clone()),
+            None => Ok(()),
+        }
+    }
 
-/// Sets the memory budget, MB, later loads check against (the CLI's `--max-memory-mb`;
-/// process-wide, it admits or refuses a run and never changes one).
-pub fn set_max_memory_mb(n: u64) {
-    MAX_MEMORY_MB.store(n, Ordering::Relaxed);
-}
-
-/// The memory budget, MB, loads check against now.
-pub fn max_memory_mb() -> u64 {
-    MAX_MEMORY_MB.load(Ordering::Relaxed)
+    fn message(&self, s: &Scenario, seed: u64, label: &str, e: &crate::sim::Exceeded) -> String {
+        let est = estimate(s);
+        let mb = |b: u64| b as f64 / (1024.0 * 1024.0);
+        let what = if e.events_limit {
+            format!(
+                "it ran {} engine events, past the budget of {} (the estimate before the run \
+                 was {}); raise it with --max-events N if you mean it",
+                group_thousands(e.events),
+                group_thousands(self.budget.max_events),
+                about(est.events),
+            )
+        } else {
+            format!(
+                "it held {} in {} tasks in flight ({}), {} timers and the model's state ({}), \
+                 past the budget of {} MB (the estimate before the run was {}: something the \
+                 estimate does not count stays in flight, such as long think times, delays, \
+                 hold times or acquire timeouts); raise it with --max-memory-mb MB if you mean \
+                 it",
+                megabytes(mb(e.bytes)),
+                group_thousands(e.tasks as u64),
+                megabytes(mb(e.task_bytes)),
+                group_thousands(e.timers as u64),
+                megabytes(mb(e.model_bytes)),
+                group_thousands(self.budget.max_memory_mb),
+                megabytes(est.peak_mb),
+            )
+        };
+        let again = if label.is_empty() {
+            String::new()
+        } else {
+            format!(" (run alone: {label}{})", self.budget.flags())
+        };
+        format!(
+            "scenario {:?}, seed {seed}: stopped over the run budget at {} (simulated): \
+             {what}{again}",
+            crate::scenario::error::shorten(&s.name),
+            crate::history::clock_time(None, e.at),
+        )
+    }
 }
 
 /// What one run of a scenario is expected to cost.
@@ -716,9 +750,9 @@ fn memory(s: &Scenario, arr: &Arrivals, work: &Work) -> Memory {
 /// the arrivals, background load, retries that multiply across layers, status probes; for
 /// memory, the arrivals against the pool and how long a ticket stays open), the estimate and
 /// the way past it.
-pub(crate) fn check_budget(s: &Scenario) -> Check {
-    let limit = max_events();
-    let mem_limit = max_memory_mb();
+pub(crate) fn check_budget(s: &Scenario, budget: &RunBudget) -> Check {
+    let limit = budget.max_events;
+    let mem_limit = budget.max_memory_mb;
     let e = estimate(s);
     // Written so that a NaN estimate (an absurd rate times zero) counts as over, not under.
     let events_over = e.events.is_nan() || e.events > limit as f64;
@@ -955,7 +989,7 @@ mod tests {
         let text = format!(
             r#"{{"name":"t","horizon":"1h","arrivals":{{"schedule":[{{"duration":"1h","rate_per_s":1}}]}}{extra}}}"#
         );
-        crate::scenario::load_text(&text, "t.json", &[], &[]).expect("valid")
+        crate::scenario::load_text(&text, "t.json", &[], &[], &Default::default()).expect("valid")
     }
 
     #[test]
@@ -1035,7 +1069,8 @@ mod tests {
         assert_eq!(e.open_tickets, 16.0);
         // The 30-day run at 1 ticket/s (docs/performance.md) stays far inside both budgets.
         let text = r#"{"name":"month","horizon":"30d","arrivals":{"schedule":[{"duration":"30d","rate_per_s":1}]},"background_load":{"rate_per_s":2.5}}"#;
-        let month = crate::scenario::load_text(text, "month.json", &[], &[]).expect("admitted");
+        let month = crate::scenario::load_text(text, "month.json", &[], &[], &Default::default())
+            .expect("admitted");
         let e = estimate(&month);
         assert!(
             e.peak_mb < 100.0 && e.events < DEFAULT_MAX_EVENTS as f64,

@@ -186,7 +186,8 @@ mod tests {
             .collect();
         let paths: Vec<PathBuf> = files.iter().map(|f| f.path().to_path_buf()).collect();
         let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-        let (s, src) = load_with_expect_source(base.path(), &paths, &sets).unwrap();
+        let (s, src) =
+            load_with_expect_source(base.path(), &paths, &sets, &Default::default()).unwrap();
         (s.expect, src)
     }
 
@@ -328,9 +329,14 @@ mod tests {
         let p = crate::scenario::test_support::file(
             r#"{"executor":{"timeout":"15s"},"expect":{"dups":{"max":0}}}"#,
         );
-        let msg = load_with_expect_source(base.path(), &[p.path().to_path_buf()], &[])
-            .unwrap_err()
-            .to_string();
+        let msg = load_with_expect_source(
+            base.path(),
+            &[p.path().to_path_buf()],
+            &[],
+            &Default::default(),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(
             msg.contains("expect.dups: unknown metric \"dups\""),
             "{msg}"

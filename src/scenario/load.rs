@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::budget::RunBudget;
 use super::config::Scenario;
 use super::error::{Location, ScenarioError, POLICY_EXPECTED, SCENARIO_EXPECTED};
 use super::gate_expect::{changes_world, policies_expect, ExpectSource};
@@ -37,14 +38,31 @@ use super::validate::validate;
 /// function from "scenario + policies + sets" to the merged scenario that `run`, `show`,
 /// `check`, `diff`, `lint` and `explore` share.
 ///
+/// Last, the scenario is admitted against the default run budget
+/// ([`RunBudget::default`]; [`load_within`] takes another).
+///
 /// # Errors
 /// [`ScenarioError`], naming the file (or the `--set`) at fault, the JSON path and what was
 /// expected.
 pub fn load(path: &Path, policies: &[PathBuf], sets: &[String]) -> Result<Scenario, ScenarioError> {
-    load_with_expect_source(path, policies, sets).map(|(s, _)| s)
+    load_within(path, policies, sets, &RunBudget::default())
 }
 
-/// [`load`], also telling where the scenario's `expect` came from.
+/// [`load`], admitting the scenario against `budget` (the CLI's `--max-events` and
+/// `--max-memory-mb`; [`RunBudget::UNLIMITED`] for commands that simulate nothing).
+///
+/// # Errors
+/// As [`load`]; over the budget, the field that drives the estimate most.
+pub fn load_within(
+    path: &Path,
+    policies: &[PathBuf],
+    sets: &[String],
+    budget: &RunBudget,
+) -> Result<Scenario, ScenarioError> {
+    load_with_expect_source(path, policies, sets, budget).map(|(s, _)| s)
+}
+
+/// [`load_within`], also telling where the scenario's `expect` came from.
 ///
 /// # Errors
 /// As [`load`].
@@ -52,14 +70,17 @@ pub fn load_with_expect_source(
     path: &Path,
     policies: &[PathBuf],
     sets: &[String],
+    budget: &RunBudget,
 ) -> Result<(Scenario, ExpectSource), ScenarioError> {
     let origin = path.display().to_string();
     let text = read(path, "a scenario", SCENARIO_EXPECTED)?;
-    load_text_with_expect_source(&text, &origin, policies, sets)
+    load_text_with_expect_source(&text, &origin, policies, sets, budget)
 }
 
 /// [`load`] of scenario `text` (from `origin`, which errors name) rather than a file: e.g. the
 /// scenario `refundsim replay` imports in memory, with its policies and `--set`s.
+///
+/// Admitted against `budget`, as [`load_within`].
 ///
 /// # Errors
 /// As [`load`].
@@ -68,8 +89,9 @@ pub fn load_text(
     origin: &str,
     policies: &[PathBuf],
     sets: &[String],
+    budget: &RunBudget,
 ) -> Result<Scenario, ScenarioError> {
-    load_text_with_expect_source(text, origin, policies, sets).map(|(s, _)| s)
+    load_text_with_expect_source(text, origin, policies, sets, budget).map(|(s, _)| s)
 }
 
 fn load_text_with_expect_source(
@@ -77,11 +99,12 @@ fn load_text_with_expect_source(
     origin: &str,
     policies: &[PathBuf],
     sets: &[String],
+    budget: &RunBudget,
 ) -> Result<(Scenario, ExpectSource), ScenarioError> {
     let origin = origin.to_string();
     let (scenario, base) = parse(text, &origin)?;
     if policies.is_empty() && sets.is_empty() {
-        return checked(scenario, text, &origin, None).map(|s| (s, ExpectSource::Scenario));
+        return checked(scenario, text, &origin, None, budget).map(|s| (s, ExpectSource::Scenario));
     }
 
     let mut doc = base.clone();
@@ -113,7 +136,7 @@ fn load_text_with_expect_source(
         None => map.remove("expect"),
     };
     let merged = deserialize_patched(&doc, &origin, &applied)?;
-    checked(merged, text, &origin, Some((&base, &doc, applied))).map(|s| (s, source))
+    checked(merged, text, &origin, Some((&base, &doc, applied)), budget).map(|s| (s, source))
 }
 
 /// The scenario of a patched document; errors name the patches applied.
@@ -141,10 +164,14 @@ fn deserialize_patched(
     })
 }
 
-/// Parses and validates scenario text; `origin` names it in errors.
+/// Parses and validates scenario text and admits it against the default run budget; `origin`
+/// names it in errors.
+///
+/// # Errors
+/// As [`load`].
 pub fn load_str(text: &str, origin: &str) -> Result<Scenario, ScenarioError> {
     let (scenario, _) = parse(text, origin)?;
-    checked(scenario, text, origin, None)
+    checked(scenario, text, origin, None, &RunBudget::default())
 }
 
 /// The JSON Schema of the scenario format, pretty-printed with a trailing newline. The copy in
@@ -316,8 +343,11 @@ fn checked(
     text: &str,
     origin: &str,
     patched: Option<(&Value, &Value, Vec<String>)>,
+    budget: &RunBudget,
 ) -> Result<Scenario, ScenarioError> {
-    let Err(err) = validate(&scenario) else {
+    // Last, the budget: it estimates a scenario whose every field is valid, so an invalid
+    // value (a 0 s probe interval, 10^9 retries) is reported as such, not as too much work.
+    let Err(err) = validate(&scenario).and_then(|()| budget.admit(&scenario)) else {
         return Ok(scenario);
     };
     let segs: Vec<String> = if err.path.is_empty() {

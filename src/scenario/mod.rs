@@ -32,6 +32,7 @@ mod stack;
 mod test_support;
 mod validate;
 
+pub use budget::{OverBudget, RunBudget, RunWatch};
 pub use config::*;
 pub use deliveries::{ConsumerDedup, Deliveries};
 pub(crate) use error::{shorten_backquoted, shorten_quoted};
@@ -45,7 +46,9 @@ pub use layers::{
     compiled, layers_at, stack_of, Backoff, BackoffKind, Jitter, LayerKind, Position,
     ReportTimeout, RetryBudget, RetryLayer, RetryOn,
 };
-pub use load::{load, load_str, load_text, load_with_expect_source, not_utf8_at, schema_json};
+pub use load::{
+    load, load_str, load_text, load_with_expect_source, load_within, not_utf8_at, schema_json,
+};
 pub use provider::{Provider, ProviderKind, Settle};
 pub use replay::{
     OutsideRefund, PoolCalibration, RecordedCall, RecordedRequest, RecordedTicket, Replay,

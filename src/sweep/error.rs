@@ -14,6 +14,9 @@ pub enum SweepError {
     /// A malformed `--seeds`.
     #[error(transparent)]
     Gate(#[from] GateError),
+    /// A run went past the run budget while running: the first in the sweep's order.
+    #[error(transparent)]
+    OverBudget(#[from] crate::scenario::OverBudget),
     /// A malformed argument: `--vary`, `--shard`, `--require`, `--minimize`.
     #[error("{flag} {}: {}", crate::scenario::echo(.arg), crate::scenario::short_numbers(.message))]
     Arg {

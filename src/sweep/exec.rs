@@ -13,7 +13,7 @@ use super::shard::Shard;
 use super::table::{figures, metric_names, points, PointRow, RunRow, TOOL_CALL_P99};
 use super::vet::{choose, lint_points, Skipped};
 use crate::gate::{Progress, SeedRange};
-use crate::run::{run, Invocation};
+use crate::run::{run_watched, Invocation};
 use crate::scenario::{self, Scenario};
 
 /// Seeds a sweep runs when `--seeds` is not given: `1..20`.
@@ -46,6 +46,8 @@ pub struct SweepOptions {
     pub require: Vec<String>,
     /// `--minimize` paths, each one of the varied paths.
     pub minimize: Vec<String>,
+    /// The run budget every point is admitted against and every run is watched under.
+    pub budget: scenario::RunBudget,
 }
 
 /// Everything a sweep's numbers depend on: two shards merge only when these are equal.
@@ -191,29 +193,30 @@ pub fn sweep_with_progress(
     let owned = |i: &usize| opts.shard.is_none_or(|s| s.owns(*i));
     progress.start((0..total).filter(owned).count() as u64);
     let names = &inputs.metrics;
-    let runs: Vec<RunRow> = (0..total)
+    let watch = scenario::RunWatch::new(opts.budget);
+    let runs: Vec<Result<RunRow, scenario::OverBudget>> = (0..total)
         .into_par_iter()
         .filter(owned)
         .map(|i| {
-            crate::scenario::budget::set_run_order(i as u64);
-            (i / seeds, inputs.seed_first + (i % seeds) as u64)
-        })
-        .map(|(point, seed)| {
+            let (point, seed) = (i / seeds, inputs.seed_first + (i % seeds) as u64);
             let how = Invocation {
                 scenario_path: inputs.scenario_path.clone(),
                 policies: inputs.policies.clone(),
                 sets: inputs.point_sets(point),
             };
-            let report = run(&scenarios[point], seed, &how).report;
+            // Each run's order is its index, so the stop reported is the same at any thread
+            // count.
+            let report = run_watched(&scenarios[point], seed, &how, &watch, i as u64);
             progress.run_done();
-            RunRow {
+            report.map(|report| RunRow {
                 point,
                 seed,
-                values: figures(&report.metrics, names),
-            }
+                values: figures(&report.report.metrics, names),
+            })
         })
         .collect();
-    crate::scenario::budget::exit_if_stopped();
+    watch.verdict()?;
+    let runs = runs.into_iter().collect::<Result<Vec<_>, _>>()?;
     Ok(finish(inputs, opts.shard, runs))
 }
 
@@ -312,7 +315,7 @@ pub fn sort_value(v: &str, position: usize) -> f64 {
 /// Reads the sweep's inputs and loads the scenario of every grid point, checking each flag
 /// before anything runs: errors name the flag and value at fault.
 fn load(opts: &SweepOptions) -> Result<Loaded, SweepError> {
-    let base = scenario::load(&opts.scenario, &opts.policies, &opts.sets)?;
+    let base = scenario::load_within(&opts.scenario, &opts.policies, &opts.sets, &opts.budget)?;
     let vary = parse_axes(opts)?;
     let seeds = opts.seeds.unwrap_or(DEFAULT_SEEDS);
     check_runs(opts, &vary, seeds)?;
@@ -340,13 +343,16 @@ fn load(opts: &SweepOptions) -> Result<Loaded, SweepError> {
     };
     let scenarios = (0..inputs.point_count())
         .map(|p| {
-            scenario::load(&opts.scenario, &opts.policies, &inputs.point_sets(p)).map_err(|e| {
-                SweepError::arg(
-                    "--vary",
-                    &inputs.point_sets(p)[opts.sets.len()..].join(" "),
-                    format!("this combination is invalid: {}", as_vary(e, &inputs.vary)),
-                )
-            })
+            let sets = inputs.point_sets(p);
+            scenario::load_within(&opts.scenario, &opts.policies, &sets, &opts.budget).map_err(
+                |e| {
+                    SweepError::arg(
+                        "--vary",
+                        &inputs.point_sets(p)[opts.sets.len()..].join(" "),
+                        format!("this combination is invalid: {}", as_vary(e, &inputs.vary)),
+                    )
+                },
+            )
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Loaded { inputs, scenarios })
@@ -376,13 +382,15 @@ fn check_values(opts: &SweepOptions, vary: &[Axis]) -> Result<(), SweepError> {
         for i in 0..axis.values.len() {
             let mut sets = opts.sets.clone();
             sets.push(axis.set(i));
-            scenario::load(&opts.scenario, &opts.policies, &sets).map_err(|e| {
-                SweepError::arg(
-                    "--vary",
-                    arg,
-                    format!("value {}: {}", axis.values[i], as_vary(e, vary)),
-                )
-            })?;
+            scenario::load_within(&opts.scenario, &opts.policies, &sets, &opts.budget).map_err(
+                |e| {
+                    SweepError::arg(
+                        "--vary",
+                        arg,
+                        format!("value {}: {}", axis.values[i], as_vary(e, vary)),
+                    )
+                },
+            )?;
         }
     }
     Ok(())

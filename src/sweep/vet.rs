@@ -123,7 +123,10 @@ pub struct Skipped {
 pub fn point_scenario(inputs: &Inputs, p: usize) -> Result<Scenario, String> {
     let base = inputs.base_scenario.to_string();
     let varied = inputs.point_sets(p).split_off(inputs.sets.len());
-    scenario::load_text(&base, &inputs.scenario_path, &[], &varied).map_err(|e| e.to_string())
+    // Every point was admitted against the sweep's budget when it ran; `merge` has none.
+    let unlimited = scenario::RunBudget::UNLIMITED;
+    scenario::load_text(&base, &inputs.scenario_path, &[], &varied, &unlimited)
+        .map_err(|e| e.to_string())
 }
 
 /// The rule ids of `s`'s error findings, in rule order, each once.

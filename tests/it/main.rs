@@ -42,6 +42,7 @@ mod queueing;
 mod recipes;
 mod recording_wins;
 mod retry_layers;
+mod run_budget;
 mod streaming;
 mod summary_causes;
 mod sweep;

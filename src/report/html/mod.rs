@@ -16,7 +16,7 @@
 //! ```
 //!
 //! - **One run, online.** The run's own consumers give the metrics; two more consume the same
-//!   event stream as it happens ([`crate::run::run_recorded_with`]): a [`Timeline`] (bucketed
+//!   event stream as it happens ([`crate::run::run_recorded_watched`]): a [`Timeline`] (bucketed
 //!   series, at most [`MAX_BUCKETS`] buckets) and [`DuplicateStories`] (the events of the
 //!   [`SHOWN_STORIES`] duplicated tickets with the smallest ids). No other event is kept.
 //! - **Self-contained.** Inline CSS, inline SVG charts (plotters), the sweep's plots as `data:`
@@ -46,8 +46,8 @@ use crate::analysis::story::story;
 use crate::error::CliError;
 use crate::history::{Event, History, Keep, Observer};
 use crate::output::{refuse_overwriting_inputs, WholeFile};
-use crate::run::{engine_for, run_recorded_with, Invocation, RunOutput, RunReport};
-use crate::scenario::{self, Scenario};
+use crate::run::{engine_for, run_recorded_watched, Invocation, RunOutput, RunReport};
+use crate::scenario::{self, OverBudget, RunBudget, RunWatch, Scenario};
 use crate::sim::{Sim, SimTime};
 
 /// Most duplicated tickets whose stories the page shows (the smallest ids); the others are
@@ -67,6 +67,8 @@ pub struct HtmlOptions {
     pub sets: Vec<String>,
     /// A `sweep` (or `merge`) output directory whose table and plots the page embeds.
     pub sweep: Option<PathBuf>,
+    /// The run budget the scenario is admitted against and the run is watched under.
+    pub budget: scenario::RunBudget,
 }
 
 /// A report made: the page and what it was made from.
@@ -150,13 +152,32 @@ impl Observer for Consumers {
 
 /// Runs `sc` on `seed` with the report's own consumers ([`Consumers`]) fed the event stream
 /// as it happens; the run's output and what they gathered.
-fn run_observed(engine: Sim, sc: &Scenario, seed: u64, how: &Invocation) -> (RunOutput, Consumers) {
+///
+/// # Errors
+/// [`OverBudget`]: the run went past `budget` while running.
+fn run_observed(
+    engine: Sim,
+    sc: &Scenario,
+    seed: u64,
+    how: &Invocation,
+    budget: RunBudget,
+) -> Result<(RunOutput, Consumers), OverBudget> {
     let consumers = Rc::new(RefCell::new(Consumers {
         timeline: Timeline::new(sc.horizon),
         stories: DuplicateStories::new(SHOWN_STORIES),
     }));
     let shared: Rc<RefCell<dyn Observer>> = consumers.clone();
-    let (out, _) = run_recorded_with(engine, sc, seed, how, Keep::Nothing, (), Some(shared));
+    let watch = RunWatch::new(budget);
+    let (out, ()) = run_recorded_watched(
+        engine,
+        sc,
+        seed,
+        how,
+        Keep::Nothing,
+        (),
+        Some(shared),
+        (&watch, 0),
+    )?;
     let gathered = std::mem::replace(
         &mut *consumers.borrow_mut(),
         Consumers {
@@ -164,7 +185,7 @@ fn run_observed(engine: Sim, sc: &Scenario, seed: u64, how: &Invocation) -> (Run
             stories: DuplicateStories::new(0),
         },
     );
-    (out, gathered)
+    Ok((out, gathered))
 }
 
 /// [`html_report`]'s page, the run by the engine `engine` builds for the scenario.
@@ -172,7 +193,7 @@ fn html_report_by(
     opts: &HtmlOptions,
     engine: impl FnOnce(&Scenario) -> Sim,
 ) -> Result<HtmlReport, CliError> {
-    let sc = scenario::load(&opts.scenario, &opts.policies, &opts.sets)?;
+    let sc = scenario::load_within(&opts.scenario, &opts.policies, &opts.sets, &opts.budget)?;
     let sweep = match &opts.sweep {
         None => None,
         Some(dir) => {
@@ -185,7 +206,8 @@ fn html_report_by(
         .and_then(|s| humantime::parse_rfc3339(s).ok());
     let how = Invocation::new(&opts.scenario, &opts.policies, &opts.sets);
     let seed = opts.seed.unwrap_or(sc.seed);
-    let (out, Consumers { timeline, stories }) = run_observed(engine(&sc), &sc, seed, &how);
+    let (out, Consumers { timeline, stories }) =
+        run_observed(engine(&sc), &sc, seed, &how, opts.budget)?;
     let series = timeline.finish();
     // The report's list is the authority on which tickets are duplicates.
     let listed = &out.report.metrics.duplicated_ticket_ids;
