@@ -46,10 +46,12 @@ pub mod invariants;
 pub mod lint;
 pub mod model;
 pub mod output;
+pub mod progress;
 pub mod replay;
 pub mod report;
 pub mod run;
 pub mod scenario;
+pub mod seeds;
 pub mod sim;
 pub mod sweep;
 

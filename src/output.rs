@@ -74,6 +74,12 @@ pub fn write_whole(
     file.commit()
 }
 
+/// Writes `text` to `path` whole or not at all, never replacing a device or FIFO and keeping a
+/// symlink (see [`write_whole`]). The error is one line, naming what failed (`cannot write: …`).
+pub fn write_atomically(path: &Path, text: &str) -> Result<(), String> {
+    write_whole(path, |w: &mut dyn Write| w.write_all(text.as_bytes()))
+}
+
 /// An output file being written whole or not at all (see the module docs), for writers that
 /// must outlive a borrow, such as a trace streamed while a run goes on: write to the handle
 /// [`WholeFile::create`] returns, then [`WholeFile::commit`]. Dropping it uncommitted leaves

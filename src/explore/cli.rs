@@ -187,7 +187,7 @@ pub fn cli_run(opts: &CliOptions, on_case: impl Fn()) -> Result<CliOutcome, CliE
             let text = serde_json::to_string_pretty(&*minimal)
                 .map_err(|e| CliError::Input(e.to_string()))?
                 + "\n";
-            crate::gate::write_atomically(&out, &text)
+            crate::output::write_atomically(&out, &text)
                 .map_err(|e| CliError::Input(format!("--out {}: {e}", out.display())))?;
             Ok(CliOutcome::Found { violation, out })
         }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::stats::{mean, percentile};
+use crate::analysis::stats::{mean, percentile};
 use crate::run::RunReport;
 use crate::scenario::Bound;
 

@@ -13,12 +13,12 @@ use super::bounds::{check_bounds, invariant_of, BoundCheck, Rule};
 use super::error::GateError;
 use super::explore_check::{explore_check, explores, ExploreCheck};
 use super::inputs::scenario_files;
-use super::progress::Progress;
 use super::runs::run_cases;
-use super::seeds::SeedRange;
 use crate::check::INVARIANTS;
+use crate::progress::Progress;
 use crate::run::{run, Invocation, RunReport};
 use crate::scenario::{self, ExpectSource, Scenario};
+use crate::seeds::SeedRange;
 
 /// What to check.
 #[derive(Clone, Debug, Default)]

@@ -14,13 +14,13 @@ use super::bounds::invariant_of;
 use super::error::GateError;
 use super::explore_check::{explore_check, ExploreCheck};
 use super::inputs::scenario_files;
-use super::progress::Progress;
 use super::runs::run_cases;
-use super::seeds::SeedRange;
-use super::stats::{mean, paired, welch, Interval};
 use super::units::unit_of;
+use crate::analysis::stats::{mean, paired, welch, Interval};
+use crate::progress::Progress;
 use crate::run::{Invocation, RunReport};
 use crate::scenario::{self, Scenario, METRICS, SAFETY_METRICS};
+use crate::seeds::SeedRange;
 
 /// Tolerances applied when `--tolerance` does not name the metric: no increase (mean paired
 /// difference ≤ 0) in duplicated tickets, lost refunds or false failures.

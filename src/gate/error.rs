@@ -2,6 +2,16 @@
 
 use crate::scenario::ScenarioError;
 
+impl From<crate::seeds::SeedsError> for GateError {
+    fn from(e: crate::seeds::SeedsError) -> Self {
+        GateError::Seeds {
+            flag: e.flag,
+            arg: e.arg,
+            message: e.message,
+        }
+    }
+}
+
 /// Bad input to `check` or `diff`. Every message is one line naming the argument or file at
 /// fault and what was expected.
 #[derive(Debug, thiserror::Error)]

@@ -10,7 +10,6 @@
 //! policy's `expect` names (see [`crate::scenario::load`]). The invariants of DESIGN §3 are
 //! also counted and shown.
 
-mod atomic;
 mod bounds;
 mod check;
 mod diff;
@@ -18,14 +17,16 @@ mod error;
 mod explore_check;
 mod inputs;
 mod junit;
-mod progress;
 mod runs;
-mod seeds;
-mod stats;
 mod text;
 mod units;
 
-pub use atomic::write_atomically;
+// Shared with `sweep` and `explore`, which the gate does not own: re-exported at their old
+// paths.
+pub use crate::analysis::stats::{mean, paired, percentile, t975, welch, Interval};
+pub use crate::output::write_atomically;
+pub use crate::progress::Progress;
+pub use crate::seeds::{SeedRange, SeedsError, MAX_SEEDS};
 pub use bounds::{check_bounds, fmt_num, invariant_of, BoundCheck, Rule};
 pub use check::{
     check, check_with_progress, CaseReport, CheckOptions, CheckReport, InvariantCount, Violation,
@@ -38,8 +39,5 @@ pub use error::GateError;
 pub use explore_check::{claims_safety, explores, ExploreCheck, Found, EXPLORE_SEED};
 pub use inputs::scenario_files;
 pub use junit::junit_xml;
-pub use progress::Progress;
-pub use seeds::{SeedRange, MAX_SEEDS};
-pub use stats::{mean, paired, percentile, t975, welch, Interval};
 pub use text::{check_text, diff_text};
 pub use units::unit_of;

@@ -2,7 +2,7 @@
 
 use rayon::prelude::*;
 
-use super::progress::Progress;
+use crate::progress::Progress;
 use crate::run::{run_watched, Invocation, RunReport};
 use crate::scenario::{OverBudget, RunBudget, RunWatch, Scenario};
 

@@ -12,9 +12,10 @@ use super::require::{Require, DEFAULT_REQUIRE};
 use super::shard::Shard;
 use super::table::{figures, metric_names, points, PointRow, RunRow, TOOL_CALL_P99};
 use super::vet::{choose, lint_points, Skipped};
-use crate::gate::{Progress, SeedRange};
+use crate::progress::Progress;
 use crate::run::{run_watched, Invocation};
 use crate::scenario::{self, Scenario};
+use crate::seeds::SeedRange;
 
 /// Seeds a sweep runs when `--seeds` is not given: `1..20`.
 pub const DEFAULT_SEEDS: SeedRange = SeedRange { first: 1, last: 20 };

@@ -173,7 +173,7 @@ pub fn write_dir(dir: &Path, s: &Sweep) -> Result<Vec<PathBuf>, SweepError> {
     let mut written = Vec::new();
     for (name, text) in files {
         let path = dir.join(name);
-        crate::gate::write_atomically(&path, &text).map_err(|m| out_err(&path, m))?;
+        crate::output::write_atomically(&path, &text).map_err(|m| out_err(&path, m))?;
         written.push(path);
     }
     Ok(written)

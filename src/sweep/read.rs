@@ -261,7 +261,7 @@ fn read_plot(dir: &Path, name: String) -> Result<(String, String), SweepError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gate::SeedRange;
+    use crate::seeds::SeedRange;
     use crate::sweep::{sweep, write_dir, SweepOptions};
 
     fn small_sweep(dir: &Path) -> crate::sweep::Sweep {

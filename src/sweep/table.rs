@@ -5,7 +5,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::vet::Explored;
-use crate::gate::{mean, percentile};
+use crate::analysis::stats::{mean, percentile};
 use crate::invariants::{Latencies, Metrics};
 use crate::scenario::METRICS;
 

@@ -71,7 +71,9 @@ fn loading_admits_against_the_budget_it_is_given() {
         max_events: 1_000,
         ..RunBudget::default()
     };
-    let err = load_within(INCIDENT.as_ref(), &[], &[], &small).unwrap_err().to_string();
+    let err = load_within(INCIDENT.as_ref(), &[], &[], &small)
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains("arrivals.schedule: over the run budget: about 3,111 tickets"),
         "{err}"

@@ -1,8 +1,20 @@
-//! `--seeds A..B`: an inclusive range of root seeds.
+//! `--seeds A..B`: an inclusive range of root seeds, shared by the gate (`check`, `diff`) and
+//! `sweep`.
 
 use std::fmt;
 
-use super::error::GateError;
+/// A malformed seed range: the flag, the argument as given, and what was expected. One line:
+/// `--seeds 5..2: expected A ≤ B, got 5 > 2` (long numbers echoed in scientific notation).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{flag} {}: {}", crate::scenario::echo(.arg), crate::scenario::short_numbers(.message))]
+pub struct SeedsError {
+    /// The flag (`--seeds`, `--candidate-seeds`).
+    pub flag: &'static str,
+    /// The argument as given.
+    pub arg: String,
+    /// What is wrong and what was expected.
+    pub message: String,
+}
 
 /// Root seeds `first..=last` (`--seeds 1..30` is 30 seeds; `--seeds 7` is one).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,8 +31,11 @@ pub const MAX_SEEDS: u64 = 10_000;
 
 impl SeedRange {
     /// Parses `A..B` (inclusive, `A` ≤ `B`) or a single `N`; `flag` names the argument in errors.
-    pub fn parse(flag: &'static str, arg: &str) -> Result<SeedRange, GateError> {
-        let err = |message: String| GateError::Seeds {
+    ///
+    /// # Errors
+    /// [`SeedsError`]: not a range or a number, `A` > `B`, or more than [`MAX_SEEDS`] seeds.
+    pub fn parse(flag: &'static str, arg: &str) -> Result<SeedRange, SeedsError> {
+        let err = |message: String| SeedsError {
             flag,
             arg: arg.to_string(),
             message,

@@ -1,6 +1,8 @@
-//! Progress of a gate's runs, for a progress bar: told counts only, never a result.
+//! Progress of a command's runs (`check`, `diff`, `sweep`), for a progress bar: told counts
+//! only, never a result.
 
-/// Told how many runs a [`super::check`] or [`super::diff`] makes, then each run as it
+/// Told how many runs a [`crate::gate::check`], [`crate::gate::diff`] or
+/// [`crate::sweep::sweep`] makes, then each run as it
 /// finishes (from the worker threads, in any order). It sees no result, so showing progress
 /// cannot change one.
 pub trait Progress: Sync {
@@ -10,7 +12,7 @@ pub trait Progress: Sync {
     fn run_done(&self);
 }
 
-/// No progress: what [`super::check`] and [`super::diff`] use.
+/// No progress: what [`crate::gate::check`] and [`crate::gate::diff`] use.
 impl Progress for () {
     fn start(&self, _runs: u64) {}
     fn run_done(&self) {}
