@@ -20,11 +20,7 @@
 
 use std::time::Duration;
 
-use super::burst::estimate;
-use super::layers::stable_service_key;
-use crate::scenario::{
-    BackoffKind, KeyMode, KeyRotation, OnTimeout, Position, ProviderKind, RetryLayer, Scenario,
-};
+use crate::scenario::{KeyMode, KeyRotation, ProviderKind, Scenario};
 
 /// Where a retry re-sends the refund from, which decides what it carries unchanged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,6 +76,19 @@ fn s_(d: Duration) -> String {
 /// `d` rounded up to whole seconds, for spans in messages (an estimate has no milliseconds).
 pub(super) fn up_to_seconds(d: Duration) -> Duration {
     Duration::from_secs(d.as_secs() + u64::from(d.subsec_nanos() > 0))
+}
+
+/// The key every layer above the service carries unchanged across its retries: a per-ticket key
+/// that is not rotated after an error.
+pub(super) fn stable_service_key(s: &Scenario) -> bool {
+    s.refunds_service.idempotency_key == KeyMode::PerTicket && !rotates_on_any_error(s)
+}
+
+/// Whether the service writes a new key after any error, unknown outcomes included
+/// (`new_nonce_after_error`, or `rotate_key: after_error`).
+pub(super) fn rotates_on_any_error(s: &Scenario) -> bool {
+    let svc = &s.refunds_service;
+    svc.new_nonce_after_error || svc.rotate_key == KeyRotation::AfterError
 }
 
 /// Whether the provider recognises anything the service sends once per ticket, whenever it
@@ -211,99 +220,4 @@ fn unstable_business_id(mode: KeyMode) -> &'static str {
             "the service derives its business id per request (ref_TICKET_REQUEST), so each try carries a new one (provider.kind \"business_id\" ignores idempotency keys)"
         }
     }
-}
-
-/// The burst's p99 pool wait (see [`super::burst`]): how much later than its first try a retry
-/// from above the service may reach the provider for queueing alone.
-fn pool_wait(s: &Scenario) -> Duration {
-    secs(estimate(s).pool_wait_s)
-}
-
-fn secs(x: f64) -> Duration {
-    Duration::try_from_secs_f64(x.max(0.0)).unwrap_or(Duration::MAX)
-}
-
-/// The executor's answer time: its timeout, plus `probe_max_wait` when it probes.
-pub(super) fn executor_answer(s: &Scenario) -> Duration {
-    let ex = &s.executor;
-    ex.timeout
-        + match ex.on_timeout {
-            OnTimeout::ProbeStatus => ex.probe_max_wait,
-            OnTimeout::ReportError => Duration::ZERO,
-        }
-}
-
-/// The largest delay before retry `n` (1-based) of `l`: its backoff before jitter, which full
-/// and equal jitter only shorten.
-fn backoff_max(l: &RetryLayer, n: u32) -> Duration {
-    let base = l.base();
-    let d = match l.backoff.kind {
-        BackoffKind::Constant => base,
-        BackoffKind::Exponential => {
-            let factor = 2f64.powi(n.saturating_sub(1).min(62) as i32);
-            secs(base.as_secs_f64() * factor)
-        }
-    };
-    d.min(l.max_delay().max(base))
-}
-
-/// An upper estimate of how long after its first try a retry of added layer `l` at `position`
-/// reaches the provider: for each retry, one try (its `per_try_timeout`, else what the layer
-/// waits on: the executor's answer time above the executor, the burst p99 of a service request
-/// in front of the service, the provider's p99 after the SDK) and the backoff at its largest;
-/// plus the burst's p99 pool wait when the retry passes the pool again.
-pub(super) fn layer_span(s: &Scenario, position: Position, l: &RetryLayer) -> Duration {
-    let e = estimate(s);
-    let per_try = l.per_try_timeout.unwrap_or(match position {
-        Position::AboveModel | Position::AroundTool => executor_answer(s),
-        Position::BeforeService => secs(e.p99_s),
-        Position::BeforeProvider => s.stripe.latency.p99(),
-    });
-    let mut t = Duration::ZERO;
-    for n in 1..=l.retries() {
-        t = t.saturating_add(per_try).saturating_add(backoff_max(l, n));
-    }
-    if position != Position::BeforeProvider && l.retries() > 0 {
-        t = t.saturating_add(pool_wait(s));
-    }
-    t
-}
-
-/// An upper estimate of how long after the first request the SDK's last network retry reaches
-/// the provider: per retry, one try (the SDK's timeout, or the provider's p99 when shorter) and
-/// the SDK's largest backoff, 5 s.
-pub(super) fn sdk_span(s: &Scenario) -> Duration {
-    let c = &s.refunds_service.stripe_client;
-    let per_try = c.timeout.min(s.stripe.latency.p99()) + Duration::from_secs(5);
-    per_try.saturating_mul(c.max_network_retries)
-}
-
-/// An upper estimate of how long after the first request a retry by the model's rule or the
-/// executor's `retry` reaches the provider, and which of them: per model retry, the executor's
-/// answer time, the model's think p99 and its call overhead; per executor retry, its timeout
-/// and its largest backoff; plus the burst's p99 pool wait. `model` and `executor` say which of
-/// them retry the tool. `None` when neither does.
-pub(super) fn upper_retry_span(
-    s: &Scenario,
-    model: bool,
-    executor: bool,
-) -> Option<(Duration, &'static str)> {
-    let mut best: Option<(Duration, &'static str)> = None;
-    if model {
-        let round = executor_answer(s) + s.agent.think_time.p99() + s.agent.call_overhead;
-        best = Some((
-            round.saturating_mul(s.agent.retry.max_retries),
-            "the model's retries",
-        ));
-    }
-    if let (true, Some(_)) = (executor, &s.executor.retry) {
-        // The executor's retries span its deadline beyond the first try.
-        let t = crate::scenario::Stack::of(s)
-            .executor_deadline()
-            .saturating_sub(s.executor.timeout);
-        if best.is_none_or(|(b, _)| t > b) {
-            best = Some((t, "the executor's retries"));
-        }
-    }
-    best.map(|(t, what)| (t.saturating_add(pool_wait(s)), what))
 }

@@ -10,28 +10,16 @@ use std::time::Duration;
 
 use super::burst::estimate;
 use super::finding::{Finding, Severity};
-use super::guard::{executor_answer, guard, layer_span, sdk_span, Origin};
+use super::guard::{guard, rotates_on_any_error, Origin};
+use super::spans::{layer_span, sdk_span};
 use super::tools::ToolFacts;
 use crate::scenario::{
-    layers_at, AppliesTo, DroppedConnectionRetry, KeyMode, KeyRotation, LayerKind, Position,
-    ProviderKind, RetryLayer, RetryOn, Scenario, SdkKey, StripeClient,
+    layers_at, AppliesTo, DroppedConnectionRetry, KeyMode, LayerKind, Position, ProviderKind,
+    RetryLayer, RetryOn, Scenario, SdkKey, Stack, StripeClient,
 };
 
 fn s_(d: Duration) -> String {
     humantime::format_duration(d).to_string()
-}
-
-/// The key every layer above the service carries unchanged across its retries: a per-ticket key
-/// that is not rotated after an error.
-pub(super) fn stable_service_key(s: &Scenario) -> bool {
-    s.refunds_service.idempotency_key == KeyMode::PerTicket && !rotates_on_any_error(s)
-}
-
-/// Whether the service writes a new key after any error, unknown outcomes included
-/// (`new_nonce_after_error`, or `rotate_key: after_error`).
-fn rotates_on_any_error(s: &Scenario) -> bool {
-    let svc = &s.refunds_service;
-    svc.new_nonce_after_error || svc.rotate_key == KeyRotation::AfterError
 }
 
 /// Whether `l` retries an outcome after which the request may have reached Stripe and
@@ -450,7 +438,7 @@ pub(crate) fn proxy_retry_without_budget(s: &Scenario) -> Vec<Finding> {
 /// own timeout is `timeout-below-burst-p99`.
 pub(crate) fn layer_timeout_below_p99(s: &Scenario) -> Vec<Finding> {
     let e = estimate(s);
-    let executor_answer = executor_answer(s);
+    let executor_answer = Stack::of(s).executor_answer();
     let mut out = Vec::new();
     for position in [Position::AroundTool, Position::BeforeService] {
         for (name, l) in layers_at(s, position) {

@@ -36,6 +36,7 @@ pub mod layers;
 mod outcomes;
 mod providers;
 mod rules;
+mod spans;
 mod tools;
 
 use std::path::PathBuf;

@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use super::finding::{Finding, Severity};
+use super::guard::stable_service_key;
 use super::guard::ticket_id_recognised;
-use super::layers::stable_service_key;
 use super::tools::ToolFacts;
 use crate::scenario::{
     Cancellation, KeyMode, LatencyDist, OnTimeout, OnUnknownOutcome, ProviderKind, Scenario,

@@ -3,7 +3,8 @@
 //! request, and a unique constraint that answers a retry with a conflict.
 
 use super::finding::{Finding, Severity};
-use super::guard::{up_to_seconds, upper_retry_span};
+use super::guard::up_to_seconds;
+use super::spans::upper_retry_span;
 use super::tools::ToolFacts;
 use crate::scenario::{KeyMode, OnPendingRow, OnTimeout, ProviderKind, Scenario};
 

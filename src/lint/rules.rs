@@ -17,7 +17,7 @@ use super::outcomes::{
 };
 use super::providers::{provider_rules, Retriers};
 use super::tools::{tool_rules, ToolFacts};
-use crate::scenario::{AppliesTo, KeyMode, OnTimeout, ProviderKind, Scenario};
+use crate::scenario::{AppliesTo, KeyMode, OnTimeout, ProviderKind, Scenario, Stack};
 
 /// Every rule over `s`, in a fixed order: tool rules for each tool, then the rules on the
 /// agent's tool path.
@@ -276,24 +276,14 @@ fn sdk_retries(s: &Scenario, tool: &ToolFacts) -> Option<Finding> {
     })
 }
 
-/// The longest time from a first request to a retry of it, and which path that is.
+/// The longest time from a first request to a retry of it, and which path that is: the
+/// model's retries ([`Stack::model_retries_span`]), the executor's whole deadline
+/// ([`Stack::executor_deadline`]: its tries and their longest backoffs), or a human's pickup.
 fn longest_retry_path(s: &Scenario) -> (Duration, &'static str) {
-    let ex = &s.executor;
-    let probe = match ex.on_timeout {
-        OnTimeout::ProbeStatus => ex.probe_max_wait,
-        OnTimeout::ReportError => Duration::ZERO,
-    };
-    let round = ex.timeout + probe + s.agent.think_time.p99() + s.agent.call_overhead;
-    let mut best = (round * s.agent.retry.max_retries, "the model's retries");
-    if let Some(r) = &ex.retry {
-        let mut t = ex.timeout * (r.max_retries + 1);
-        for k in 0..r.max_retries {
-            let d = r.initial_delay.as_secs_f64() * r.backoff_factor.powi(k as i32);
-            t += Duration::from_secs_f64(d.min(r.max_delay.as_secs_f64()) * (1.0 + r.jitter));
-        }
-        if t > best.0 {
-            best = (t, "the executor's retries");
-        }
+    let stack = Stack::of(s);
+    let mut best = (stack.model_retries_span(), "the model's retries");
+    if s.executor.retry.is_some() && stack.executor_deadline() > best.0 {
+        best = (stack.executor_deadline(), "the executor's retries");
     }
     if s.humans.enabled && s.humans.pickup_delay.p99() > best.0 {
         best = (

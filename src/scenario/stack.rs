@@ -1,13 +1,19 @@
 //! The compiled stack: the one place that knows what a scenario's stack of retrying layers does
 //! as a whole — which added layers sit where, how many tries each layer can make, how many
-//! Stripe requests one ticket's tool calls can fan out to, and how long the executor can keep
-//! the model waiting. The model (`model::world`), validation, the run budget, lint and explore
-//! read it here instead of re-deriving it.
+//! Stripe requests one ticket's tool calls can fan out to, and what a timeout means in time: how
+//! long the executor keeps the model waiting for one try (its answer time) and for all of them
+//! (its deadline), and how long after a first request each retrying layer's last retry can
+//! leave (its retry span). The model (`model::world`), validation, the run budget, lint and
+//! explore read it here instead of re-deriving it.
 
 use std::time::Duration;
 
-use super::config::{DroppedConnectionRetry, Scenario};
-use super::layers::{layers_at, Position, RetryLayer};
+use super::config::{DroppedConnectionRetry, OnTimeout, Scenario};
+use super::layers::{layers_at, BackoffKind, Position, RetryLayer};
+
+/// The SDK's largest wait between network retries: stripe-node's `maxNetworkRetryDelay`, 5 s
+/// (`lib/net/HttpClient` and `StripeResource`; the Python and Go SDKs cap at 2 s and 5 s).
+pub const SDK_MAX_RETRY_DELAY: Duration = Duration::from_secs(5);
 
 /// Every position an added layer can take, top (the agent's side) to bottom (the provider's).
 pub const POSITIONS: [Position; 4] = [
@@ -37,6 +43,10 @@ pub struct Stack {
     at: [Vec<(String, RetryLayer)>; 4],
     tries: Vec<LayerTries>,
     executor_deadline: Duration,
+    executor_timeout: Duration,
+    executor_answer: Duration,
+    model_retries_span: Duration,
+    sdk_retries_span: Duration,
 }
 
 impl Stack {
@@ -53,7 +63,17 @@ impl Stack {
             at,
             tries: Vec::new(),
             executor_deadline: executor_deadline(s),
+            executor_timeout: s.executor.timeout,
+            executor_answer: executor_answer(s),
+            model_retries_span: Duration::ZERO,
+            sdk_retries_span: sdk_retries_span(s),
         };
+        // Per model retry: the executor's answer, the model's think p99, its call overhead.
+        stack.model_retries_span = stack
+            .executor_answer
+            .saturating_add(s.agent.think_time.p99())
+            .saturating_add(s.agent.call_overhead)
+            .saturating_mul(s.agent.retry.max_retries);
         stack.tries = stack.tries_top_down(s);
         stack
     }
@@ -86,6 +106,44 @@ impl Stack {
     /// executor retry.
     pub fn executor_deadline(&self) -> Duration {
         self.executor_deadline
+    }
+
+    /// How long the executor takes to answer one tool call that times out: `executor.timeout`,
+    /// plus `executor.probe_max_wait` when `on_timeout` is `probe_status` (it probes the service
+    /// for up to that long before it answers).
+    pub fn executor_answer(&self) -> Duration {
+        self.executor_answer
+    }
+
+    /// An upper estimate of how long after a first try the executor's last retry starts: its
+    /// deadline ([`Stack::executor_deadline`]) less the first try's timeout. Zero without an
+    /// executor `retry`.
+    pub fn executor_retries_span(&self) -> Duration {
+        self.executor_deadline.saturating_sub(self.executor_timeout)
+    }
+
+    /// An upper estimate of how long after a first tool call the model's last retry of it
+    /// starts: per retry (`agent.retry.max_retries`), the executor's answer time, the model's
+    /// `think_time` p99 and its `call_overhead`. Zero when the model never retries.
+    pub fn model_retries_span(&self) -> Duration {
+        self.model_retries_span
+    }
+
+    /// An upper estimate of how long after its first request the SDK's last network retry
+    /// leaves: per retry (`max_network_retries`), one try (the SDK's `timeout`, or Stripe's
+    /// latency p99 when shorter) and its largest backoff, [`SDK_MAX_RETRY_DELAY`].
+    pub fn sdk_retries_span(&self) -> Duration {
+        self.sdk_retries_span
+    }
+
+    /// An upper estimate of how long after its first try the last retry of added layer `l`
+    /// leaves, when one try lasts `per_try` (what the caller knows a try waits on): per retry,
+    /// `per_try` and the backoff at its largest ([`largest_backoff`]).
+    pub fn layer_retries_span(l: &RetryLayer, per_try: Duration) -> Duration {
+        (1..=l.retries()).fold(Duration::ZERO, |t, n| {
+            t.saturating_add(per_try)
+                .saturating_add(largest_backoff(l, n))
+        })
     }
 
     fn tries_top_down(&self, s: &Scenario) -> Vec<LayerTries> {
@@ -126,6 +184,40 @@ impl Stack {
         added(&mut out, Position::BeforeProvider);
         out
     }
+}
+
+/// See [`Stack::executor_answer`].
+fn executor_answer(s: &Scenario) -> Duration {
+    let ex = &s.executor;
+    match ex.on_timeout {
+        OnTimeout::ProbeStatus => ex.timeout.saturating_add(ex.probe_max_wait),
+        OnTimeout::ReportError => ex.timeout,
+    }
+}
+
+/// See [`Stack::sdk_retries_span`].
+fn sdk_retries_span(s: &Scenario) -> Duration {
+    let c = &s.refunds_service.stripe_client;
+    c.timeout
+        .min(s.stripe.latency.p99())
+        .saturating_add(SDK_MAX_RETRY_DELAY)
+        .saturating_mul(c.max_network_retries)
+}
+
+/// The largest wait before retry `n` (1-based) of added layer `l`: its backoff before jitter
+/// (`base` for a constant backoff, `base · 2^(n−1)` for Envoy's exponential one), capped at
+/// `max_delay`; full and equal jitter only shorten it.
+pub fn largest_backoff(l: &RetryLayer, n: u32) -> Duration {
+    let base = l.base();
+    let d = match l.backoff.kind {
+        BackoffKind::Constant => base,
+        BackoffKind::Exponential => {
+            let factor = 2f64.powi(n.saturating_sub(1).min(62) as i32);
+            Duration::try_from_secs_f64((base.as_secs_f64() * factor).max(0.0))
+                .unwrap_or(Duration::MAX)
+        }
+    };
+    d.min(l.max_delay().max(base))
 }
 
 /// See [`Stack::executor_deadline`].
@@ -210,5 +302,58 @@ mod tests {
         );
         s.executor.retry = None;
         assert_eq!(Stack::of(&s).executor_deadline(), Duration::from_secs(8));
+    }
+
+    /// The executor answers a timed-out call after its timeout, plus `probe_max_wait` when it
+    /// probes; the model's retries span one such answer, a think p99 and a call overhead each.
+    #[test]
+    fn the_executors_answer_counts_its_probe_and_the_models_retries_span_it() {
+        let mut s = recipe("stacked-retries");
+        s.executor.timeout = Duration::from_secs(8);
+        s.executor.on_timeout = OnTimeout::ReportError;
+        assert_eq!(Stack::of(&s).executor_answer(), Duration::from_secs(8));
+        s.executor.on_timeout = OnTimeout::ProbeStatus;
+        s.executor.probe_max_wait = Duration::from_secs(30);
+        let stack = Stack::of(&s);
+        assert_eq!(stack.executor_answer(), Duration::from_secs(38));
+        let round = Duration::from_secs(38) + s.agent.think_time.p99() + s.agent.call_overhead;
+        assert_eq!(s.agent.retry.max_retries, 1);
+        assert_eq!(stack.model_retries_span(), round);
+        s.agent.retry.max_retries = 0;
+        assert_eq!(Stack::of(&s).model_retries_span(), Duration::ZERO);
+    }
+
+    /// The SDK's span: per network retry the shorter of its timeout and Stripe's p99, and
+    /// stripe-node's largest backoff (5 s).
+    #[test]
+    fn the_sdks_retries_span_counts_its_largest_backoff() {
+        let mut s = recipe("stacked-retries");
+        let c = &mut s.refunds_service.stripe_client;
+        c.max_network_retries = 2;
+        c.timeout = Duration::from_millis(1);
+        assert_eq!(
+            Stack::of(&s).sdk_retries_span(),
+            Duration::from_millis(2 * (1 + 5_000))
+        );
+        s.refunds_service.stripe_client.max_network_retries = 0;
+        assert_eq!(Stack::of(&s).sdk_retries_span(), Duration::ZERO);
+    }
+
+    /// An added layer's span: per retry one try and Envoy's backoff at its largest, doubling
+    /// from `base` and capped at `max_delay`.
+    #[test]
+    fn a_layers_retries_span_counts_each_retrys_largest_backoff() {
+        let l: RetryLayer = serde_json::from_value(serde_json::json!({
+            "kind": "retry", "max_retries": 3,
+            "backoff": {"kind": "exponential", "base": "100ms", "max": "300ms"}
+        }))
+        .unwrap();
+        assert_eq!(largest_backoff(&l, 1), Duration::from_millis(100));
+        assert_eq!(largest_backoff(&l, 2), Duration::from_millis(200));
+        assert_eq!(largest_backoff(&l, 3), Duration::from_millis(300));
+        assert_eq!(
+            Stack::layer_retries_span(&l, Duration::from_secs(1)),
+            Duration::from_millis(3_000 + 100 + 200 + 300)
+        );
     }
 }
