@@ -7,11 +7,13 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::error::SweepError;
-use super::exec::{Inputs, Sweep};
+use super::exec::Sweep;
+use super::inputs::Inputs;
 use super::plot::plots;
 use super::shard::Shard;
+use super::table::Explored;
 use super::table::{points_csv, runs_csv, Stat};
-use super::vet::{Explored, Skipped, EXPLORE_CASES, EXPLORE_SEED, MAX_EXPLORED};
+use super::vet::{Skipped, EXPLORE_CASES, EXPLORE_SEED, MAX_EXPLORED};
 
 /// `sweep.json`'s `format`.
 pub const FORMAT: &str = "refundsim-sweep/1";

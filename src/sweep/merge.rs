@@ -4,8 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use super::error::SweepError;
-use super::exec::{finish, Inputs, Sweep};
+use super::exec::{finish, Sweep};
 use super::files::{ShardHeader, FORMAT};
+use super::inputs::Inputs;
 use super::shard::Shard;
 use super::table::{runs_header, RunRow};
 

@@ -40,6 +40,7 @@ mod axis;
 mod error;
 mod exec;
 mod files;
+mod inputs;
 mod merge;
 mod plot;
 mod read;
@@ -52,19 +53,18 @@ mod vet;
 pub use axis::{Axis, MAX_AXIS_VALUES};
 pub use error::SweepError;
 pub use exec::{
-    sort_value, sweep, sweep_with_progress, Inputs, Sweep, SweepOptions, DEFAULT_SEEDS, MAX_POINTS,
+    sort_value, sweep, sweep_with_progress, Sweep, SweepOptions, DEFAULT_SEEDS, MAX_POINTS,
 };
 pub use files::{sweep_json, write_dir, FORMAT};
+pub use inputs::Inputs;
 pub use merge::merge;
 pub use plot::{plot_names, plots};
 pub use read::{read_dir, SweepPoint, SweepRead};
 pub use require::{Require, DEFAULT_REQUIRE};
 pub use shard::Shard;
 pub use table::{
-    figures, lint_cell, metric_names, points_csv, runs_csv, PointRow, RunRow, Stat, DUPLICATES,
-    STATS, TOOL_CALL_P50, TOOL_CALL_P99,
+    figures, lint_cell, metric_names, points_csv, runs_csv, Explored, PointRow, RunRow, Stat,
+    DUPLICATES, STATS, TOOL_CALL_P50, TOOL_CALL_P99,
 };
 pub use text::sweep_text;
-pub use vet::{
-    lint_errors, point_scenario, Explored, Skipped, EXPLORE_CASES, EXPLORE_SEED, MAX_EXPLORED,
-};
+pub use vet::{lint_errors, point_scenario, Skipped, EXPLORE_CASES, EXPLORE_SEED, MAX_EXPLORED};

@@ -8,7 +8,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::exec::{Inputs, Sweep};
+use super::exec::Sweep;
+use super::inputs::Inputs;
 use super::table::{DUPLICATES, TOOL_CALL_P50, TOOL_CALL_P99};
 
 /// Size of every plot, pixels.

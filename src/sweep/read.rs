@@ -7,11 +7,12 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::error::SweepError;
-use super::exec::Inputs;
 use super::files::FORMAT;
+use super::inputs::Inputs;
 use super::plot::plot_names;
 use super::shard::Shard;
-use super::vet::{Explored, Skipped};
+use super::table::Explored;
+use super::vet::Skipped;
 
 /// The largest plot file read back, bytes (a sweep's plots are tens of kilobytes).
 pub(crate) const MAX_PLOT_BYTES: u64 = 16 << 20;

@@ -4,8 +4,9 @@ use std::fmt::Write;
 
 use super::exec::Sweep;
 use super::shard::Shard;
+use super::table::Explored;
 use super::table::{PointRow, DUPLICATES, TOOL_CALL_P50, TOOL_CALL_P99};
-use super::vet::{Explored, EXPLORE_CASES, EXPLORE_SEED};
+use super::vet::{EXPLORE_CASES, EXPLORE_SEED};
 
 /// The summary `refundsim sweep` and `refundsim merge` print: for a shard, what it ran; for a
 /// whole sweep, one row per point (P(duplicate), mean duplicate tickets, service response time p50

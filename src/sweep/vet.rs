@@ -19,7 +19,8 @@
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::exec::Inputs;
+use super::inputs::Inputs;
+use super::table::Explored;
 use super::table::PointRow;
 use crate::explore::search::{explore_unshrunk, ExploreOptions, Outcome};
 use crate::lint::{scenario_rules, Severity};
@@ -33,75 +34,6 @@ pub const EXPLORE_SEED: u64 = 1;
 
 /// Most candidates one sweep explores before it gives up recommending.
 pub const MAX_EXPLORED: usize = 3;
-
-/// What a short `explore` found at a point.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "result", rename_all = "snake_case")]
-pub enum Explored {
-    /// No violation in `cases` cases.
-    Clean {
-        /// Cases tried.
-        cases: u32,
-        /// Search seed.
-        seed: u64,
-    },
-    /// A safety invariant broken in one of the cases.
-    Violation {
-        /// The invariant (see [`crate::explore::SAFETY`]).
-        invariant: String,
-        /// Its first offending ticket in the failing case, if per ticket.
-        ticket: Option<u64>,
-        /// Cases asked for.
-        cases: u32,
-        /// Search seed.
-        seed: u64,
-    },
-    /// The search stopped before its cases were tried: proves nothing.
-    Inconclusive {
-        /// Cases tried.
-        tried: u32,
-        /// Cases asked for.
-        cases: u32,
-        /// Search seed.
-        seed: u64,
-        /// Why it stopped.
-        reason: String,
-    },
-}
-
-impl Explored {
-    /// A short word for tables and `points.csv`: `clean`, `violation`, `inconclusive`.
-    pub fn word(&self) -> &'static str {
-        match self {
-            Explored::Clean { .. } => "clean",
-            Explored::Violation { .. } => "violation",
-            Explored::Inconclusive { .. } => "inconclusive",
-        }
-    }
-
-    /// One line: `256 cases clean (seed 1)`, `at_most_one_refund_per_ticket violated (ticket
-    /// 4) within 256 cases (seed 1)`.
-    pub fn describe(&self) -> String {
-        match self {
-            Explored::Clean { cases, seed } => format!("{cases} cases clean (seed {seed})"),
-            Explored::Violation {
-                invariant,
-                ticket,
-                cases,
-                seed,
-            } => format!(
-                "{invariant} violated{} within {cases} cases (seed {seed})",
-                ticket.map_or(String::new(), |t| format!(" (ticket {t})"))
-            ),
-            Explored::Inconclusive {
-                tried,
-                cases,
-                seed,
-                reason,
-            } => format!("stopped after {tried} of {cases} cases (seed {seed}): {reason}"),
-        }
-    }
-}
 
 /// A safe point the recommendation passed over, and why.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

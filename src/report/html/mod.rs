@@ -25,6 +25,7 @@
 //! - **Deterministic.** The same inputs give the same bytes: nothing reads the clock.
 
 mod charts;
+mod escape;
 mod page;
 mod refunds;
 mod stories;

@@ -4,7 +4,6 @@
 //! through [`esc`] (the `html-escape` crate). Key numbers carry stable `id`s and `data-value`
 //! attributes (raw numbers as `run --json` prints them) for scripts and browser tests.
 
-use std::borrow::Cow;
 use std::fmt::Write;
 
 use base64::Engine as _;
@@ -21,15 +20,7 @@ use crate::run::{quote, Invocation, RunReport};
 use crate::scenario::Scenario;
 use crate::sweep::SweepRead;
 
-/// `s` escaped for HTML text and double-quoted attribute values (`& < > " '`).
-pub(super) fn esc(s: &str) -> Cow<'_, str> {
-    html_escape::encode_quoted_attribute(s)
-}
-
-/// A number as `run --json` prints it (`null` for NaN).
-pub(super) fn num(v: f64) -> String {
-    Value::from(v).to_string()
-}
+use super::escape::{esc, num};
 
 /// Most recorded tickets the report lists one by one.
 const RECORDED_ROWS: usize = 200;
@@ -812,14 +803,6 @@ fn causes_list(causes: &[crate::cause::Cause]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn escapes_markup_and_quotes() {
-        assert_eq!(
-            esc(r#"<script>alert("x")</script> & 'y'"#),
-            "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#x27;y&#x27;"
-        );
-    }
 
     #[test]
     fn flattens_scalars_by_dotted_path_and_leaves_arrays_out() {

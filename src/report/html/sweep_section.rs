@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use base64::Engine as _;
 
-use super::page::{esc, num};
+use super::escape::{esc, num};
 use crate::sweep::{Explored, SweepRead, DUPLICATES, TOOL_CALL_P50, TOOL_CALL_P99};
 
 /// `n points`, or `1 point`.
