@@ -593,3 +593,32 @@ fn outputs_are_refused_where_they_would_clash_and_left_absent_on_failure() {
     assert!(!f.exists() && !list.exists());
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
+
+/// An egress proxy's tries overlap (a 300 ms `per_try_timeout` against Stripe's constant 1 s),
+/// so one call has three requests to Stripe in flight. Each CLIENT span must end at its own
+/// answer: every one lasts exactly Stripe's 1 s, and they start 300 ms and a backoff apart.
+/// Paired latest-first, as before, the first request's span ended at the third's answer
+/// (1.61 s) and the third's at the first's (0.39 s).
+#[test]
+fn overlapping_egress_tries_each_end_at_their_own_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = export(
+        dir.path(),
+        "tests/fixtures/layers/egress-per-try-timeout.json",
+        &["--seed", "1"],
+    );
+    assert_eq!(run.code, 0);
+    let doc = read_json(&run.otlp);
+    let ns = |v: &Value| v.as_str().unwrap().parse::<u64>().unwrap();
+    let mut clients: Vec<(u64, u64)> = spans(&doc)
+        .into_iter()
+        .filter(|(_, sp)| sp["kind"] == 3 && attr(sp, "http.response.status_code").is_some())
+        .map(|(_, sp)| (ns(&sp["startTimeUnixNano"]), ns(&sp["endTimeUnixNano"])))
+        .collect();
+    clients.sort();
+    assert_eq!(clients.len(), 3, "{clients:?}");
+    for (start, end) in &clients {
+        assert_eq!(end - start, 1_000_000_000, "{clients:?}");
+    }
+    assert!(clients[1].0 - clients[0].0 >= 300_000_000, "{clients:?}");
+}

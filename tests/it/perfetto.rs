@@ -277,3 +277,43 @@ fn a_bad_perfetto_path_exits_2_naming_it_and_leaves_no_file() {
     assert!(fail(&["--ticket", "999999"], &out).contains("--ticket 999999"));
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
+
+/// Each request an egress proxy's tries send is a slice of its own, named with its try, so
+/// a reader tells them apart and each answer closes its own request (by `via`), not the latest.
+#[test]
+fn egress_tries_are_named_slices() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("egress.json");
+    let out = refundsim()
+        .args([
+            "run",
+            "tests/fixtures/layers/egress-per-try-timeout.json",
+            "--perfetto",
+        ])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let names: Vec<&str> = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "B")
+        .filter_map(|e| e["name"].as_str())
+        .filter(|n| n.starts_with("Stripe POST"))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "Stripe POST /v1/refunds",
+            "Stripe POST /v1/refunds (egress try 1)",
+            "Stripe POST /v1/refunds (egress try 2)"
+        ]
+    );
+}

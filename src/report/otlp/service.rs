@@ -80,6 +80,10 @@ pub(super) struct OpenClient {
     pub sdk_try: u32,
     /// `Idempotency-Key`, when sent.
     pub key: Option<String>,
+    /// The tries of the proxies after `sdk` this request is (its `stripe_request`'s `via`):
+    /// with a proxy's `per_try_timeout`, several of one call's requests are in flight at once,
+    /// and each answer is paired with the request of the same `via`.
+    pub via: std::collections::BTreeMap<String, u32>,
 }
 
 /// Stripe's answer to a request, from its `stripe_response` event.

@@ -137,19 +137,23 @@ impl TicketSpans {
             EventKind::StripeRequest {
                 idempotency_key,
                 sdk_try,
+                via,
                 ..
             } => {
-                self.stripe_request(e.call, t, idempotency_key, *sdk_try);
+                self.stripe_request(e.call, t, idempotency_key, *sdk_try, via);
                 None
             }
             EventKind::StripeResponse {
-                status, outcome, ..
+                status,
+                outcome,
+                via,
+                ..
             } => {
                 let call = e.call?;
                 if let Some(s) = find(&mut self.servers, |s| s.call == call) {
                     s.last_stripe = Some(*status);
                 }
-                let req = take(&mut self.clients, |c| c.call == call)?;
+                let req = take(&mut self.clients, |c| c.call == call && c.via == *via)?;
                 let answer = StripeAnswer {
                     status: *status,
                     outcome: *outcome,
@@ -206,7 +210,14 @@ impl TicketSpans {
     /// The service sends a request to Stripe: a CLIENT span, the child of the SERVER span. A
     /// request outside any service request (a human's dashboard refund) is not the
     /// service's, and is not traced.
-    fn stripe_request(&mut self, call: Option<u64>, t: u64, key: &Option<String>, sdk_try: u32) {
+    fn stripe_request(
+        &mut self,
+        call: Option<u64>,
+        t: u64,
+        key: &Option<String>,
+        sdk_try: u32,
+        via: &std::collections::BTreeMap<String, u32>,
+    ) {
         let Some(call) = call else {
             return;
         };
@@ -227,6 +238,7 @@ impl TicketSpans {
             start: t,
             sdk_try,
             key: key.clone(),
+            via: via.clone(),
         });
     }
 

@@ -298,7 +298,7 @@ impl TicketEvents {
                 business_id,
                 amount_cents,
                 sdk_try,
-                ..
+                via,
             } => {
                 let args = Args::default()
                     .opt("idempotency_key", idempotency_key.as_deref())
@@ -306,12 +306,9 @@ impl TicketEvents {
                     .u("amount_cents", *amount_cents)
                     .u("sdk_try", u64::from(*sdk_try));
                 match self.request(e.call) {
-                    Some(r) => r.parts.push(Slice::open(
-                        "Stripe POST /v1/refunds".into(),
-                        "stripe",
-                        t,
-                        args,
-                    )),
+                    Some(r) => r
+                        .parts
+                        .push(Slice::open(stripe_part(via), "stripe", t, args)),
                     None => self.manual.push(Slice::open(
                         "dashboard refund (human)".into(),
                         "human",
@@ -325,7 +322,7 @@ impl TicketEvents {
                 outcome,
                 refund_id,
                 latency_ns,
-                ..
+                via,
             } => {
                 let suffix = format!(" → {status} {outcome}");
                 let args = Args::default()
@@ -334,7 +331,19 @@ impl TicketEvents {
                     .opt("refund_id", refund_id.as_deref())
                     .u("latency_ns", *latency_ns);
                 if e.call.is_some() {
-                    self.close_part(e.call, "Stripe", t, &suffix, args);
+                    let name = stripe_part(via);
+                    if let Some(r) = self.request(e.call) {
+                        // The open part of this very request (`==`, not a prefix: an egress
+                        // try's name extends the first request's).
+                        if let Some(p) = r
+                            .parts
+                            .iter_mut()
+                            .rev()
+                            .find(|p| p.end.is_none() && p.name == name)
+                        {
+                            p.close(t, &suffix, args);
+                        }
+                    }
                 } else if let Some(m) = self.manual.iter_mut().rev().find(|m| m.end.is_none()) {
                     m.close(t, &suffix, args);
                 }
@@ -387,7 +396,7 @@ impl TicketEvents {
         self.requests.iter_mut().rev().find(|r| r.call == c)
     }
 
-    /// Ends the open part of `call` whose name starts with `prefix`.
+    /// Ends the open part of `call` whose name starts with `prefix` (the latest such).
     fn close_part(&mut self, call: Option<u64>, prefix: &str, t: u64, suffix: &str, args: Args) {
         if let Some(r) = self.request(call) {
             if let Some(p) = r
@@ -594,4 +603,15 @@ fn agent_point(kind: &EventKind) -> Option<Point> {
         ),
         _ => return None,
     })
+}
+/// The name of a request's part that is one request to Stripe: `Stripe POST /v1/refunds`, and
+/// for a try of a proxy after `sdk` its layer and try (`… (egress try 2)`), so that each answer
+/// closes the request it answers (its `stripe_response` has the same `via`) when a proxy's
+/// `per_try_timeout` keeps several in flight.
+fn stripe_part(via: &std::collections::BTreeMap<String, u32>) -> String {
+    if via.is_empty() {
+        return "Stripe POST /v1/refunds".into();
+    }
+    let tries: Vec<String> = via.iter().map(|(l, n)| format!("{l} try {n}")).collect();
+    format!("Stripe POST /v1/refunds ({})", tries.join(", "))
 }
