@@ -95,7 +95,6 @@ pub fn sweep_with_progress(
     let Loaded { inputs, scenarios } = load(opts)?;
     // The (point, seed) of each run comes from its index in run order, so no list of every
     // run is held besides the figures kept.
-    let seeds = inputs.seed_count();
     let total = inputs.run_count();
     let owned = |i: &usize| opts.shard.is_none_or(|s| s.owns(*i));
     progress.start((0..total).filter(owned).count() as u64);
@@ -105,7 +104,7 @@ pub fn sweep_with_progress(
         .into_par_iter()
         .filter(owned)
         .map(|i| {
-            let (point, seed) = (i / seeds, inputs.seed_first + (i % seeds) as u64);
+            let (point, seed) = inputs.run_at(i);
             let how = Invocation {
                 scenario_path: inputs.scenario_path.clone(),
                 policies: inputs.policies.clone(),

@@ -92,11 +92,21 @@ impl Inputs {
         sets
     }
 
-    /// Every (point, seed) run in run order: point-major, seeds ascending.
+    /// The (grid point, seed) of the run at `index` in run order: point-major, seeds
+    /// ascending (the inverse of [`Inputs::run_index`]).
+    pub fn run_at(&self, index: usize) -> (usize, u64) {
+        let seeds = self.seed_count();
+        (index / seeds, self.seed_first + (index % seeds) as u64)
+    }
+
+    /// The index in run order of grid point `point`'s run on `seed` (the inverse of
+    /// [`Inputs::run_at`]). `seed` must be one of the sweep's.
+    pub fn run_index(&self, point: usize, seed: u64) -> usize {
+        point * self.seed_count() + (seed - self.seed_first) as usize
+    }
+
+    /// Every (point, seed) run in run order ([`Inputs::run_at`] of each index).
     pub fn jobs(&self) -> Vec<(usize, u64)> {
-        let seeds = self.seeds();
-        (0..self.point_count())
-            .flat_map(|p| seeds.iter().map(move |&s| (p, s)))
-            .collect()
+        (0..self.run_count()).map(|i| self.run_at(i)).collect()
     }
 }

@@ -253,7 +253,7 @@ fn parse_run(
     if (1..=axes).any(|i| rec[i] != inputs.values(point)[i - 1]) {
         return Err("varied values do not match the point".into());
     }
-    let index = point * inputs.seed_count() + (seed - inputs.seed_first) as usize;
+    let index = inputs.run_index(point, seed);
     if !shard.owns(index) {
         return Err(format!(
             "run (point {point}, seed {seed}) is not shard {shard}'s"
