@@ -19,6 +19,7 @@ pub mod refunds_service;
 pub mod stripe;
 pub mod stripe_api;
 pub mod stripe_client;
+pub mod stripe_trace;
 pub mod world;
 
 use std::cell::RefCell;
