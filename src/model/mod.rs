@@ -16,6 +16,7 @@ pub mod ledger;
 pub mod pool;
 pub mod reconciliation;
 pub mod refunds_service;
+pub mod service_call;
 pub mod stripe;
 pub mod stripe_api;
 pub mod stripe_client;
