@@ -18,6 +18,17 @@ use crate::sim::SimTime;
 // proxies that also send it; their old paths stay.
 pub use super::service_call::{send, Outgoing};
 
+/// Whether the agent's tool is idempotent by its MCP annotations (`readOnlyHint ||
+/// idempotentHint`): what `applies_to: idempotent_tools` reads, in the model's retry rule and
+/// in the framework layers around the executor.
+pub(crate) fn tool_is_idempotent(w: &World) -> bool {
+    w.cfg
+        .tools
+        .iter()
+        .find(|t| t.name == w.cfg.agent.tool)
+        .is_some_and(|t| t.is_idempotent())
+}
+
 /// The tool result shown to the model.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct ToolReply {

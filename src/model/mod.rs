@@ -21,6 +21,7 @@ pub mod stripe;
 pub mod stripe_api;
 pub mod stripe_client;
 pub mod stripe_trace;
+pub mod ticket;
 pub mod world;
 
 use std::cell::RefCell;
