@@ -3,29 +3,19 @@
 
 use std::rc::Rc;
 
-use super::deliveries::{self, Delivery};
 use super::dist;
-use super::executor::{call_tool, ToolReply};
+use super::executor::{call_tool, tool_is_idempotent, ToolReply};
 use super::humans::escalate;
 use super::layers::around_tool;
 use super::layers::{self, Via};
+use super::ticket::{event_id, Delivery};
 use super::world::{Ids, World};
 use crate::history::{Decision, EventKind, Outcome, Text};
 use crate::scenario::{AppliesTo, Cancellation, Position, ReportTimeout, RetryLayer, RetryOn};
 use crate::sim::{tag, SimTime, StreamRng};
 
-/// A refund ticket.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Ticket {
-    /// Id.
-    pub id: u64,
-    /// Approved refund, cents.
-    pub amount_cents: u64,
-    /// Charge, cents.
-    pub charge_amount_cents: u64,
-    /// Arrival phase label.
-    pub phase: String,
-}
+// The ticket lives in `ticket`, below everyone who handles it; its old path stays.
+pub use super::ticket::Ticket;
 
 /// Whether the rule lets the model retry the agent's tool: `any_tool`, or `idempotent_tools` and
 /// the tool's annotations say `readOnlyHint || idempotentHint`.
@@ -34,16 +24,6 @@ pub(crate) fn retry_eligible(w: &World) -> bool {
         AppliesTo::AnyTool => true,
         AppliesTo::IdempotentTools => tool_is_idempotent(w),
     }
-}
-
-/// Whether the agent's tool is idempotent by its MCP annotations (`readOnlyHint ||
-/// idempotentHint`).
-pub(crate) fn tool_is_idempotent(w: &World) -> bool {
-    w.cfg
-        .tools
-        .iter()
-        .find(|t| t.name == w.cfg.agent.tool)
-        .is_some_and(|t| t.is_idempotent())
 }
 
 /// One ticket's life in the agent, from opening to a final tool result or escalation: its
@@ -74,7 +54,7 @@ pub(crate) async fn handle_delivery(w: Rc<World>, t: Ticket, d: Delivery) {
         w.record(
             Ids::ticket(t.id),
             EventKind::Delivered {
-                event_id: deliveries::event_id(t.id),
+                event_id: event_id(t.id),
                 duplicate: d.index > 0,
             },
         );

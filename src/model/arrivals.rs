@@ -7,9 +7,9 @@
 
 use std::rc::Rc;
 
-use super::agent::Ticket;
 use super::deliveries::deliver;
 use super::dist;
+use super::ticket::Ticket;
 use super::world::World;
 use crate::scenario::TicketSpec;
 use crate::sim::SimTime;

@@ -5,17 +5,29 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
-use super::caller::CallerState;
 use super::dist;
 use super::layers::{self, before_service};
 use super::layers::{status_class, Via};
-use super::refunds_service::{
-    get_status, is_unknown_outcome, issue, ServiceRequest, ServiceResult,
-};
+use super::refunds_service::{get_status, is_unknown_outcome, ServiceResult};
 use super::world::{Ids, World};
 use crate::history::{EventKind, Outcome, TicketStatus};
 use crate::scenario::{Cancellation, ExecutorRetry, OnTimeout, Position, ProbeAfter, RetryOn};
 use crate::sim::SimTime;
+
+// The request the executor sends and the call that sends it live in `service_call`, below the
+// proxies that also send it; their old paths stay.
+pub use super::service_call::{send, Outgoing};
+
+/// Whether the agent's tool is idempotent by its MCP annotations (`readOnlyHint ||
+/// idempotentHint`): what `applies_to: idempotent_tools` reads, in the model's retry rule and
+/// in the framework layers around the executor.
+pub(crate) fn tool_is_idempotent(w: &World) -> bool {
+    w.cfg
+        .tools
+        .iter()
+        .find(|t| t.name == w.cfg.agent.tool)
+        .is_some_and(|t| t.is_idempotent())
+}
 
 /// The tool result shown to the model.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -273,86 +285,6 @@ fn probes_error(cfg: &crate::scenario::Executor, e: &ServiceResult) -> bool {
             ProbeAfter::UnknownOutcome => is_unknown_outcome(e),
             ProbeAfter::AnyFailure => true,
         }
-}
-
-/// A request on its way from the executor to the refunds service, before it gets a call id.
-#[derive(Clone, Debug)]
-pub struct Outgoing {
-    /// Ticket.
-    pub ticket: u64,
-    /// Model attempt.
-    pub attempt: u32,
-    /// Executor-level try.
-    pub exec_try: u32,
-    /// Amount, cents.
-    pub amount_cents: u64,
-    /// When the caller gives up (deadline propagation).
-    pub deadline: SimTime,
-    /// Tries of the added layers above (see [`Via`]).
-    pub via: Via,
-    /// What giving up on this request cancels: the strongest `cancellation` among the layers
-    /// above it (the executor and the added layers on its way).
-    pub cancellation: Cancellation,
-}
-
-/// Sends `req` to the refunds service as a request of its own (a new call id, traced as
-/// `service_request`) and waits for the answer. The service's work is a task of its own: if
-/// this future is dropped before the answer (a timeout above gave up), the work keeps running
-/// and its answer is traced as late.
-pub async fn send(w: Rc<World>, req: Outgoing, last_call: Rc<Cell<u64>>) -> ServiceResult {
-    let call = w.next_call_id();
-    last_call.set(call);
-    let ids = Ids::call(req.ticket, req.attempt, call);
-    w.record(
-        ids,
-        EventKind::ServiceRequest {
-            exec_try: req.exec_try,
-            via: req.via.iter().cloned().collect(),
-        },
-    );
-    let mode = req.cancellation;
-    let req = ServiceRequest {
-        ticket: req.ticket,
-        attempt: req.attempt,
-        call,
-        exec_try: req.exec_try,
-        amount_cents: req.amount_cents,
-        deadline: req.deadline,
-        via: req.via,
-    };
-    let caller = Rc::new(CallerState::default());
-    let guard = GiveUpOnDrop(Some((caller.clone(), mode)));
-    let (ticket, attempt) = (req.ticket, req.attempt);
-    let ww = w.clone();
-    let answer = w
-        .spawn_for_with(ticket, move || issue(ww, req, caller))
-        .await;
-    // A replayed call's recorded way back from the service (`replay.tickets…return_after`).
-    if let Some(call) = w.cfg.replay.as_ref().and_then(|r| r.call(ticket, attempt)) {
-        if !call.return_after.is_zero() {
-            w.sim.sleep(SimTime::from_duration(call.return_after)).await;
-        }
-    }
-    guard.disarm();
-    answer
-}
-
-/// Gives up on a request (with its cancellation) when the waiting future is dropped before the
-/// answer, i.e. when a timeout above fired.
-struct GiveUpOnDrop(Option<(Rc<CallerState>, Cancellation)>);
-
-impl GiveUpOnDrop {
-    fn disarm(mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for GiveUpOnDrop {
-    fn drop(&mut self) {
-        if let Some((caller, mode)) = self.0.take() {
-            caller.give_up(mode);
-        }
-    }
 }
 
 /// After a timeout (or an unknown outcome): probes `get_status(ticket)` every `probe_interval`

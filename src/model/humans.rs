@@ -3,13 +3,13 @@
 
 use std::rc::Rc;
 
-use super::agent::Ticket;
 use super::dist;
 use super::executor::call_tool;
 use super::refunds_service::get_status;
 use super::stripe::{Origin, RefundParams, StripeRequest};
 use super::stripe_api::{serve, serve_recorded_outside, Caller};
-use super::stripe_client::{classify, record_request, record_response};
+use super::stripe_trace::{classify, record_request, record_response};
+use super::ticket::Ticket;
 use super::world::{Ids, World};
 use crate::history::{EventKind, HumanAction, Outcome, TicketStatus};
 use crate::scenario::{Cancellation, ManualRefundVia, OutsideRefund, RequestKey};

@@ -16,9 +16,12 @@ pub mod ledger;
 pub mod pool;
 pub mod reconciliation;
 pub mod refunds_service;
+pub mod service_call;
 pub mod stripe;
 pub mod stripe_api;
 pub mod stripe_client;
+pub mod stripe_trace;
+pub mod ticket;
 pub mod world;
 
 use std::cell::RefCell;

@@ -1449,9 +1449,9 @@ mod tests {
         assert_eq!(s.refunds().len(), 1);
         // Traced (and counted) as a replay, not as a new 500.
         let (status, outcome, _) =
-            super::super::stripe_client::classify(&Delivered::Response(replay));
+            super::super::stripe_trace::classify(&Delivered::Response(replay));
         assert_eq!((status, outcome), (500, ProviderOutcome::Replayed));
-        let (_, first, _) = super::super::stripe_client::classify(&Delivered::Response(resp));
+        let (_, first, _) = super::super::stripe_trace::classify(&Delivered::Response(resp));
         assert_eq!(first, ProviderOutcome::ApiError);
     }
 

@@ -3,16 +3,13 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use super::layers::LayerLoad;
-use crate::scenario::{LatencyDist, Position, RetryLayer, Stack};
-
 use super::dist;
 use super::ledger::Ledger;
 use super::pool::Pool;
 use super::stripe::FakeStripe;
 use crate::history::{Event, EventKind, Observer};
 use crate::id_map::IdMap;
-use crate::scenario::Scenario;
+use crate::scenario::{LatencyDist, Position, RetryLayer, Scenario, Stack};
 use crate::sim::{Sim, SimTime, StreamRng, Streams};
 
 /// Identifies who an event is about.
@@ -50,6 +47,16 @@ impl Ids {
             call: Some(call),
         }
     }
+}
+
+/// Requests and retries in flight through one added layer (for its retry budget; see
+/// `layers::decide`), kept per layer name for the run ([`World::layer_load`]).
+#[derive(Debug, Default)]
+pub struct LayerLoad {
+    /// Requests in flight through the layer.
+    pub active: Cell<u64>,
+    /// Of those, requests on a retry (try ≥ 1).
+    pub retrying: Cell<u64>,
 }
 
 /// Pool gauges kept by the model (they include background load, which is not traced).

@@ -12,8 +12,7 @@ use std::rc::Rc;
 
 use super::{self as layers, Place, Via};
 use crate::history::Outcome;
-use crate::model::agent::tool_is_idempotent;
-use crate::model::executor::{call_tool, ToolReply};
+use crate::model::executor::{call_tool, tool_is_idempotent, ToolReply};
 use crate::model::world::{Ids, World};
 use crate::scenario::{AppliesTo, Cancellation, Position, ReportTimeout, RetryLayer, RetryOn};
 use crate::sim::SimTime;

@@ -17,7 +17,7 @@ use std::rc::Rc;
 use super::{self as layers, Place, Via};
 use crate::model::stripe::{Body, Delivered, ErrorType, Response, StripeRequest};
 use crate::model::stripe_api::{serve, Caller};
-use crate::model::stripe_client::{record_request, record_response};
+use crate::model::stripe_trace::{record_request, record_response};
 use crate::model::world::{Ids, World};
 use crate::scenario::{Position, ReportTimeout, RequestKey, RetryLayer, RetryOn};
 use crate::sim::SimTime;

@@ -11,8 +11,8 @@ use std::pin::Pin;
 use std::rc::Rc;
 
 use super::{self as layers, status_class, Place, Via};
-use crate::model::executor::{send, Outgoing};
 use crate::model::refunds_service::ServiceResult;
+use crate::model::service_call::{send, Outgoing};
 use crate::model::world::{Ids, World};
 use crate::scenario::{Position, ReportTimeout, RetryLayer, RetryOn};
 use crate::sim::SimTime;

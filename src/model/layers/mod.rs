@@ -26,12 +26,12 @@ pub mod around_tool;
 pub mod before_provider;
 pub mod before_service;
 
-use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
 
 use super::dist;
+pub use super::world::LayerLoad;
 use super::world::{Ids, World};
 use crate::history::EventKind;
 use crate::scenario::{BackoffKind, Jitter, Position, RetryLayer, RetryOn};
@@ -69,15 +69,6 @@ impl<T> TryEnd<T> {
             TryEnd::TimedOut => Some(RetryOn::Timeout),
         }
     }
-}
-
-/// Requests and retries in flight through one layer (for its retry budget).
-#[derive(Debug, Default)]
-pub struct LayerLoad {
-    /// Requests in flight through the layer.
-    pub active: Cell<u64>,
-    /// Of those, requests on a retry (try ≥ 1).
-    pub retrying: Cell<u64>,
 }
 
 /// Whether the layer retries after try `n` (0-based) ended with `class`: the class is in
