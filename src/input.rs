@@ -143,7 +143,7 @@ pub fn read_capped(path: &Path, limit: u64, what: &'static str) -> Result<Vec<u8
 ///
 /// # Errors
 /// As [`read_capped`].
-pub fn read_input(path: &Path, what: &'static str) -> Result<Vec<u8>, InputError> {
+pub(crate) fn read_input(path: &Path, what: &'static str) -> Result<Vec<u8>, InputError> {
     read_capped(path, max_input_bytes(), what)
 }
 

@@ -27,7 +27,7 @@ pub struct SeedRange {
 
 /// Most seeds one range may hold: 10,000 (the incident scenario takes ~40 ms a seed, so ~7 min
 /// per scenario × policy on one core).
-pub const MAX_SEEDS: u64 = 10_000;
+pub(crate) const MAX_SEEDS: u64 = 10_000;
 
 impl SeedRange {
     /// Parses `A..B` (inclusive, `A` ≤ `B`) or a single `N`; `flag` names the argument in errors.

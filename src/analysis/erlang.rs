@@ -5,7 +5,7 @@
 
 /// The probability that a call offered `a` Erlangs is lost on `c` servers with no queue
 /// (Erlang B), by the recursion in [`super::queueing`]'s module docs. 0 for `a ≤ 0`.
-pub fn erlang_b(c: u32, a: f64) -> f64 {
+pub(crate) fn erlang_b(c: u32, a: f64) -> f64 {
     if a <= 0.0 {
         return 0.0;
     }

@@ -19,7 +19,7 @@ pub(crate) fn variance(xs: &[f64]) -> f64 {
 }
 
 /// Nearest-rank percentile `p` in (0, 1] of `xs`; 0 for an empty sample.
-pub fn percentile(xs: &[f64], p: f64) -> f64 {
+pub(crate) fn percentile(xs: &[f64], p: f64) -> f64 {
     if xs.is_empty() {
         return 0.0;
     }
@@ -36,7 +36,7 @@ pub fn percentile(xs: &[f64], p: f64) -> f64 {
 /// Beyond [`T_NORMAL_DF`] degrees of freedom it is the normal quantile 1.959964: statrs' inverse
 /// loses precision there (1.8266 at df 10⁷), and t and normal differ by less than 2·10⁻⁵. `diff`
 /// never gets there (its df is at most 2 × [`super::MAX_SEEDS`]).
-pub fn t975(df: f64) -> f64 {
+pub(crate) fn t975(df: f64) -> f64 {
     use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
     let df = if df.is_nan() { 1.0 } else { df.max(1.0) };
     if df > T_NORMAL_DF {
@@ -82,7 +82,7 @@ pub fn paired(d: &[f64]) -> Interval {
 
 /// The difference of means `mean(c) − mean(b)` of independent samples with Welch's interval
 /// (Welch–Satterthwaite degrees of freedom).
-pub fn welch(b: &[f64], c: &[f64]) -> Interval {
+pub(crate) fn welch(b: &[f64], c: &[f64]) -> Interval {
     let m = mean(c) - mean(b);
     let (vb, vc) = (
         variance(b) / b.len().max(1) as f64,

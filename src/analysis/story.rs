@@ -377,7 +377,7 @@ pub fn story(history: &History, ticket: u64, origin: Option<SystemTime>) -> Vec<
 
 /// [`story`], the ticket shown as `shown` in its tool calls: the id a recording gave it
 /// (`T-100001`, from `replay.ticket_labels`) rather than the number the replay uses.
-pub fn story_as(
+pub(crate) fn story_as(
     history: &History,
     ticket: u64,
     shown: &str,
@@ -466,7 +466,7 @@ enum Note {
 /// [`incident_shaped`] online: feed events in order, close tickets as they close (their state
 /// is judged and dropped), then [`IncidentShapes::finish`].
 #[derive(Default)]
-pub struct IncidentShapes {
+pub(crate) struct IncidentShapes {
     /// Open tickets' shapes (a hash map: looked up per event; judged in ascending id at the end).
     open: IdMap<Shape>,
     found: CappedIds,

@@ -9,7 +9,7 @@ use super::progress::RunsBar;
 use super::{display, emit, exit, print_json};
 
 #[derive(clap::Args)]
-pub struct CheckArgs {
+pub(crate) struct CheckArgs {
     /// Scenario files, or directories of them (`*.json` except `*.tool.json`).
     #[arg(required = true, value_name = "SCENARIO|DIR")]
     scenarios: Vec<PathBuf>,
@@ -36,7 +36,10 @@ pub struct CheckArgs {
     json: bool,
 }
 
-pub fn run(a: CheckArgs, budget: refundsim::scenario::RunBudget) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(
+    a: CheckArgs,
+    budget: refundsim::scenario::RunBudget,
+) -> anyhow::Result<ExitCode> {
     if let Some(path) = &a.junit {
         let inputs: Vec<&PathBuf> = a.scenarios.iter().chain(a.policies.iter()).collect();
         refundsim::output::refuse_overwriting_inputs("--junit", path, &inputs)

@@ -9,7 +9,7 @@ use super::progress::RunsBar;
 use super::{emit, exit, print_json};
 
 #[derive(clap::Args)]
-pub struct DiffArgs {
+pub(crate) struct DiffArgs {
     /// Scenario files, or directories of them.
     #[arg(required = true, value_name = "SCENARIO")]
     scenarios: Vec<PathBuf>,
@@ -50,7 +50,7 @@ pub struct DiffArgs {
     json: bool,
 }
 
-pub fn run(a: DiffArgs, budget: refundsim::scenario::RunBudget) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(a: DiffArgs, budget: refundsim::scenario::RunBudget) -> anyhow::Result<ExitCode> {
     let opts = gate::DiffOptions {
         scenarios: a.scenarios,
         baseline: a.baseline,

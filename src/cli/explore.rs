@@ -9,7 +9,7 @@ use super::progress::progress_bar;
 use super::{emit, exit};
 
 #[derive(clap::Args)]
-pub struct ExploreArgs {
+pub(crate) struct ExploreArgs {
     /// Scenario file (JSON): its policy is kept; tickets, latencies, faults and ties are perturbed.
     scenario: PathBuf,
     /// RFC 7396 JSON merge patch applied over the scenario; repeatable, applied in order.
@@ -38,7 +38,10 @@ pub struct ExploreArgs {
     out: Option<PathBuf>,
 }
 
-pub fn run(a: ExploreArgs, budget: refundsim::scenario::RunBudget) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(
+    a: ExploreArgs,
+    budget: refundsim::scenario::RunBudget,
+) -> anyhow::Result<ExitCode> {
     let opts = explore::CliOptions {
         scenario: a.scenario,
         policies: a.policies,

@@ -8,7 +8,7 @@ use super::emit;
 use super::recording::RecordingArgs;
 
 #[derive(clap::Args)]
-pub struct ImportArgs {
+pub(crate) struct ImportArgs {
     #[command(flatten)]
     recording: RecordingArgs,
     /// Where to write the replay scenario (whole or not at all).
@@ -16,7 +16,10 @@ pub struct ImportArgs {
     out: PathBuf,
 }
 
-pub fn run(a: ImportArgs, budget: refundsim::scenario::RunBudget) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(
+    a: ImportArgs,
+    budget: refundsim::scenario::RunBudget,
+) -> anyhow::Result<ExitCode> {
     let inputs = a.recording.inputs(budget)?;
     // Said before the --out check, which would call a directory an input to be overwritten.
     if let Some(dir) = inputs.files.iter().find(|f| f.is_dir()) {

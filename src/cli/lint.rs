@@ -8,7 +8,7 @@ use refundsim::lint;
 use super::{emit, exit, print_json};
 
 #[derive(clap::Args)]
-pub struct LintArgs {
+pub(crate) struct LintArgs {
     /// Scenarios, policies, MCP `tools/list` results or Anthropic tool definitions (JSON).
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
@@ -24,7 +24,7 @@ pub struct LintArgs {
     json: bool,
 }
 
-pub fn run(a: LintArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(a: LintArgs) -> anyhow::Result<ExitCode> {
     let report = lint::lint_files_with(&a.files, &a.policies, &a.sets)?;
     if a.json {
         print_json(&report)?;

@@ -10,25 +10,25 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
-pub mod check;
-pub mod diff;
-pub mod explore;
-pub mod import;
-pub mod lint;
-pub mod process;
-pub mod progress;
+pub(crate) mod check;
+pub(crate) mod diff;
+pub(crate) mod explore;
+pub(crate) mod import;
+pub(crate) mod lint;
+pub(crate) mod process;
+pub(crate) mod progress;
 mod recording;
-pub mod replay;
-pub mod report;
-pub mod run;
-pub mod show;
-pub mod sweep;
+pub(crate) mod replay;
+pub(crate) mod report;
+pub(crate) mod run;
+pub(crate) mod show;
+pub(crate) mod sweep;
 
-pub fn display(p: &Path) -> String {
+pub(crate) fn display(p: &Path) -> String {
     p.display().to_string()
 }
 
-pub fn exit(ok: bool) -> ExitCode {
+pub(crate) fn exit(ok: bool) -> ExitCode {
     if ok {
         ExitCode::SUCCESS
     } else {
@@ -36,7 +36,7 @@ pub fn exit(ok: bool) -> ExitCode {
     }
 }
 
-pub fn print_json(v: &impl serde::Serialize) -> anyhow::Result<()> {
+pub(crate) fn print_json(v: &impl serde::Serialize) -> anyhow::Result<()> {
     emit(format!("{}\n", serde_json::to_string_pretty(v)?))
 }
 
@@ -44,7 +44,7 @@ pub fn print_json(v: &impl serde::Serialize) -> anyhow::Result<()> {
 /// error is one that says "stdout" (exit 2) rather than a panic in `print!` or output silently
 /// lost at exit. A closed pipe (`| head -c0`) is the same: `stdout: cannot write: Broken pipe`,
 /// exit 2 (SIGPIPE is ignored, so the write fails with `EPIPE` instead of killing the process).
-pub fn emit(text: impl std::fmt::Display) -> anyhow::Result<()> {
+pub(crate) fn emit(text: impl std::fmt::Display) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     write!(out, "{text}")
         .and_then(|()| out.flush())

@@ -4,7 +4,7 @@
 /// Whether file descriptor 1 was closed when the process started (`refundsim run … >&-`), noted
 /// before Rust's runtime reopens a closed standard descriptor on `/dev/null` (which would make
 /// the output vanish with exit 0).
-pub static STDOUT_CLOSED_AT_START: std::sync::atomic::AtomicBool =
+pub(crate) static STDOUT_CLOSED_AT_START: std::sync::atomic::AtomicBool =
     std::sync::atomic::AtomicBool::new(false);
 
 /// Runs before `main` and before Rust's runtime sanitizes the standard descriptors: notes a
@@ -21,7 +21,7 @@ fn note_closed_stdout() {
 /// On SIGINT (Ctrl-C) or SIGTERM, removes the temporary files of the outputs being written
 /// (`--trace`, `--perfetto`, `--otlp`, `--stripe-list`, `--out`: see `refundsim::output`) and
 /// exits 130 or 143 (128 + the signal), as a shell reports a process the signal killed.
-pub fn remove_temporaries_on_signals() {
+pub(crate) fn remove_temporaries_on_signals() {
     #[cfg(unix)]
     {
         use signal_hook::consts::{SIGINT, SIGTERM};

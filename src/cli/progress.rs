@@ -11,7 +11,7 @@ static PROGRESS_BARS: std::sync::Mutex<Vec<indicatif::WeakProgressBar>> =
 
 /// `bar`, listed so that an early exit (a run stopped over the budget, Ctrl-C) clears it before
 /// its message ([`refundsim::output::clear_progress`]).
-pub fn tracked(bar: indicatif::ProgressBar) -> indicatif::ProgressBar {
+pub(crate) fn tracked(bar: indicatif::ProgressBar) -> indicatif::ProgressBar {
     PROGRESS_BARS
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -21,7 +21,7 @@ pub fn tracked(bar: indicatif::ProgressBar) -> indicatif::ProgressBar {
 
 /// Clears every progress bar still alive from stderr (nothing when stderr is not a terminal:
 /// the bars are hidden there).
-pub fn clear_progress_bars() {
+pub(crate) fn clear_progress_bars() {
     let bars = PROGRESS_BARS
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -31,7 +31,7 @@ pub fn clear_progress_bars() {
 }
 
 /// The `explore` progress bar on stderr, drawn from the first case on.
-pub fn progress_bar(cases: u32) -> indicatif::ProgressBar {
+pub(crate) fn progress_bar(cases: u32) -> indicatif::ProgressBar {
     let bar = tracked(indicatif::ProgressBar::new(u64::from(cases)));
     bar.set_style(
         indicatif::ProgressStyle::with_template(
@@ -44,12 +44,12 @@ pub fn progress_bar(cases: u32) -> indicatif::ProgressBar {
 
 /// The `run` progress bar on stderr over virtual time `0..horizon`, moved now and then by the
 /// engine (see `run::run_with_progress`); a short run never draws it.
-pub fn virtual_time_bar() -> indicatif::ProgressBar {
+pub(crate) fn virtual_time_bar() -> indicatif::ProgressBar {
     virtual_time_bar_of("run")
 }
 
 /// [`virtual_time_bar`] for `command` (`replay`'s run of the imported scenario).
-pub fn virtual_time_bar_of(command: &'static str) -> indicatif::ProgressBar {
+pub(crate) fn virtual_time_bar_of(command: &'static str) -> indicatif::ProgressBar {
     let bar = tracked(indicatif::ProgressBar::new(1));
     bar.set_style(
         indicatif::ProgressStyle::with_template(
@@ -64,7 +64,7 @@ pub fn virtual_time_bar_of(command: &'static str) -> indicatif::ProgressBar {
 }
 
 /// Moves `bar` from a run's progress reports (virtual time reached, horizon).
-pub fn virtual_time_progress(
+pub(crate) fn virtual_time_progress(
     bar: &indicatif::ProgressBar,
 ) -> impl FnMut(Duration, Duration) + 'static {
     let bar = bar.clone();
@@ -79,13 +79,13 @@ pub fn virtual_time_progress(
     }
 }
 
-pub fn millis(d: Duration) -> u64 {
+pub(crate) fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// The `check`/`diff` progress bar on stderr over every run (scenario × policy × seed), ticked
 /// by the worker threads as runs finish.
-pub struct RunsBar(pub indicatif::ProgressBar);
+pub(crate) struct RunsBar(pub indicatif::ProgressBar);
 
 impl RunsBar {
     pub fn new(command: &'static str) -> Self {
@@ -119,7 +119,7 @@ impl gate::Progress for RunsBar {
 /// The `import`/`replay` progress bar on stderr, in `check`'s style: the bytes of each file as
 /// it is read, the steps without a count (parsing a document read whole, checking the
 /// scenario) as a spinner, then the tickets built. Hidden where stderr is not a terminal.
-pub struct ImportBar(pub indicatif::ProgressBar);
+pub(crate) struct ImportBar(pub indicatif::ProgressBar);
 
 impl ImportBar {
     /// A bar for `command` (`import` or `replay`).

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
-pub struct RecordingArgs {
+pub(crate) struct RecordingArgs {
     /// Recorded inputs: OTLP/JSON traces, tool-call logs, JSON lines, LangSmith runs, Langfuse
     /// observations, OpenAI Agents SDK trace exports, refund exports (CSV, or Stripe's list);
     /// several combine (e.g. a trace and the provider's refund export).

@@ -9,7 +9,7 @@ use super::recording::RecordingArgs;
 use super::{emit, exit, print_json};
 
 #[derive(clap::Args)]
-pub struct ReplayArgs {
+pub(crate) struct ReplayArgs {
     #[command(flatten)]
     recording: RecordingArgs,
     /// A counterfactual: this RFC 7396 merge patch over the replay; repeatable, in order.
@@ -26,7 +26,10 @@ pub struct ReplayArgs {
     json: bool,
 }
 
-pub fn run(a: ReplayArgs, budget: refundsim::scenario::RunBudget) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(
+    a: ReplayArgs,
+    budget: refundsim::scenario::RunBudget,
+) -> anyhow::Result<ExitCode> {
     let inputs = a.recording.inputs(budget)?;
     let bar = super::progress::ImportBar::new("replay");
     let imported = refundsim::import::import_with_progress(&inputs, &bar);

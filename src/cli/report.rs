@@ -9,7 +9,7 @@ use super::progress::{virtual_time_bar, virtual_time_progress};
 use super::{display, emit, exit};
 
 #[derive(clap::Args)]
-pub struct ReportArgs {
+pub(crate) struct ReportArgs {
     /// Scenario file (JSON).
     scenario: PathBuf,
     /// Root seed [default: the scenario's `seed`].
@@ -29,7 +29,10 @@ pub struct ReportArgs {
     out: PathBuf,
 }
 
-pub fn run(a: ReportArgs, budget: refundsim::scenario::RunBudget) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(
+    a: ReportArgs,
+    budget: refundsim::scenario::RunBudget,
+) -> anyhow::Result<ExitCode> {
     let bar = virtual_time_bar();
     let opts = report::html::HtmlOptions {
         scenario: a.scenario,

@@ -9,7 +9,7 @@ use super::progress::{virtual_time_bar, virtual_time_progress};
 use super::{emit, exit};
 
 #[derive(clap::Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// Scenario file (JSON).
     scenario: PathBuf,
     /// Root seed [default: the scenario's `seed`].
@@ -56,7 +56,7 @@ pub struct RunArgs {
     ticket: Option<String>,
 }
 
-pub fn run(a: RunArgs, budget: refundsim::scenario::RunBudget) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(a: RunArgs, budget: refundsim::scenario::RunBudget) -> anyhow::Result<ExitCode> {
     let bar = virtual_time_bar();
     let observer = virtual_time_progress(&bar);
     let outcome = report::cli::cli_run_with_progress(

@@ -9,7 +9,7 @@ use refundsim::scenario;
 use super::{emit, print_json};
 
 #[derive(clap::Args)]
-pub struct ShowArgs {
+pub(crate) struct ShowArgs {
     /// Scenario file (JSON).
     scenario: PathBuf,
     /// RFC 7396 JSON merge patch applied over the scenario; repeatable, applied in order.
@@ -21,7 +21,7 @@ pub struct ShowArgs {
 }
 
 /// `show`: the scenario after policies and `--set`, with the stack it compiles to.
-pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
     // `show` simulates nothing: no run budget applies.
     let unlimited = scenario::RunBudget::UNLIMITED;
     let sc = scenario::load_within(&args.scenario, &args.policies, &args.sets, &unlimited)?;
@@ -30,7 +30,7 @@ pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// `schema`: the JSON Schema of scenario files.
-pub fn schema() -> anyhow::Result<ExitCode> {
+pub(crate) fn schema() -> anyhow::Result<ExitCode> {
     emit(scenario::schema_json())?;
     Ok(ExitCode::SUCCESS)
 }

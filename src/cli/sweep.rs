@@ -11,7 +11,7 @@ use super::progress::RunsBar;
 use super::{display, emit, exit};
 
 #[derive(clap::Args)]
-pub struct SweepArgs {
+pub(crate) struct SweepArgs {
     /// Scenario file (JSON).
     scenario: PathBuf,
     /// RFC 7396 JSON merge patch applied over the scenario; repeatable, applied in order.
@@ -52,7 +52,7 @@ pub struct SweepArgs {
 }
 
 #[derive(clap::Args)]
-pub struct MergeArgs {
+pub(crate) struct MergeArgs {
     /// The output directories of `sweep --shard 1/N` … `N/N`, in any order.
     #[arg(required = true, value_name = "DIR")]
     dirs: Vec<PathBuf>,
@@ -61,7 +61,10 @@ pub struct MergeArgs {
     out: PathBuf,
 }
 
-pub fn run(a: SweepArgs, budget: refundsim::scenario::RunBudget) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(
+    a: SweepArgs,
+    budget: refundsim::scenario::RunBudget,
+) -> anyhow::Result<ExitCode> {
     if let Some((i, m)) = a
         .minimize
         .iter()
@@ -92,7 +95,7 @@ pub fn run(a: SweepArgs, budget: refundsim::scenario::RunBudget) -> anyhow::Resu
 }
 
 /// `merge`: the shards' directories combined into the whole sweep's.
-pub fn merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
     // Writing the merged sweep over one of its shards would destroy that shard.
     if let Ok(out) = args.out.canonicalize() {
         if let Some(d) = args

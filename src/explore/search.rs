@@ -269,7 +269,7 @@ pub fn explore(base: &Scenario, opts: &ExploreOptions, on_case: impl Fn()) -> Ou
 ///
 /// # Errors
 /// [`OverBudget`]: a case's run went past the budget while running; the search stops there.
-pub fn explore_watched(
+pub(crate) fn explore_watched(
     base: &Scenario,
     opts: &ExploreOptions,
     on_case: impl Fn(),

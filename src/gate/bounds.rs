@@ -75,7 +75,7 @@ impl BoundCheck {
 }
 
 /// A number without a trailing `.0`; at most 3 decimals.
-pub fn fmt_num(x: f64) -> String {
+pub(crate) fn fmt_num(x: f64) -> String {
     if x.fract() == 0.0 && x.abs() < 1e15 {
         format!("{x:.0}")
     } else {
@@ -87,7 +87,10 @@ pub fn fmt_num(x: f64) -> String {
 /// Checks every bound of `expect` over `runs` (one report per seed, in seed order), then the
 /// conservation invariant unless `expect` already bounds `conservation_violations` ≤ 0 on every
 /// seed.
-pub fn check_bounds(expect: &BTreeMap<String, Bound>, runs: &[&RunReport]) -> Vec<BoundCheck> {
+pub(crate) fn check_bounds(
+    expect: &BTreeMap<String, Bound>,
+    runs: &[&RunReport],
+) -> Vec<BoundCheck> {
     let mut out = Vec::new();
     for (metric, b) in expect {
         let values: Vec<(u64, f64)> = runs
@@ -199,7 +202,7 @@ fn worst(values: &[(u64, f64)], low: bool) -> (u64, f64) {
 
 /// The invariant whose `first_ticket` is an offending ticket for a bound on `metric` that is
 /// too high, if any.
-pub fn invariant_of(metric: &str) -> Option<&'static str> {
+pub(crate) fn invariant_of(metric: &str) -> Option<&'static str> {
     Some(match metric {
         "duplicate_refund_tickets" | "extra_refunds" => "at_most_one_refund_per_ticket",
         "over_refund_cents" => "no_over_refund",

@@ -24,7 +24,7 @@ use crate::seeds::SeedRange;
 
 /// Tolerances applied when `--tolerance` does not name the metric: no increase (mean paired
 /// difference ≤ 0) in duplicated tickets, lost refunds or false failures.
-pub const DEFAULT_TOLERANCES: &[(&str, f64)] = &[
+pub(crate) const DEFAULT_TOLERANCES: &[(&str, f64)] = &[
     ("duplicate_refund_tickets", 0.0),
     ("lost_refunds", 0.0),
     ("false_failures", 0.0),

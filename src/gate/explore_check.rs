@@ -13,7 +13,7 @@ use crate::run::{quote, Invocation};
 use crate::scenario::{Bound, Scenario, SAFETY_METRICS};
 
 /// Seed of the gate's exploration: fixed, so the gate's verdict is a function of its inputs.
-pub const EXPLORE_SEED: u64 = 1;
+pub(crate) const EXPLORE_SEED: u64 = 1;
 
 /// What the gate's exploration of one case found.
 #[derive(Clone, Debug, Serialize)]
@@ -83,7 +83,7 @@ impl ExploreCheck {
 }
 
 /// Whether `expect` claims safety: every safety metric bounded at most 0 on every seed.
-pub fn claims_safety(expect: &BTreeMap<String, Bound>) -> bool {
+pub(crate) fn claims_safety(expect: &BTreeMap<String, Bound>) -> bool {
     SAFETY_METRICS.iter().all(|m| {
         expect.get(*m).is_some_and(|b| {
             b.max.is_some_and(|x| x <= 0.0) && b.violating_seeds_max.unwrap_or(0.0) == 0.0

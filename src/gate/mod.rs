@@ -23,20 +23,20 @@ mod units;
 
 // Shared with `sweep` and `explore`, which the gate does not own: re-exported at their old
 // paths.
-pub use crate::analysis::stats::{mean, paired, percentile, t975, welch, Interval};
+pub use crate::analysis::stats::{mean, paired};
 pub use crate::output::write_atomically;
 pub use crate::progress::Progress;
-pub use crate::seeds::{SeedRange, SeedsError, MAX_SEEDS};
-pub use bounds::{check_bounds, fmt_num, invariant_of, BoundCheck, Rule};
+pub use crate::seeds::SeedRange;
+pub(crate) use bounds::fmt_num;
+pub use bounds::{BoundCheck, Rule};
 pub use check::{
     check, check_with_progress, CaseReport, CheckOptions, CheckReport, InvariantCount, Violation,
 };
 pub use diff::{
     diff, diff_with_progress, DiffOptions, DiffReport, MetricDiff, SafetyCount, ScenarioDiff,
-    DEFAULT_TOLERANCES,
 };
 pub use error::GateError;
-pub use explore_check::{claims_safety, explores, ExploreCheck, Found, EXPLORE_SEED};
+pub use explore_check::{explores, ExploreCheck, Found};
 pub use inputs::scenario_files;
 pub use junit::junit_xml;
 pub use text::{check_text, diff_text};

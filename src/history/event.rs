@@ -10,7 +10,7 @@ use crate::sim::SimTime;
 
 /// An event's text field: a fixed text (`&'static str`, no allocation per event) or one built
 /// for the event. Serialized as a plain JSON string either way.
-pub type Text = Cow<'static, str>;
+pub(crate) type Text = Cow<'static, str>;
 
 /// One thing that happened, at one virtual instant.
 ///

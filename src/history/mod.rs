@@ -4,12 +4,15 @@ mod event;
 mod observer;
 mod trace;
 
+pub(crate) use event::Text;
 pub use event::{
-    Caller, Decision, Event, EventKind, HumanAction, Outcome, ProviderOutcome, RefundStatus, Text,
+    Caller, Decision, Event, EventKind, HumanAction, Outcome, ProviderOutcome, RefundStatus,
     TicketStatus,
 };
-pub use observer::{Keep, Observer, TraceStream};
-pub use trace::{clock_time, read_trace, write_event, write_trace, TraceError};
+pub(crate) use observer::TraceStream;
+pub use observer::{Keep, Observer};
+pub(crate) use trace::clock_time;
+pub use trace::{read_trace, write_event, write_trace, TraceError};
 
 /// All events of one run, in the order they happened (time, then sequence).
 #[derive(Clone, Debug, Default, PartialEq)]

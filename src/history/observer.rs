@@ -50,7 +50,7 @@ impl Keep {
 
 /// Streams events as JSONL lines (the trace format) to a writer as they happen. The first I/O
 /// error stops the writing and is kept for [`TraceStream::finish`].
-pub struct TraceStream<W: Write> {
+pub(crate) struct TraceStream<W: Write> {
     out: W,
     origin: Option<SystemTime>,
     error: Option<std::io::Error>,

@@ -14,7 +14,7 @@ use crate::sim::SimTime;
 /// `None`), like the incident log. Only the time of day is shown (no calendar arithmetic that
 /// could overflow), with a day marker `+Nd ` once the clock has passed midnight N times since
 /// the origin's day began, so times past 24 h never read as earlier ones.
-pub fn clock_time(origin: Option<SystemTime>, t: SimTime) -> String {
+pub(crate) fn clock_time(origin: Option<SystemTime>, t: SimTime) -> String {
     const DAY_MS: u128 = 86_400_000;
     let origin_ms = origin
         .and_then(|o| o.duration_since(SystemTime::UNIX_EPOCH).ok())

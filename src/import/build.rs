@@ -458,7 +458,7 @@ pub(crate) fn origin_of(s: &Scenario) -> Option<UnixNs> {
 }
 
 /// The date (`YYYY-MM-DD`) of `base`'s `clock_origin`, for a log's times of day.
-pub fn origin_date(base: &Scenario) -> Option<String> {
+pub(crate) fn origin_date(base: &Scenario) -> Option<String> {
     let origin = origin_of(base)?;
     Some(rfc3339(origin)[..10].to_string())
 }
@@ -482,7 +482,7 @@ pub fn build(
 ///
 /// # Errors
 /// As [`build()`].
-pub fn build_with_progress(
+pub(crate) fn build_with_progress(
     rec: &Recording,
     base: &Scenario,
     sources: &[String],

@@ -42,14 +42,16 @@ use std::path::Path;
 
 use fields::plural;
 
-pub use build::{build, build_with_progress, origin_date, Drawn, Fit, ImportReport};
+pub use build::build;
+pub(crate) use build::{build_with_progress, origin_date, ImportReport};
 pub use progress::ImportProgress;
-pub use recording::{
-    ExportedRefund, Instant, ProviderRequestRec, Recording, ServiceResponseRec, Source, TicketRef,
-    ToolCallRec, ToolResultRec, UnixNs, Warning,
+pub(crate) use recording::{
+    ExportedRefund, ProviderRequestRec, ServiceResponseRec, TicketRef, ToolCallRec, ToolResultRec,
+    UnixNs,
 };
-pub use timeout_output::{TimeoutOutput, DEFAULT_TIMEOUT_OUTPUT};
-pub use tool_args::{ArgumentNames, AMOUNT_ARGUMENTS, TICKET_ARGUMENTS};
+pub use recording::{Instant, Recording, Source, Warning};
+pub(crate) use timeout_output::{TimeoutOutput, DEFAULT_TIMEOUT_OUTPUT};
+pub(crate) use tool_args::{ArgumentNames, TICKET_ARGUMENTS};
 
 /// Largest input file read whole, bytes (256 MiB): an OTLP/JSON document. A larger one is
 /// refused with a message rather than read into memory; logs, JSON lines and refund exports are

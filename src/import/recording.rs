@@ -74,7 +74,7 @@ impl fmt::Display for TicketRef {
 }
 
 /// An instant: nanoseconds since the Unix epoch, UTC.
-pub type UnixNs = i64;
+pub(crate) type UnixNs = i64;
 
 /// An instant known up to a tolerance: a log's redacted digits (`19.9xx`) give the middle of the
 /// range they allow and half its width.

@@ -15,7 +15,7 @@
 use std::fmt;
 
 /// The OpenAI Agents SDK's default text for a timed-out tool.
-pub const DEFAULT_TIMEOUT_OUTPUT: &str = "Tool '*' timed out after {seconds} seconds.";
+pub(crate) const DEFAULT_TIMEOUT_OUTPUT: &str = "Tool '*' timed out after {seconds} seconds.";
 
 /// The placeholder for the timeout's seconds.
 const SECONDS: &str = "{seconds}";
@@ -29,14 +29,14 @@ enum Piece {
 
 /// A parsed `--timeout-output` pattern.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TimeoutOutput {
+pub(crate) struct TimeoutOutput {
     pieces: Vec<Piece>,
 }
 
 /// Why a pattern cannot be used.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct PatternError(String);
+pub(crate) struct PatternError(String);
 
 impl TimeoutOutput {
     /// Parses `pattern` (see the module docs).

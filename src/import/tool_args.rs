@@ -32,10 +32,10 @@ use super::ImportError;
 use crate::scenario::ToolDefinition;
 
 /// Argument names that commonly hold a ticket id, tried after the tool definition's.
-pub const TICKET_ARGUMENTS: [&str; 3] = ["ticket", "ticket_id", "ticketId"];
+pub(crate) const TICKET_ARGUMENTS: [&str; 3] = ["ticket", "ticket_id", "ticketId"];
 
 /// Argument names that commonly hold an amount in cents, tried after the tool definition's.
-pub const AMOUNT_ARGUMENTS: [&str; 3] = ["amount", "amount_cents", "amountCents"];
+pub(crate) const AMOUNT_ARGUMENTS: [&str; 3] = ["amount", "amount_cents", "amountCents"];
 
 /// Words that mark a tool definition's parameter as the ticket's, in order of preference
 /// (`support_ticket`, `case_ref`, `order_ref`, `conversation_id`).
@@ -147,7 +147,8 @@ fn listed_with(names: &[String], conjunction: &str) -> String {
 
 /// The parameter names of one tool definition value in any shape the module docs list, with
 /// the tool's name; `None` when `v` is not a tool definition (see [`definition`] for why).
-pub fn parameters_of(v: &Value) -> Option<(String, Vec<String>)> {
+#[cfg(test)]
+pub(crate) fn parameters_of(v: &Value) -> Option<(String, Vec<String>)> {
     definition(v).ok()
 }
 

@@ -23,7 +23,7 @@ pub const DEFAULTS_BASE: &str = r#"{"name":"defaults","horizon":"1h","arrivals":
 
 /// A file, read.
 #[derive(Debug)]
-pub enum LintInput {
+pub(crate) enum LintInput {
     /// A scenario file.
     Scenario(Box<Scenario>),
     /// A policy, applied over [`DEFAULTS_BASE`].
@@ -44,7 +44,7 @@ impl LintInput {
 }
 
 /// Reads `path` and tells what it is.
-pub fn read_input(path: &Path) -> Result<LintInput, LintError> {
+pub(crate) fn read_input(path: &Path) -> Result<LintInput, LintError> {
     let file = path.display().to_string();
     let v = read_json(path, &file)?;
     let shape = |message: &str| LintError::Shape {

@@ -9,7 +9,7 @@ use crate::scenario::ToolDefinition;
 
 /// What the rules need of a tool.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ToolFacts {
+pub(crate) struct ToolFacts {
     /// Tool name.
     pub name: String,
     /// JSON path of the tool object (`tools.0`, `result.tools.2`, or empty for a lone tool).
@@ -50,7 +50,7 @@ fn join(prefix: &str, field: &str) -> String {
 }
 
 /// Reads one tool object at `path`; `file` names it in errors.
-pub fn tool_facts(file: &str, path: &str, v: &Value) -> Result<ToolFacts, LintError> {
+pub(crate) fn tool_facts(file: &str, path: &str, v: &Value) -> Result<ToolFacts, LintError> {
     let bad = |at: String, message: &str| LintError::Shape {
         file: file.to_string(),
         path: at,
@@ -105,7 +105,7 @@ pub fn tool_facts(file: &str, path: &str, v: &Value) -> Result<ToolFacts, LintEr
 }
 
 /// Rules on a tool alone: `tool-annotations-missing`.
-pub fn tool_rules(t: &ToolFacts) -> Vec<Finding> {
+pub(crate) fn tool_rules(t: &ToolFacts) -> Vec<Finding> {
     let mut out = Vec::new();
     if !t.annotated {
         out.push(Finding::new(

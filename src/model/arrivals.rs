@@ -15,7 +15,8 @@ use crate::scenario::TicketSpec;
 use crate::sim::SimTime;
 
 /// Draws ticket `id`'s amount and charge.
-pub fn draw_ticket(w: &World, id: u64, phase: String) -> Ticket {
+#[cfg(test)]
+pub(crate) fn draw_ticket(w: &World, id: u64, phase: String) -> Ticket {
     let a = &w.cfg.arrivals;
     let mut rng = w.ticket_stream("ticket", id, &[]);
     let amount_cents = dist::amount_from(&mut rng, &a.amount, &w.latencies.amount);

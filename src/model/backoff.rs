@@ -7,7 +7,7 @@ use crate::sim::SimTime;
 /// The jitter applied to an exponential or constant delay `d`, in AWS's names ("Exponential
 /// Backoff And Jitter", AWS Architecture Blog, 2015).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Jitter {
+pub(crate) enum Jitter {
     /// `d`.
     None,
     /// `U(0, d)`.

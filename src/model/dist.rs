@@ -156,7 +156,8 @@ pub fn latency(rng: &mut StreamRng, d: &LatencyDist) -> SimTime {
 }
 
 /// [`latency`] for the Stripe request `key`, which a `script` looks up.
-pub fn request_latency(rng: &mut StreamRng, d: &LatencyDist, key: &RequestKey) -> SimTime {
+#[cfg(test)]
+pub(crate) fn request_latency(rng: &mut StreamRng, d: &LatencyDist, key: &RequestKey) -> SimTime {
     latency_of(rng, d, Some(key), None)
 }
 

@@ -16,7 +16,8 @@ use crate::sim::SimTime;
 
 // The request the executor sends and the call that sends it live in `service_call`, below the
 // proxies that also send it; their old paths stay.
-pub use super::service_call::{send, Outgoing};
+pub use super::service_call::send;
+pub(crate) use super::service_call::Outgoing;
 
 /// Whether the agent's tool is idempotent by its MCP annotations (`readOnlyHint ||
 /// idempotentHint`): what `applies_to: idempotent_tools` reads, in the model's retry rule and

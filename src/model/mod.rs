@@ -110,7 +110,7 @@ pub fn simulate_observed(
 /// # Errors
 /// [`OverBudget`] when the run went past the watch's budget while running (or was abandoned
 /// because a run earlier in the order did): its results are not to be used.
-pub fn simulate_watched(
+pub(crate) fn simulate_watched(
     sim: Sim,
     scenario: &Scenario,
     seed: u64,
@@ -131,7 +131,7 @@ pub fn simulate_watched(
 /// (its index in `check`, `diff` or `sweep`; 0 for a lone run) and the command that
 /// reproduces it alone (for the stop message; empty for none).
 #[derive(Clone, Copy, Debug)]
-pub struct Watched<'a> {
+pub(crate) struct Watched<'a> {
     /// The command's watch.
     pub watch: &'a RunWatch,
     /// The run's place in its command's order.

@@ -15,8 +15,9 @@ mod summary;
 /// The pool's queueing oracle, kept at its old path: it lives in [`crate::analysis::queueing`],
 /// below `report/` and `lint/`, which both read it.
 pub use crate::analysis::queueing;
-pub use crate::analysis::story::{incident_shaped, story, story_as, IncidentShapes};
-pub use summary::{summary, summary_with_oracle, LISTED_DUPLICATES};
+pub use crate::analysis::story::{incident_shaped, story};
+pub use summary::summary;
+pub(crate) use summary::summary_with_oracle;
 
 pub use cli::cli_run;
-pub use sinks::{OtlpSink, PerfettoSink, Sinks, StripeListSink, TraceSink};
+pub(crate) use sinks::Sinks;

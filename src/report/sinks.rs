@@ -10,22 +10,22 @@ use crate::history::{Event, TraceStream};
 use crate::run::Sink;
 
 /// A trace being streamed while a run goes on: JSONL lines to any writer.
-pub type TraceSink = TraceStream<Box<dyn Write>>;
+pub(crate) type TraceSink = TraceStream<Box<dyn Write>>;
 
 /// A Chrome Trace Event JSON file (`--perfetto`) being streamed while a run goes on.
-pub type PerfettoSink = PerfettoStream<Box<dyn Write>>;
+pub(crate) type PerfettoSink = PerfettoStream<Box<dyn Write>>;
 
 /// OpenTelemetry traces in OTLP/JSON (`--otlp`) being streamed while a run goes on.
-pub type OtlpSink = OtlpStream<Box<dyn Write>>;
+pub(crate) type OtlpSink = OtlpStream<Box<dyn Write>>;
 
 /// Stripe's list of the run's refunds (`--stripe-list`), written when the run ends.
-pub type StripeListSink = StripeListStream<Box<dyn Write>>;
+pub(crate) type StripeListSink = StripeListStream<Box<dyn Write>>;
 
 /// The outputs a run streams its events to as they happen; each is optional. After the run,
 /// check each stream's `finish` ([`TraceStream::finish`], [`PerfettoStream::finish`],
 /// [`OtlpStream::finish`], [`StripeListStream::finish`]) for I/O errors.
 #[derive(Default)]
-pub struct Sinks {
+pub(crate) struct Sinks {
     /// The JSONL trace (`--trace`).
     pub trace: Option<TraceSink>,
     /// The Chrome Trace Event JSON (`--perfetto`).

@@ -42,7 +42,7 @@ struct Listed {
 }
 
 /// Gathers a run's refunds and writes them as Stripe's list when the run ends.
-pub struct StripeListStream<W: Write> {
+pub(crate) struct StripeListStream<W: Write> {
     out: W,
     origin_ns: u64,
     labels: BTreeMap<u64, String>,
@@ -96,16 +96,6 @@ impl<W: Write> StripeListStream<W> {
             }
             _ => {}
         }
-    }
-
-    /// Refunds listed so far.
-    pub fn len(&self) -> usize {
-        self.refunds.len()
-    }
-
-    /// Whether no refund was made.
-    pub fn is_empty(&self) -> bool {
-        self.refunds.is_empty()
     }
 
     /// Bytes kept: [`STRIPE_LIST_BYTES_PER_REFUND`] per refund.
@@ -229,7 +219,7 @@ mod tests {
                 moves_money: false,
             },
         });
-        assert_eq!(list.len(), 2);
+        assert_eq!(list.refunds.len(), 2);
         let out = String::from_utf8(list.finish().unwrap()).unwrap();
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
         assert_eq!(v["object"], "list");

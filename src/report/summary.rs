@@ -10,7 +10,7 @@ use crate::run::RunReport;
 use crate::sim::SimTime;
 
 /// How many duplicated ticket ids the summary lists.
-pub const LISTED_DUPLICATES: usize = 10;
+pub(crate) const LISTED_DUPLICATES: usize = 10;
 
 pub(crate) use crate::scenario::dollars;
 
@@ -52,7 +52,7 @@ pub fn summary(
 
 /// [`summary`] with the queueing oracle's rows (see [`crate::analysis::queueing::pool_oracle`])
 /// after the simulated pool metrics, as `refundsim run` prints it.
-pub fn summary_with_oracle(
+pub(crate) fn summary_with_oracle(
     r: &RunReport,
     origin: Option<SystemTime>,
     recon: Option<(std::time::Duration, std::time::Duration)>,

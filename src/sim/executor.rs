@@ -486,9 +486,9 @@ impl Timers {
 type ProgressObserver = Box<dyn FnMut(SimTime)>;
 
 /// Per live task beyond its future: its slot, waker, box header and ready-queue entry, bytes.
-pub const TASK_OVERHEAD_BYTES: u64 = 128;
+pub(crate) const TASK_OVERHEAD_BYTES: u64 = 128;
 /// Per live timer: its slot (key, action with a waker or callback) and heap entry, bytes.
-pub const TIMER_BYTES: u64 = 96;
+pub(crate) const TIMER_BYTES: u64 = 96;
 
 /// Resource limits of one [`Sim::run`] (the CLI's run budget, enforced while running): the run
 /// stops, with [`RunStats::stopped`] saying why, once it has processed more than `max_events`

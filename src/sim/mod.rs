@@ -27,10 +27,10 @@ mod timer;
 
 pub use executor::{
     CallTimer, Exceeded, JoinHandle, Limits, RunStats, Sim, TimerCallback, TimerKind,
-    TASK_OVERHEAD_BYTES, TIMER_BYTES,
 };
 pub use race::{race, Either, Race};
 pub use rng::{tag, StreamRng, Streams};
-pub use tiebreak::{Script, Seeded, TieBreak, MAX_CANDIDATES};
+pub use tiebreak::TieBreak;
+pub(crate) use tiebreak::{Script, Seeded};
 pub use time::SimTime;
 pub use timer::{Elapsed, Sleep, Timeout};

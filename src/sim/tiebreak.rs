@@ -10,7 +10,7 @@ use rand::Rng;
 use super::rng::StreamRng;
 
 /// Most candidates offered at one decision (the earliest `MAX_CANDIDATES` due timers).
-pub const MAX_CANDIDATES: usize = 8;
+pub(crate) const MAX_CANDIDATES: usize = 8;
 
 /// Chooses among `n ≥ 2` alternatives.
 pub trait TieBreak {
@@ -25,7 +25,7 @@ pub trait TieBreak {
 }
 
 /// Picks uniformly with a seeded stream: the tie-break seed of a property-test case.
-pub struct Seeded(pub StreamRng);
+pub(crate) struct Seeded(pub StreamRng);
 
 impl TieBreak for Seeded {
     fn choose(&mut self, n: usize) -> usize {
@@ -36,7 +36,7 @@ impl TieBreak for Seeded {
 /// Follows a prefix of choices, then takes 0 at every new decision, recording each decision's
 /// `(choice, alternatives)`: one step of a depth-first enumeration of choice sequences.
 #[derive(Clone, Debug, Default)]
-pub struct Script {
+pub(crate) struct Script {
     prefix: Vec<usize>,
     /// Decisions taken in this run: `(choice, number of alternatives)`.
     pub taken: Vec<(usize, usize)>,

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use super::error::SweepError;
 
 /// Most values one axis may hold.
-pub const MAX_AXIS_VALUES: usize = 1_000;
+pub(crate) const MAX_AXIS_VALUES: usize = 1_000;
 
 /// One varied field: its path (as `--set` takes it) and its values in the order given.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

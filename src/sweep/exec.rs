@@ -18,10 +18,10 @@ use crate::scenario::{self, Scenario};
 use crate::seeds::SeedRange;
 
 /// Seeds a sweep runs when `--seeds` is not given: `1..20`.
-pub const DEFAULT_SEEDS: SeedRange = SeedRange { first: 1, last: 20 };
+pub(crate) const DEFAULT_SEEDS: SeedRange = SeedRange { first: 1, last: 20 };
 
 /// Most grid points one sweep may hold (the product of the axes' lengths).
-pub const MAX_POINTS: usize = 10_000;
+pub(crate) const MAX_POINTS: usize = 10_000;
 
 /// Most runs one sweep may make (grid points × seeds, shards included): every run's figures
 /// are kept for `runs.csv` (about 450 bytes a run, and about as much again for the file's text
@@ -204,7 +204,7 @@ fn minimize(inputs: &Inputs, pts: &[PointRow]) -> Vec<usize> {
 
 /// A varied value as a number to compare: itself, a duration in seconds, `true`/`false` as
 /// 1/0, or else its position on the axis.
-pub fn sort_value(v: &str, position: usize) -> f64 {
+pub(crate) fn sort_value(v: &str, position: usize) -> f64 {
     if let Ok(x) = v.parse::<f64>() {
         return x;
     }

@@ -16,7 +16,7 @@ use super::table::{points_csv, runs_csv, Stat};
 use super::vet::{Skipped, EXPLORE_CASES, EXPLORE_SEED, MAX_EXPLORED};
 
 /// `sweep.json`'s `format`.
-pub const FORMAT: &str = "refundsim-sweep/1";
+pub(crate) const FORMAT: &str = "refundsim-sweep/1";
 
 /// `sweep.json`: the inputs, the shard, and for a whole sweep the points and the choice.
 #[derive(Serialize)]
@@ -74,7 +74,7 @@ pub(super) struct ShardHeader {
 }
 
 /// `sweep.json`'s text.
-pub fn sweep_json(s: &Sweep) -> String {
+pub(crate) fn sweep_json(s: &Sweep) -> String {
     let points: Vec<PointJson> = s
         .points
         .iter()

@@ -50,21 +50,17 @@ mod table;
 mod text;
 mod vet;
 
-pub use axis::{Axis, MAX_AXIS_VALUES};
+pub use axis::Axis;
 pub use error::SweepError;
-pub use exec::{
-    sort_value, sweep, sweep_with_progress, Sweep, SweepOptions, DEFAULT_SEEDS, MAX_POINTS,
-};
-pub use files::{sweep_json, write_dir, FORMAT};
+pub use exec::{sweep, sweep_with_progress, Sweep, SweepOptions};
+pub use files::write_dir;
 pub use inputs::Inputs;
 pub use merge::merge;
-pub use plot::{plot_names, plots};
+pub use plot::plots;
 pub use read::{read_dir, SweepPoint, SweepRead};
-pub use require::{Require, DEFAULT_REQUIRE};
+pub use require::Require;
 pub use shard::Shard;
-pub use table::{
-    figures, lint_cell, metric_names, points_csv, runs_csv, Explored, PointRow, RunRow, Stat,
-    DUPLICATES, STATS, TOOL_CALL_P50, TOOL_CALL_P99,
-};
+pub use table::{Explored, PointRow, RunRow, Stat};
+pub(crate) use table::{DUPLICATES, TOOL_CALL_P50, TOOL_CALL_P99};
 pub use text::sweep_text;
-pub use vet::{lint_errors, point_scenario, Skipped, EXPLORE_CASES, EXPLORE_SEED, MAX_EXPLORED};
+pub use vet::Skipped;

@@ -48,7 +48,7 @@ pub fn plots(s: &Sweep) -> Result<Vec<(String, String)>, String> {
 
 /// The file names [`plots`] gives for a sweep of `inputs`, in the same order (what `refundsim
 /// report --sweep` reads back from a sweep's directory).
-pub fn plot_names(inputs: &Inputs) -> Vec<String> {
+pub(crate) fn plot_names(inputs: &Inputs) -> Vec<String> {
     let mut names = Vec::new();
     if inputs.vary.len() == 2 {
         names.push("p_duplicate.svg".to_string());

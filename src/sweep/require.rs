@@ -17,7 +17,7 @@ use super::error::SweepError;
 use super::table::{PointRow, DUPLICATES, STATS};
 
 /// The requirement used when none is given.
-pub const DEFAULT_REQUIRE: &str = "duplicate_refund_tickets<=0";
+pub(crate) const DEFAULT_REQUIRE: &str = "duplicate_refund_tickets<=0";
 
 /// One requirement, resolved against the sweep's metrics.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

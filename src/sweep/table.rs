@@ -9,22 +9,22 @@ use crate::invariants::{Latencies, Metrics};
 use crate::scenario::METRICS;
 
 /// The statistics over seeds that `points.csv` gives for every metric, in column order.
-pub const STATS: &[&str] = &["mean", "p50", "p90", "max"];
+pub(crate) const STATS: &[&str] = &["mean", "p50", "p90", "max"];
 
 /// The metric every P(duplicate) and the default `--require` read.
-pub const DUPLICATES: &str = "duplicate_refund_tickets";
+pub(crate) const DUPLICATES: &str = "duplicate_refund_tickets";
 
 /// The metric `--minimize` breaks its last ties on (its mean over seeds), and the latency plots
 /// show with its p50 sibling.
-pub const TOOL_CALL_P99: &str = "latency.tool_call.p99_ms";
+pub(crate) const TOOL_CALL_P99: &str = "latency.tool_call.p99_ms";
 /// The median sibling of [`TOOL_CALL_P99`].
-pub const TOOL_CALL_P50: &str = "latency.tool_call.p50_ms";
+pub(crate) const TOOL_CALL_P50: &str = "latency.tool_call.p50_ms";
 
 /// The metrics a sweep records, in column order: every name of the report's `METRICS` (the
 /// names `expect` may bound), then every number under the report's `latency` object as a
 /// dotted path (`latency.tool_call.p99_ms`, in ms). A metric added to the report and to
 /// `METRICS` appears here, and so in `points.csv` and `runs.csv`, by itself.
-pub fn metric_names() -> Vec<String> {
+pub(crate) fn metric_names() -> Vec<String> {
     let mut names: Vec<String> = METRICS.iter().map(|m| m.to_string()).collect();
     let latency = serde_json::to_value(Latencies::default()).unwrap_or(Value::Null);
     flatten("latency", &latency, &mut names);
@@ -45,7 +45,7 @@ fn flatten(prefix: &str, v: &Value, out: &mut Vec<String>) {
 
 /// One run's value of each of `names` (from [`metric_names`]); NaN for a name the report
 /// lacks.
-pub fn figures(m: &Metrics, names: &[String]) -> Vec<f64> {
+pub(crate) fn figures(m: &Metrics, names: &[String]) -> Vec<f64> {
     let json = serde_json::to_value(m).unwrap_or(Value::Null);
     names
         .iter()
@@ -158,7 +158,7 @@ pub fn points(
 /// the rule ids of its error findings separated by spaces), `explore` (empty when not
 /// explored, else `clean`, `violation` or `inconclusive`), then `METRIC.mean`, `METRIC.p50`,
 /// `METRIC.p90`, `METRIC.max` for every metric.
-pub fn points_csv(paths: &[String], names: &[String], points: &[PointRow]) -> String {
+pub(crate) fn points_csv(paths: &[String], names: &[String], points: &[PointRow]) -> String {
     let mut header: Vec<String> = vec!["point".into()];
     header.extend(paths.iter().cloned());
     header.extend(["seeds", "p_duplicate", "safe", "lint", "explore"].map(String::from));
@@ -182,7 +182,7 @@ pub fn points_csv(paths: &[String], names: &[String], points: &[PointRow]) -> St
 }
 
 /// A point's `lint` cell: `ok`, or its error rule ids separated by spaces.
-pub fn lint_cell(errors: &[String]) -> String {
+pub(crate) fn lint_cell(errors: &[String]) -> String {
     if errors.is_empty() {
         "ok".into()
     } else {
@@ -200,7 +200,7 @@ pub(crate) fn runs_header(paths: &[String], names: &[String]) -> Vec<String> {
 }
 
 /// `runs.csv`: one row per run, with [`runs_header`].
-pub fn runs_csv(
+pub(crate) fn runs_csv(
     paths: &[String],
     names: &[String],
     runs: &[RunRow],

@@ -27,13 +27,13 @@ use crate::lint::{scenario_rules, Severity};
 use crate::scenario::{self, Scenario};
 
 /// Cases of the search each explored candidate gets (`refundsim explore`'s default).
-pub const EXPLORE_CASES: u32 = 256;
+pub(crate) const EXPLORE_CASES: u32 = 256;
 
 /// The search seed of every explored candidate.
-pub const EXPLORE_SEED: u64 = 1;
+pub(crate) const EXPLORE_SEED: u64 = 1;
 
 /// Most candidates one sweep explores before it gives up recommending.
-pub const MAX_EXPLORED: usize = 3;
+pub(crate) const MAX_EXPLORED: usize = 3;
 
 /// A safe point the recommendation passed over, and why.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -52,7 +52,7 @@ pub struct Skipped {
 ///
 /// # Errors
 /// The load error as text (it loaded when the sweep ran, so only a doctored `sweep.json`).
-pub fn point_scenario(inputs: &Inputs, p: usize) -> Result<Scenario, String> {
+pub(crate) fn point_scenario(inputs: &Inputs, p: usize) -> Result<Scenario, String> {
     let base = inputs.base_scenario.to_string();
     let varied = inputs.point_sets(p).split_off(inputs.sets.len());
     // Every point was admitted against the sweep's budget when it ran; `merge` has none.
@@ -62,7 +62,7 @@ pub fn point_scenario(inputs: &Inputs, p: usize) -> Result<Scenario, String> {
 }
 
 /// The rule ids of `s`'s error findings, in rule order, each once.
-pub fn lint_errors(s: &Scenario) -> Vec<String> {
+pub(crate) fn lint_errors(s: &Scenario) -> Vec<String> {
     let mut ids: Vec<String> = Vec::new();
     for f in scenario_rules(s) {
         if f.severity == Severity::Error && !ids.iter().any(|i| i == f.id) {

@@ -40,7 +40,7 @@ use std::time::Duration;
 
 pub use charts::{charts, Chart, ChartContext};
 pub use stories::DuplicateStories;
-pub use timeline::{bucket_width, BucketSummary, Series, Timeline, MAX_BUCKETS, TARGET_BUCKETS};
+pub use timeline::{BucketSummary, Series, Timeline};
 
 use super::cli::{report_value, summary_text};
 use crate::analysis::story::story;

@@ -16,10 +16,10 @@ use crate::history::{Decision, Event, EventKind, Observer};
 use crate::sim::SimTime;
 
 /// Most buckets a [`Timeline`] holds.
-pub const MAX_BUCKETS: usize = 480;
+pub(crate) const MAX_BUCKETS: usize = 480;
 
 /// Buckets the horizon is cut into, at most, by [`bucket_width`].
-pub const TARGET_BUCKETS: u64 = 120;
+pub(crate) const TARGET_BUCKETS: u64 = 120;
 
 /// Bucket widths [`bucket_width`] picks from, seconds.
 const NICE_WIDTHS_S: &[u64] = &[
@@ -31,7 +31,7 @@ const BUCKET_SIGFIGS: u8 = 2;
 
 /// The smallest width of [`NICE_WIDTHS_S`] that cuts `horizon` into at most
 /// [`TARGET_BUCKETS`] buckets: 1 minute for the incident's 2 hours; 1 day beyond 120 days.
-pub fn bucket_width(horizon: Duration) -> SimTime {
+pub(crate) fn bucket_width(horizon: Duration) -> SimTime {
     let s = NICE_WIDTHS_S
         .iter()
         .copied()

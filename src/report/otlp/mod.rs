@@ -45,8 +45,8 @@ use wire::{resource_spans_head, RESOURCE_SPANS_TAIL};
 
 pub use arguments::ToolArguments;
 pub use context::origin_unix_ns;
-pub use options::{OtlpCapture, OtlpOptions, CAPTURE_WORDS};
-pub use service::{SERVICE_ROUTE, STRIPE_HOST, STRIPE_URL};
+pub use options::OtlpCapture;
+pub(crate) use options::OtlpOptions;
 
 /// `service.name` of the agent's spans.
 pub(crate) const AGENT_SERVICE: &str = "support-agent";
@@ -61,7 +61,7 @@ pub(crate) const OTLP_BYTES_PER_OPEN_TICKET: u64 = 1024;
 
 /// Streams a run's events as an OTLP/JSON `ExportTraceServiceRequest` to a writer. The first
 /// I/O error stops the writing and is kept for [`OtlpStream::finish`].
-pub struct OtlpStream<W: Write> {
+pub(crate) struct OtlpStream<W: Write> {
     out: W,
     /// The refunds service's spans, until the agent's are all written.
     spool: BufWriter<File>,

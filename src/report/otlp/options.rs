@@ -50,9 +50,6 @@ impl OtlpCapture {
     };
 }
 
-/// The words `--otlp-capture` takes.
-pub const CAPTURE_WORDS: [&str; 4] = ["arguments", "results", "headers", "none"];
-
 impl FromStr for OtlpCapture {
     type Err = String;
 
@@ -81,7 +78,7 @@ impl FromStr for OtlpCapture {
 /// The exporter's options.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct OtlpOptions {
+pub(crate) struct OtlpOptions {
     /// The opt-in attributes. Default: arguments only.
     pub capture: OtlpCapture,
     /// The model's name, for the `chat` spans (`gen_ai.request.model`, and the span name `chat

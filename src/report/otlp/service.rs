@@ -21,11 +21,11 @@ use super::wire::{Span, SpanId, TraceId, KIND_CLIENT, KIND_SERVER};
 use crate::history::ProviderOutcome;
 
 /// The refunds service's route for creating a refund.
-pub const SERVICE_ROUTE: &str = "/refunds";
+pub(crate) const SERVICE_ROUTE: &str = "/refunds";
 /// Stripe's refund-create URL.
-pub const STRIPE_URL: &str = "https://api.stripe.com/v1/refunds";
+pub(crate) const STRIPE_URL: &str = "https://api.stripe.com/v1/refunds";
 /// Stripe's host.
-pub const STRIPE_HOST: &str = "api.stripe.com";
+pub(crate) const STRIPE_HOST: &str = "api.stripe.com";
 /// The body's media type of a Stripe API request (form-encoded).
 pub(crate) const STRIPE_CONTENT_TYPE: &str = "application/x-www-form-urlencoded";
 

@@ -18,9 +18,9 @@ use crate::model::deliveries::DUPLICATE_ATTEMPT_BASE;
 use crate::model::humans::HUMAN_ATTEMPT_BASE;
 
 /// The name (and category) of the arrow from a timeout to the retry.
-pub const RETRY_FLOW: &str = "retry";
+pub(crate) const RETRY_FLOW: &str = "retry";
 /// The name (and category) of the arrow from a timeout to the late response.
-pub const LATE_FLOW: &str = "late response";
+pub(crate) const LATE_FLOW: &str = "late response";
 
 /// A span placed in the forest.
 struct Node {

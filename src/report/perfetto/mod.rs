@@ -30,8 +30,6 @@ use layout::{lay_out, Ids};
 use pool::PoolTracks;
 use ticket::TicketEvents;
 
-pub use layout::{LATE_FLOW, RETRY_FLOW};
-
 /// Process id of the pool's tracks.
 const POOL_PID: u32 = 1;
 /// Process id of the tickets' tracks.
@@ -48,7 +46,7 @@ pub(crate) const PERFETTO_BYTES_PER_OPEN_TICKET: u64 = 6144;
 
 /// Streams a run's events as Chrome Trace Event JSON to a writer. The first I/O error stops
 /// the writing and is kept for [`PerfettoStream::finish`].
-pub struct PerfettoStream<W: Write> {
+pub(crate) struct PerfettoStream<W: Write> {
     out: W,
     error: Option<std::io::Error>,
     ids: Ids,
