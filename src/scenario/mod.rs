@@ -15,15 +15,6 @@ mod locate;
 pub mod provider;
 pub mod replay;
 mod rules;
-
-pub use rules::short_numbers;
-pub(crate) use rules::{dollars, group_thousands};
-
-/// `text` fit to echo in a message: numbers over 24 characters in scientific notation, then
-/// anything over 64 characters shortened to its first 48 and its length.
-pub(crate) fn echo(text: &str) -> String {
-    error::shorten(&rules::short_numbers(text)).into_owned()
-}
 mod serde_error;
 mod set;
 mod shape;
@@ -32,10 +23,12 @@ mod stack;
 mod test_support;
 mod validate;
 
+pub use crate::text::short_numbers;
+pub(crate) use crate::text::{dollars, group_thousands};
 pub use budget::{OverBudget, RunBudget, RunWatch};
 pub use config::*;
 pub use deliveries::{ConsumerDedup, Deliveries};
-pub(crate) use error::{shorten_backquoted, shorten_quoted};
+pub(crate) use error::{echo, shorten_backquoted, shorten_quoted};
 pub use error::{Location, ScenarioError, ValidationError};
 pub use gate_config::{
     Exploration, GateConfig, DEFAULT_EXPLORE_CASES, DEFAULT_GATE_SEEDS, MAX_EXPLORE_CASES,

@@ -360,7 +360,7 @@ impl Replay {
                 self.pool_size,
                 cal.hold_s,
                 cal.offered_load,
-                crate::import::fields::plural(pool_size as usize, "connection", "connections")
+                crate::text::plural(pool_size as usize, "connection", "connections")
             ));
         }
         Ok(mean_wait(pool_size, cal.offered_load, cal.hold_s) / cal.mean_wait_s)
