@@ -177,13 +177,13 @@ pub(crate) fn default_tools() -> Vec<ToolDefinition> {
     vec![t]
 }
 
-/// `expect`'s schema: a map of bounds whose keys are the names in [`super::METRICS`], so an
+/// `expect`'s schema: a map of bounds whose keys are the names in [`super::limits::METRICS`], so an
 /// editor checks and completes them.
 fn expect_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
     let mut schema = <BTreeMap<String, Bound>>::json_schema(generator);
     schema.insert(
         "propertyNames".to_string(),
-        serde_json::json!({ "enum": super::METRICS }),
+        serde_json::json!({ "enum": super::limits::METRICS }),
     );
     schema
 }

@@ -16,8 +16,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::config::{AppliesTo, Cancellation, Scenario};
+use super::limits::{MAX_DURATION, MAX_RETRIES, MAX_TRIES_PER_TOOL_CALL};
 use super::rules::{at_most, fail, positive, Check};
-use super::validate::{MAX_DURATION, MAX_RETRIES};
 
 /// The built-in layers, top to bottom: the default stack.
 pub(crate) const BUILT_IN_LAYERS: [&str; 4] = ["model_retry", "executor", "refunds_service", "sdk"];
@@ -536,10 +536,6 @@ fn added_layers_placed(s: &Scenario, stack: &[String]) -> Check {
     }
     Ok(())
 }
-
-/// Most Stripe requests one ticket's tool calls may fan out to through the stack's retries
-/// ([`Stack::fan_out`](super::Stack::fan_out)): 1,000 (the `stacked-retries` recipe makes 12).
-pub(crate) const MAX_TRIES_PER_TOOL_CALL: f64 = 1000.0;
 
 fn validate_layer(path: &str, name: &str, l: &RetryLayer) -> Check {
     let plain = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';

@@ -10,6 +10,7 @@ mod gate_config;
 mod gate_expect;
 mod latency;
 pub mod layers;
+mod limits;
 mod load;
 mod locate;
 pub mod provider;
@@ -39,6 +40,8 @@ pub use layers::{
     compiled, layers_at, stack_of, Backoff, BackoffKind, Jitter, LayerKind, Position,
     ReportTimeout, RetryBudget, RetryLayer, RetryOn,
 };
+pub(crate) use limits::MAX_TRIES_PER_TOOL_CALL;
+pub use limits::{MAX_CENTS, MAX_DURATION, MAX_FIRST_TICKET_ID, MAX_HORIZON, METRICS};
 pub use load::{
     load, load_str, load_text, load_with_expect_source, load_within, not_utf8_at, schema_json,
 };
@@ -47,4 +50,4 @@ pub use replay::{
     OutsideRefund, PoolCalibration, RecordedCall, RecordedRequest, RecordedTicket, Replay,
 };
 pub use stack::{LayerTries, Stack, POSITIONS};
-pub use validate::{validate, MAX_CENTS, MAX_DURATION, MAX_FIRST_TICKET_ID, MAX_HORIZON, METRICS};
+pub use validate::validate;

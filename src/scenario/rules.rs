@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::config::{AmountDist, FactorRange, LatencyDist, MAX_EMPIRICAL_SAMPLES};
 use super::error::ValidationError;
-use super::validate::MAX_DURATION;
+use super::limits::{MAX_CENTS, MAX_DURATION, MAX_RETRIES};
 use crate::text::short_numbers;
 
 pub(super) type Check = Result<(), ValidationError>;
@@ -230,6 +230,26 @@ pub(super) fn rate(path: &str, r: f64) -> Check {
         return fail(
             path,
             format!("invalid value: expected a finite number ≥ 0, got {r}"),
+        );
+    }
+    Ok(())
+}
+
+pub(super) fn at_most_retries(path: &str, n: u32) -> Check {
+    if n > MAX_RETRIES {
+        return fail(
+            path,
+            format!("invalid value: expected at most {MAX_RETRIES} retries, got {n}"),
+        );
+    }
+    Ok(())
+}
+
+pub(super) fn at_most_cents(path: &str, c: u64) -> Check {
+    if c > MAX_CENTS {
+        return fail(
+            path,
+            format!("invalid value: expected at most {MAX_CENTS} cents ($10 billion), got {c}"),
         );
     }
     Ok(())

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use super::MAX_DURATION;
 use crate::scenario::config::Scenario;
+use crate::scenario::limits::MAX_DURATION;
 use crate::scenario::rules::{at_most, fail, fmt_d, Check};
 
 /// `tie_break.epsilon` at most 60 s, then each latency choice at most [`MAX_DURATION`].
