@@ -11,6 +11,7 @@ mod executor;
 mod expect;
 mod exploration;
 mod humans;
+mod layers;
 mod provider;
 mod replay;
 mod service;
@@ -59,7 +60,7 @@ pub fn validate(s: &Scenario) -> Result<(), ValidationError> {
     expect::validate(&s.expect)?;
     replay::validate(s)?;
     // The layers' cap multiplies retries that the rules above bound one by one.
-    super::layers::validate_layers(s)?;
+    layers::validate(s)?;
     Ok(())
 }
 
