@@ -14,8 +14,9 @@ use serde::{Deserialize, Serialize};
 
 use super::deliveries::Deliveries;
 pub use super::latency::{LatencyDist, LatencyScript, RequestKey, MAX_EMPIRICAL_SAMPLES};
-use super::layers::RetryLayer;
+pub use super::modes::{AppliesTo, Cancellation, KeyMode};
 use super::provider::Provider;
+use super::retry_layer::RetryLayer;
 
 fn d_ms(ms: u64) -> Duration {
     Duration::from_millis(ms)
@@ -425,16 +426,6 @@ impl Default for Agent {
     }
 }
 
-/// Which tools the retry rule applies to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum AppliesTo {
-    /// "If a tool call fails, you may retry it once" — any tool (the incident).
-    AnyTool,
-    /// Only tools whose annotations say `readOnlyHint` or `idempotentHint` (the fix).
-    IdempotentTools,
-}
-
 /// The model's retry rule.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -726,18 +717,6 @@ fn quarter() -> f64 {
     0.25
 }
 
-/// How the refunds service derives Stripe's `Idempotency-Key`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum KeyMode {
-    /// No key (the incident).
-    None,
-    /// A fresh key per request: protects only the SDK's own network retries.
-    PerAttempt,
-    /// `refund_{ticket}_{nonce}`, the nonce written once per ticket (the fix).
-    PerTicket,
-}
-
 /// How the refunds service handles a Stripe key conflict (409 or 400 `idempotency_error`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -974,24 +953,6 @@ pub enum OnUnknownOutcome {
     Fail,
     /// Look the charge's refunds up and answer with the one found.
     Lookup,
-}
-
-/// What happens to the work below a layer that gives up on it (a timeout). DESIGN §1b.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum Cancellation {
-    /// Nothing: the work runs to its end (a zombie), as in the incident.
-    #[default]
-    None,
-    /// Work that has not reached Stripe yet is dropped when it gets a pool connection
-    /// (deadline propagation).
-    QueuedOnly,
-    /// As `queued_only`, and a request already sent to Stripe has its connection closed: the
-    /// service stops waiting and records an error, but Stripe may still commit the refund
-    /// (aborting never undoes a provider commit).
-    AbortInFlight,
 }
 
 fn cancel_none() -> Cancellation {
