@@ -395,12 +395,12 @@ fn stripe_median(s: &Scenario) -> f64 {
     }
 }
 
-/// The Stripe requests one ticket can make ([`Stack::fan_out`](super::Stack::fan_out): every
+/// The Stripe requests one ticket can make ([`Stack::fan_out`](super::stack::Stack::fan_out): every
 /// retrying layer's tries multiply), with a duplicate delivery's second agent run counted at its
 /// probability; and the fields responsible (a model rule only past one retry: the incident's
 /// constants already count its two attempts).
 fn tries(s: &Scenario) -> (f64, Vec<String>) {
-    let stack = super::Stack::of(s);
+    let stack = super::stack::Stack::of(s);
     let mut fields: Vec<String> = stack
         .tries()
         .iter()

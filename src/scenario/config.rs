@@ -13,6 +13,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::deliveries::Deliveries;
+use super::gate_config::{Exploration, GateConfig};
 pub use super::latency::{LatencyDist, LatencyScript, RequestKey, MAX_EMPIRICAL_SAMPLES};
 pub use super::modes::{AppliesTo, Cancellation, KeyMode};
 use super::provider::Provider;
@@ -111,12 +112,12 @@ pub struct Scenario {
     pub expect: BTreeMap<String, Bound>,
     /// What the CI gate runs without flags: its seed set and its bounded exploration (see
     /// [`super::GateConfig`]). Not part of the simulated world. Default: 30 seeds, 256 cases.
-    #[serde(default, skip_serializing_if = "super::GateConfig::is_default")]
-    pub gate: super::GateConfig,
+    #[serde(default, skip_serializing_if = "GateConfig::is_default")]
+    pub gate: GateConfig,
     /// The perturbations `explore` may make (see [`super::Exploration`]). Not part of the
     /// simulated world. Default: up to 30 tickets in 60 s, faults up to 0.5, added layers.
-    #[serde(default, skip_serializing_if = "super::Exploration::is_default")]
-    pub exploration: super::Exploration,
+    #[serde(default, skip_serializing_if = "Exploration::is_default")]
+    pub exploration: Exploration,
     /// Exploration mode: same-instant (and near-tie) events run in an order chosen by a seeded
     /// tie-break instead of schedule order. Written by `refundsim explore` into the minimal
     /// scenarios it finds, so `refundsim run` replays the same interleaving. Default: off.

@@ -1,4 +1,4 @@
-//! Field rules shared by [`validate`](super::validate()): each checks one value and names its
+//! Field rules shared by [`validate`](super::validate::validate()): each checks one value and names its
 //! path in the error.
 
 use std::time::Duration;

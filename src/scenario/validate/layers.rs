@@ -2,11 +2,12 @@
 //! placed where its kind may sit and in range, and the stack's retries within
 //! [`MAX_TRIES_PER_TOOL_CALL`].
 
-use crate::scenario::config::{AppliesTo, Cancellation, Scenario};
+use crate::scenario::config::Scenario;
 use crate::scenario::layers::{
     layers_at, stack_of, LayerKind, Position, RetryLayer, BUILT_IN_LAYERS,
 };
 use crate::scenario::limits::{MAX_DURATION, MAX_RETRIES, MAX_TRIES_PER_TOOL_CALL};
+use crate::scenario::modes::{AppliesTo, Cancellation};
 use crate::scenario::rules::{at_most, fail, positive, Check};
 use crate::scenario::stack::Stack;
 use crate::text::thousands;
