@@ -54,6 +54,7 @@ pub mod scenario;
 pub mod seeds;
 pub mod sim;
 pub mod sweep;
+mod text;
 
 /// The old name of [`invariants`], kept so `refundsim::check::…` paths still compile.
 #[deprecated(since = "0.1.0", note = "renamed to `refundsim::invariants`")]

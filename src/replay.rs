@@ -17,9 +17,9 @@ use serde::Serialize;
 
 use crate::history::clock_time;
 use crate::history::{Event, EventKind, Outcome};
-use crate::import::fields::plural;
 use crate::scenario::{RecordedCall, RecordedTicket, Replay};
 use crate::sim::SimTime;
+use crate::text::plural;
 
 /// How far a replayed instant may be from the recorded one, ns (1 ms: logs print milliseconds).
 pub(crate) const TOLERANCE_NS: u64 = 1_000_000;

@@ -9,7 +9,7 @@ use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, Test
 use super::strategy::{layer_draw, layer_json, layer_names, Case, LayerDraw};
 use super::{check_case, first_violation, Violation};
 use crate::run::{run_watched, Invocation};
-use crate::scenario::layers::MAX_TRIES_PER_TOOL_CALL;
+use crate::scenario::MAX_TRIES_PER_TOOL_CALL;
 use crate::scenario::{default_expect, stack_of, RetryLayer, Scenario, TicketSpec, TieBreakConfig};
 use crate::scenario::{OverBudget, RunWatch};
 

@@ -4,6 +4,7 @@
 use std::time::UNIX_EPOCH;
 
 use super::{TicketRef, UnixNs};
+pub(crate) use crate::text::plural;
 
 /// An instant recorded to the second (`secs` since the Unix epoch, Stripe's `created`): the
 /// middle of that second, ± 0.5 s. `None` when it overflows.
@@ -81,11 +82,6 @@ pub(crate) fn amount_text(s: &str) -> Option<u64> {
     (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
         .then(|| s.parse().ok())
         .flatten()
-}
-
-/// `n` and the noun for it: `1 tool call`, `2 tool calls`.
-pub(crate) fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// What a text time may look like, for error messages.

@@ -11,7 +11,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::config::{OnTimeout, Scenario};
 use super::error::ValidationError;
 use super::latency::LatencyDist;
-use super::rules::{fail, group_thousands, Check};
+use super::rules::{fail, Check};
+pub use crate::text::{about, thousands};
+use crate::text::{about_tenths, group_thousands, up_to, SATURATE};
 
 /// Default budget: 300 million engine events per run (admits a 30-day horizon at 1 ticket/s
 /// with the incident's background load, about 10^8 events).
@@ -393,12 +395,12 @@ fn stripe_median(s: &Scenario) -> f64 {
     }
 }
 
-/// The Stripe requests one ticket can make ([`Stack::fan_out`](super::Stack::fan_out): every
+/// The Stripe requests one ticket can make ([`Stack::fan_out`](super::stack::Stack::fan_out): every
 /// retrying layer's tries multiply), with a duplicate delivery's second agent run counted at its
 /// probability; and the fields responsible (a model rule only past one retry: the incident's
 /// constants already count its two attempts).
 fn tries(s: &Scenario) -> (f64, Vec<String>) {
-    let stack = super::Stack::of(s);
+    let stack = super::stack::Stack::of(s);
     let mut fields: Vec<String> = stack
         .tries()
         .iter()
@@ -838,21 +840,6 @@ fn advice(events_over: bool, fields: &str) -> String {
     }
 }
 
-/// Above this an estimate prints as "more than 10^12": beyond it the digits say nothing.
-const SATURATE: f64 = 1e12;
-
-/// `about 1,234`: an estimate rounded to an integer with thousands separators; `under 1` for
-/// a positive estimate below one half; `more than 10^12` above that or when not finite.
-pub fn about(x: f64) -> String {
-    if x.is_nan() || x >= SATURATE {
-        "more than 10^12".to_string()
-    } else if x > 0.0 && x < 0.5 {
-        "under 1".to_string()
-    } else {
-        format!("about {}", thousands(x))
-    }
-}
-
 /// An estimate `x` known to be over the budget `limit`, as [`about`] prints it unless that
 /// would read as within the budget: `just over 28` when `x` rounds to `limit` or below, and
 /// `more than 18,446,744,073,709,551,615` (the budget itself) when `x` saturates past a
@@ -869,34 +856,6 @@ fn over(x: f64, limit: u64) -> String {
     } else {
         about(x)
     }
-}
-
-/// `up to 1,234` (a count that can be reached), saturating as [`about`] does.
-pub(crate) fn up_to(x: f64) -> String {
-    if x.is_nan() || x >= SATURATE {
-        "more than 10^12".to_string()
-    } else {
-        format!("up to {}", thousands(x))
-    }
-}
-
-/// `about 12.5` below 1,000 (one decimal), else as [`about`]: for counts where a fraction
-/// tells (connections kept busy).
-pub(crate) fn about_tenths(x: f64) -> String {
-    if x.is_finite() && x.abs() < 999.95 {
-        format!("about {x:.1}")
-    } else {
-        about(x)
-    }
-}
-
-/// `1,234,567`: `x` rounded to an integer with thousands separators; saturates as "more than
-/// 10^12" (so never a 300-digit number, `inf` or `NaN`); 0 for a negative or zero `x`.
-pub fn thousands(x: f64) -> String {
-    if x.is_nan() || x >= SATURATE {
-        return "more than 10^12".to_string();
-    }
-    group_thousands(if x > 0.0 { x.round() as u64 } else { 0 })
 }
 
 /// `about 56,262 MB`, `more than 10^12 MB`.

@@ -13,9 +13,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::deliveries::Deliveries;
+use super::gate_config::{Exploration, GateConfig};
 pub use super::latency::{LatencyDist, LatencyScript, RequestKey, MAX_EMPIRICAL_SAMPLES};
-use super::layers::RetryLayer;
+pub use super::modes::{AppliesTo, Cancellation, KeyMode};
 use super::provider::Provider;
+use super::retry_layer::RetryLayer;
 
 fn d_ms(ms: u64) -> Duration {
     Duration::from_millis(ms)
@@ -110,12 +112,12 @@ pub struct Scenario {
     pub expect: BTreeMap<String, Bound>,
     /// What the CI gate runs without flags: its seed set and its bounded exploration (see
     /// [`super::GateConfig`]). Not part of the simulated world. Default: 30 seeds, 256 cases.
-    #[serde(default, skip_serializing_if = "super::GateConfig::is_default")]
-    pub gate: super::GateConfig,
+    #[serde(default, skip_serializing_if = "GateConfig::is_default")]
+    pub gate: GateConfig,
     /// The perturbations `explore` may make (see [`super::Exploration`]). Not part of the
     /// simulated world. Default: up to 30 tickets in 60 s, faults up to 0.5, added layers.
-    #[serde(default, skip_serializing_if = "super::Exploration::is_default")]
-    pub exploration: super::Exploration,
+    #[serde(default, skip_serializing_if = "Exploration::is_default")]
+    pub exploration: Exploration,
     /// Exploration mode: same-instant (and near-tie) events run in an order chosen by a seeded
     /// tie-break instead of schedule order. Written by `refundsim explore` into the minimal
     /// scenarios it finds, so `refundsim run` replays the same interleaving. Default: off.
@@ -177,13 +179,13 @@ pub(crate) fn default_tools() -> Vec<ToolDefinition> {
     vec![t]
 }
 
-/// `expect`'s schema: a map of bounds whose keys are the names in [`super::METRICS`], so an
+/// `expect`'s schema: a map of bounds whose keys are the names in [`super::limits::METRICS`], so an
 /// editor checks and completes them.
 fn expect_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
     let mut schema = <BTreeMap<String, Bound>>::json_schema(generator);
     schema.insert(
         "propertyNames".to_string(),
-        serde_json::json!({ "enum": super::METRICS }),
+        serde_json::json!({ "enum": super::limits::METRICS }),
     );
     schema
 }
@@ -423,16 +425,6 @@ impl Default for Agent {
             llm_error_after_tool: 0.0,
         }
     }
-}
-
-/// Which tools the retry rule applies to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum AppliesTo {
-    /// "If a tool call fails, you may retry it once" — any tool (the incident).
-    AnyTool,
-    /// Only tools whose annotations say `readOnlyHint` or `idempotentHint` (the fix).
-    IdempotentTools,
 }
 
 /// The model's retry rule.
@@ -726,18 +718,6 @@ fn quarter() -> f64 {
     0.25
 }
 
-/// How the refunds service derives Stripe's `Idempotency-Key`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum KeyMode {
-    /// No key (the incident).
-    None,
-    /// A fresh key per request: protects only the SDK's own network retries.
-    PerAttempt,
-    /// `refund_{ticket}_{nonce}`, the nonce written once per ticket (the fix).
-    PerTicket,
-}
-
 /// How the refunds service handles a Stripe key conflict (409 or 400 `idempotency_error`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -974,24 +954,6 @@ pub enum OnUnknownOutcome {
     Fail,
     /// Look the charge's refunds up and answer with the one found.
     Lookup,
-}
-
-/// What happens to the work below a layer that gives up on it (a timeout). DESIGN §1b.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum Cancellation {
-    /// Nothing: the work runs to its end (a zombie), as in the incident.
-    #[default]
-    None,
-    /// Work that has not reached Stripe yet is dropped when it gets a pool connection
-    /// (deadline propagation).
-    QueuedOnly,
-    /// As `queued_only`, and a request already sent to Stripe has its connection closed: the
-    /// service stops waiting and records an error, but Stripe may still commit the refund
-    /// (aborting never undoes a provider commit).
-    AbortInFlight,
 }
 
 fn cancel_none() -> Cancellation {

@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use crate::text::short_numbers;
+
 /// What a scenario file should hold, for errors about the whole document.
 pub(super) const SCENARIO_EXPECTED: &str = "a JSON object with at least name, horizon, arrivals";
 /// What a policy file should hold.
@@ -224,6 +226,12 @@ pub(crate) fn shorten_quoted(message: &str) -> std::borrow::Cow<'_, str> {
     }
     out.push_str(rest);
     std::borrow::Cow::Owned(out)
+}
+
+/// `text` fit to echo in a message: numbers over 24 characters in scientific notation, then
+/// anything over 64 characters shortened to its first 48 and its length.
+pub(crate) fn echo(text: &str) -> String {
+    shorten(&short_numbers(text)).into_owned()
 }
 
 /// A scenario that parsed but breaks a rule: the field's dot-separated path and what was

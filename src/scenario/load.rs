@@ -123,9 +123,9 @@ fn load_text_with_expect_source(
     let merged = deserialize_patched(&doc, &origin, &applied)?;
     let changed = changes_world(&scenario, &merged);
     let own = (!changed).then(|| {
-        base.get("expect")
-            .cloned()
-            .unwrap_or_else(|| serde_json::to_value(super::default_expect()).expect("bounds"))
+        base.get("expect").cloned().unwrap_or_else(|| {
+            serde_json::to_value(super::config::default_expect()).expect("bounds")
+        })
     });
     let (expect, source) = policies_expect(own, &patches, sets)?;
     let map = doc

@@ -10,20 +10,14 @@ mod gate_config;
 mod gate_expect;
 mod latency;
 pub mod layers;
+mod limits;
 mod load;
 mod locate;
+mod modes;
 pub mod provider;
 pub mod replay;
+mod retry_layer;
 mod rules;
-
-pub use rules::short_numbers;
-pub(crate) use rules::{dollars, group_thousands};
-
-/// `text` fit to echo in a message: numbers over 24 characters in scientific notation, then
-/// anything over 64 characters shortened to its first 48 and its length.
-pub(crate) fn echo(text: &str) -> String {
-    error::shorten(&rules::short_numbers(text)).into_owned()
-}
 mod serde_error;
 mod set;
 mod shape;
@@ -32,10 +26,12 @@ mod stack;
 mod test_support;
 mod validate;
 
+pub use crate::text::short_numbers;
+pub(crate) use crate::text::{dollars, group_thousands};
 pub use budget::{OverBudget, RunBudget, RunWatch};
 pub use config::*;
 pub use deliveries::{ConsumerDedup, Deliveries};
-pub(crate) use error::{shorten_backquoted, shorten_quoted};
+pub(crate) use error::{echo, shorten_backquoted, shorten_quoted};
 pub use error::{Location, ScenarioError, ValidationError};
 pub use gate_config::{
     Exploration, GateConfig, DEFAULT_EXPLORE_CASES, DEFAULT_GATE_SEEDS, MAX_EXPLORE_CASES,
@@ -46,6 +42,8 @@ pub use layers::{
     compiled, layers_at, stack_of, Backoff, BackoffKind, Jitter, LayerKind, Position,
     ReportTimeout, RetryBudget, RetryLayer, RetryOn,
 };
+pub(crate) use limits::MAX_TRIES_PER_TOOL_CALL;
+pub use limits::{MAX_CENTS, MAX_DURATION, MAX_FIRST_TICKET_ID, MAX_HORIZON, METRICS};
 pub use load::{
     load, load_str, load_text, load_with_expect_source, load_within, not_utf8_at, schema_json,
 };
@@ -54,4 +52,4 @@ pub use replay::{
     OutsideRefund, PoolCalibration, RecordedCall, RecordedRequest, RecordedTicket, Replay,
 };
 pub use stack::{LayerTries, Stack, POSITIONS};
-pub use validate::{validate, MAX_CENTS, MAX_DURATION, MAX_FIRST_TICKET_ID, MAX_HORIZON, METRICS};
+pub use validate::validate;

@@ -19,6 +19,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
 
 use super::latency::{LatencyDist, RequestKey};
+use super::modes::KeyMode;
 
 /// A recorded incident to replay (see the module docs).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -47,7 +48,7 @@ pub struct Replay {
     /// recorded keys, and the comparison says so. Absent (files imported before this field):
     /// recorded keys are always sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub key_mode: Option<super::config::KeyMode>,
+    pub key_mode: Option<KeyMode>,
     /// The time to reach the provider of a request that was never recorded (a retry that did
     /// not happen), while the pool is replayed: fitted to the recorded ones by `import`.
     pub reach_provider: LatencyDist,
@@ -267,7 +268,7 @@ impl Replay {
     /// `idempotency_key` mode is the one the recording was imported with (or the recording
     /// does not say), and `pool_size` is the recorded one. A policy that changes either is a
     /// counterfactual, where Stripe's rules decide (see [`crate::replay::replaced_facts`]).
-    pub fn replayed_as_recorded(&self, key_mode: super::config::KeyMode, pool_size: u32) -> bool {
+    pub fn replayed_as_recorded(&self, key_mode: KeyMode, pool_size: u32) -> bool {
         self.key_mode.is_none_or(|m| m == key_mode) && self.pool_size == pool_size
     }
 
@@ -360,7 +361,7 @@ impl Replay {
                 self.pool_size,
                 cal.hold_s,
                 cal.offered_load,
-                crate::import::fields::plural(pool_size as usize, "connection", "connections")
+                crate::text::plural(pool_size as usize, "connection", "connections")
             ));
         }
         Ok(mean_wait(pool_size, cal.offered_load, cal.hold_s) / cal.mean_wait_s)

@@ -1,11 +1,12 @@
-//! Field rules shared by [`validate`](super::validate()): each checks one value and names its
+//! Field rules shared by [`validate`](super::validate::validate()): each checks one value and names its
 //! path in the error.
 
 use std::time::Duration;
 
 use super::config::{AmountDist, FactorRange, LatencyDist, MAX_EMPIRICAL_SAMPLES};
 use super::error::ValidationError;
-use super::validate::MAX_DURATION;
+use super::limits::{MAX_CENTS, MAX_DURATION, MAX_RETRIES};
+use crate::text::short_numbers;
 
 pub(super) type Check = Result<(), ValidationError>;
 
@@ -18,82 +19,6 @@ pub(super) fn fail(path: impl Into<String>, message: impl Into<String>) -> Check
         path: path.into(),
         message: short_numbers(&message.into()),
     })
-}
-
-/// `1234567` → `1,234,567`: an exact count with thousands separators (budget messages, the
-/// capped warnings' "… and 455,899 more", dollars in summaries).
-pub(crate) fn group_thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// Cents as dollars with thousands separators: `586712` → `$5,867.12` (summaries, causes).
-pub(crate) fn dollars(cents: u64) -> String {
-    format!("${}.{:02}", group_thousands(cents / 100), cents % 100)
-}
-
-/// `message` with each run of digits (with an optional `.` and fraction) longer than 24
-/// characters replaced by the number in scientific notation with at most 6 significant
-/// digits (`1e300`, `1.23457e40`).
-pub fn short_numbers(message: &str) -> String {
-    const LONG: usize = 24;
-    let bytes = message.as_bytes();
-    let mut out = String::with_capacity(message.len());
-    let mut i = 0;
-    let mut copied = 0;
-    while i < bytes.len() {
-        if !bytes[i].is_ascii_digit() {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        while i < bytes.len() && bytes[i].is_ascii_digit() {
-            i += 1;
-        }
-        // One fraction: a `.` followed by a digit (`1..5` is two numbers and a range).
-        if i + 1 < bytes.len() && bytes[i] == b'.' && bytes[i + 1].is_ascii_digit() {
-            i += 1;
-            while i < bytes.len() && bytes[i].is_ascii_digit() {
-                i += 1;
-            }
-        }
-        let run = &message[start..i];
-        // A number already cut short (`999…`) is left as it is: read whole, it would be a
-        // different number.
-        let cut = message[i..].starts_with('…') || message[i..].starts_with("\"…");
-        if run.len() > LONG && !cut {
-            if let Ok(x) = run.parse::<f64>() {
-                out.push_str(&message[copied..start]);
-                out.push_str(&scientific(x));
-                copied = i;
-            }
-        }
-    }
-    out.push_str(&message[copied..]);
-    out
-}
-
-/// `x` as `{:e}` with at most 6 significant digits and no trailing zeros: `1e300`, `2.5e30`.
-fn scientific(x: f64) -> String {
-    let t = format!("{x:.5e}");
-    match t.split_once('e') {
-        Some((m, e)) => {
-            let m = if m.contains('.') {
-                m.trim_end_matches('0').trim_end_matches('.')
-            } else {
-                m
-            };
-            format!("{m}e{e}")
-        }
-        None => t,
-    }
 }
 
 /// A duration as `humantime` parses it, in days at most (`31d`, `1h 30m`, `400ms`, `0s`).
@@ -305,6 +230,26 @@ pub(super) fn rate(path: &str, r: f64) -> Check {
         return fail(
             path,
             format!("invalid value: expected a finite number ≥ 0, got {r}"),
+        );
+    }
+    Ok(())
+}
+
+pub(super) fn at_most_retries(path: &str, n: u32) -> Check {
+    if n > MAX_RETRIES {
+        return fail(
+            path,
+            format!("invalid value: expected at most {MAX_RETRIES} retries, got {n}"),
+        );
+    }
+    Ok(())
+}
+
+pub(super) fn at_most_cents(path: &str, c: u64) -> Check {
+    if c > MAX_CENTS {
+        return fail(
+            path,
+            format!("invalid value: expected at most {MAX_CENTS} cents ($10 billion), got {c}"),
         );
     }
     Ok(())
@@ -619,35 +564,5 @@ mod tests {
             &with(r#"{"executor":{"timeout":"1000years"}}"#),
             &["executor.timeout", "at most 365d"],
         );
-    }
-}
-
-#[cfg(test)]
-mod short_number_tests {
-    use super::short_numbers;
-
-    #[test]
-    fn long_numbers_read_in_scientific_notation_and_short_ones_stay() {
-        let huge = format!("got {}", 1e300f64);
-        assert_eq!(short_numbers(&huge), "got 1e300");
-        assert_eq!(
-            short_numbers(&format!("got {} and {}", 2.5e40f64, -1.234567891e30f64)),
-            "got 2.5e40 and -1.23457e30"
-        );
-        assert_eq!(
-            short_numbers("at most 100,000, got 9007199254740993"),
-            "at most 100,000, got 9007199254740993"
-        );
-        assert_eq!(
-            short_numbers("got 0.000000000000000000000000001"),
-            "got 1e-27"
-        );
-        assert_eq!(short_numbers("no digits"), "no digits");
-        let range = format!("1..{}", "9".repeat(300));
-        assert_eq!(short_numbers(&range), "1..1e300");
-        let cut = format!("string \"{}\"… (301 characters)", "9".repeat(48));
-        assert_eq!(short_numbers(&cut), cut);
-        let bare = format!("{}… (301 characters)", "9".repeat(48));
-        assert_eq!(short_numbers(&bare), bare);
     }
 }

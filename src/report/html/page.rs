@@ -613,7 +613,7 @@ fn recording_findings(c: &Comparison) -> String {
         findings,
         "<div id=\"recording-findings\"><p>Findings about the recording: Stripe's rules \
          would have answered {} otherwise; the replay follows the recording.</p>\n<ul>\n",
-        crate::import::fields::plural(c.recording_findings.len(), "request", "requests")
+        crate::text::plural(c.recording_findings.len(), "request", "requests")
     );
     for f in &c.recording_findings {
         let _ = writeln!(

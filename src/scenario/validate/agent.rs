@@ -1,8 +1,10 @@
 //! `agent` and `tools`: the tool the agent calls, and the retry caps of every layer that retries.
 
-use super::{at_most_cents, at_most_retries, MAX_CENTS, MAX_DURATION};
 use crate::scenario::config::Scenario;
-use crate::scenario::rules::{at_most, fail, latency, probability, Check};
+use crate::scenario::limits::{MAX_CENTS, MAX_DURATION};
+use crate::scenario::rules::{
+    at_most, at_most_cents, at_most_retries, fail, latency, probability, Check,
+};
 
 /// `tools` is not empty; every retry count (agent, executor, SDK) is capped; the amount drift is
 /// capped; `agent.tool` names a tool; think time, overhead and retry probabilities — in that

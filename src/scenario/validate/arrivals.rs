@@ -3,10 +3,10 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use super::{at_most_cents, MAX_DURATION, MAX_FIRST_TICKET_ID};
 use crate::scenario::config::{Arrivals, Scenario};
+use crate::scenario::limits::{MAX_DURATION, MAX_FIRST_TICKET_ID};
 use crate::scenario::rules::{
-    amount, at_least_one, at_most, factor, fail, fmt_d, not_below, rate, Check,
+    amount, at_least_one, at_most, at_most_cents, factor, fail, fmt_d, not_below, rate, Check,
 };
 
 /// A schedule or tickets; the first ticket id; the schedule's rates and expected tickets; each

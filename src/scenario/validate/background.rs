@@ -18,7 +18,7 @@ pub(super) fn validate(s: &Scenario) -> Check {
             format!(
                 "would not finish: background load alone keeps {} connections busy \
                  (rate_per_s × the median of hold) but refunds_service.pool_size is {}; expected less than the pool",
-                crate::scenario::budget::about_tenths(bg_busy),
+                crate::text::about_tenths(bg_busy),
                 s.refunds_service.pool_size
             ),
         );

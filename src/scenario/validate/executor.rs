@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use super::MAX_DURATION;
 use crate::scenario::config::Executor;
+use crate::scenario::limits::MAX_DURATION;
 use crate::scenario::rules::{at_least, at_most, fail, latency, positive, probability, Check};
 
 /// Timeout and probe durations, then the retry's delays, backoff factor and jitter.

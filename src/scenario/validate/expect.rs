@@ -2,8 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use super::METRICS;
 use crate::scenario::config::Bound;
+use crate::scenario::limits::METRICS;
 use crate::scenario::rules::{fail, Check};
 
 /// Each key names a metric in [`METRICS`] and each bound is consistent (see `bound_rules`).

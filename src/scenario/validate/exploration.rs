@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use super::MAX_DURATION;
 use crate::scenario::config::Scenario;
+use crate::scenario::limits::MAX_DURATION;
 use crate::scenario::rules::{at_most, fail, fmt_d, Check};
 
 /// `tie_break.epsilon` at most 60 s, then each latency choice at most [`MAX_DURATION`].
@@ -54,22 +54,22 @@ fn bounds(s: &Scenario) -> Check {
         );
     }
     if let Some(inv) = &e.finds {
-        if !crate::scenario::SAFETY_INVARIANTS.contains(&inv.as_str()) {
+        if !crate::scenario::gate_config::SAFETY_INVARIANTS.contains(&inv.as_str()) {
             return fail(
                 "exploration.finds",
                 format!(
                     "unknown invariant {inv:?}: expected one of {}",
-                    crate::scenario::SAFETY_INVARIANTS.join(", ")
+                    crate::scenario::gate_config::SAFETY_INVARIANTS.join(", ")
                 ),
             );
         }
     }
-    if s.gate.explore_cases > crate::scenario::MAX_EXPLORE_CASES {
+    if s.gate.explore_cases > crate::scenario::gate_config::MAX_EXPLORE_CASES {
         return fail(
             "gate.explore_cases",
             format!(
                 "invalid value: expected 0 to {} cases, got {}",
-                crate::scenario::MAX_EXPLORE_CASES,
+                crate::scenario::gate_config::MAX_EXPLORE_CASES,
                 s.gate.explore_cases
             ),
         );

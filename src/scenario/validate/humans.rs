@@ -1,7 +1,7 @@
 //! `humans` and `reconciliation`: the people and the job that catch a duplicate afterwards.
 
-use super::MIN_RECONCILIATION_INTERVAL;
 use crate::scenario::config::Scenario;
+use crate::scenario::limits::MIN_RECONCILIATION_INTERVAL;
 use crate::scenario::rules::{fail, fmt_d, latency, positive, probability, Check};
 
 /// Pickup delay and check probability, then the reconciliation interval (at least 1 s).

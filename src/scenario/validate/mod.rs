@@ -11,6 +11,7 @@ mod executor;
 mod expect;
 mod exploration;
 mod humans;
+mod layers;
 mod provider;
 mod replay;
 mod service;
@@ -18,93 +19,10 @@ mod stripe;
 #[cfg(test)]
 mod tests;
 
-use std::time::Duration;
-
 use super::config::Scenario;
 use super::error::ValidationError;
+use super::limits::MAX_HORIZON;
 use super::rules::{fail, fmt_d, Check};
-
-/// Metric names a scenario's `expect` may bound. This list must match the metric names of the
-/// run report (`metrics` / `report`); a name missing here cannot be bounded, a name here that the
-/// report lacks would never be checked. The `latency_*_ms` names are the report's
-/// `latency.{tool_call,pool_wait,stripe}.{p50_ms,p99_ms,max_ms}`, in ms (one word each, so a
-/// `--set expect.NAME.max=…` path can name them).
-pub const METRICS: &[&str] = &[
-    "tickets",
-    "tool_calls",
-    "executor_timeouts",
-    "retries",
-    "escalations",
-    "refunds_created",
-    "refunds_failed_after_200",
-    "duplicate_refund_tickets",
-    "extra_refunds",
-    "over_refund_cents",
-    "lost_refunds",
-    "false_failures",
-    "stripe_replays",
-    "stripe_409",
-    "stripe_400",
-    "stripe_429",
-    "stripe_500",
-    "stripe_no_response",
-    "manual_refunds",
-    "status_probes",
-    "untruthful_probes",
-    "conservation_violations",
-    "max_pool_queue_depth",
-    "pool_wait_mean_ms",
-    "pool_wait_over_threshold_fraction",
-    "pool_utilisation",
-    "reconciliation_alerts",
-    "duplicate_deliveries",
-    "deliveries_deduped",
-    "latency_tool_call_p50_ms",
-    "latency_tool_call_p99_ms",
-    "latency_tool_call_max_ms",
-    "latency_pool_wait_p50_ms",
-    "latency_pool_wait_p99_ms",
-    "latency_pool_wait_max_ms",
-    "latency_stripe_p50_ms",
-    "latency_stripe_p99_ms",
-    "latency_stripe_max_ms",
-];
-
-/// Longest allowed horizon: 30 days.
-pub const MAX_HORIZON: Duration = Duration::from_secs(30 * 24 * 3600);
-/// Longest allowed value of any other duration field: 365 days (virtual time is an integer count
-/// of nanoseconds, which holds about 584 years; the cap keeps sums of durations far from overflow).
-pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
-/// Largest allowed `arrivals.first_ticket_id` (2^53, so ticket ids stay exact in JSON readers).
-pub const MAX_FIRST_TICKET_ID: u64 = 1 << 53;
-/// Largest amount in cents anywhere in a scenario ($10 billion), so money sums cannot overflow.
-pub const MAX_CENTS: u64 = 1_000_000_000_000;
-/// Largest retry count (model, executor layer, SDK) and human attempts: 100.
-pub(crate) const MAX_RETRIES: u32 = 100;
-/// Largest `stripe.faults.latency_spike_factor`: 1000.
-pub(crate) const MAX_SPIKE_FACTOR: f64 = 1000.0;
-/// Shortest `reconciliation.interval`: 1 s.
-pub(crate) const MIN_RECONCILIATION_INTERVAL: Duration = Duration::from_secs(1);
-
-pub(super) fn at_most_retries(path: &str, n: u32) -> Check {
-    if n > MAX_RETRIES {
-        return fail(
-            path,
-            format!("invalid value: expected at most {MAX_RETRIES} retries, got {n}"),
-        );
-    }
-    Ok(())
-}
-
-pub(super) fn at_most_cents(path: &str, c: u64) -> Check {
-    if c > MAX_CENTS {
-        return fail(
-            path,
-            format!("invalid value: expected at most {MAX_CENTS} cents ($10 billion), got {c}"),
-        );
-    }
-    Ok(())
-}
 
 const RFC3339_EXAMPLE: &str = r#""2024-05-14T16:00:00Z""#;
 
@@ -119,8 +37,9 @@ const RFC3339_EXAMPLE: &str = r#""2024-05-14T16:00:00Z""#;
 /// - probabilities in [0, 1]; `stripe.faults.latency_spike_factor` ≥ 1; `executor.retry`
 ///   `backoff_factor` ≥ 1 and `jitter` in [0, 1); `refunds_service.pool_size` ≥ 1;
 /// - `agent.tool` names one of `tools`; `clock_origin` is RFC 3339 UTC; `expect` keys are in
-///   [`METRICS`] and each bound is consistent (see `bound_rules`: finite numbers, `min` ≤ `max`,
-///   `mean_min` ≤ `mean_max`, `violating_seeds_max` in `[0, 1]` and only beside `min`/`max`).
+///   [`METRICS`](super::limits::METRICS) and each bound is consistent (see `bound_rules`: finite
+///   numbers, `min` ≤ `max`, `mean_min` ≤ `mean_max`, `violating_seeds_max` in `[0, 1]` and only
+///   beside `min`/`max`).
 ///
 /// A schedule longer than the horizon is allowed: arrivals stop at the horizon. The run budget
 /// is not a rule of the scenario: loading admits against it after these rules
@@ -141,7 +60,7 @@ pub fn validate(s: &Scenario) -> Result<(), ValidationError> {
     expect::validate(&s.expect)?;
     replay::validate(s)?;
     // The layers' cap multiplies retries that the rules above bound one by one.
-    super::layers::validate_layers(s)?;
+    layers::validate(s)?;
     Ok(())
 }
 

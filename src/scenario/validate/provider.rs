@@ -1,6 +1,6 @@
 //! `provider`: the duplicate window, the in-flight duplicate status and refund settlement.
 
-use super::MAX_DURATION;
+use crate::scenario::limits::MAX_DURATION;
 use crate::scenario::provider::Provider;
 use crate::scenario::rules::{at_most, fail, positive, probability, Check};
 

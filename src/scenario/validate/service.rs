@@ -1,8 +1,10 @@
 //! `refunds_service`: its connection pool, overhead and Stripe client timeout.
 
-use super::{at_most_retries, MAX_DURATION};
 use crate::scenario::config::RefundsService;
-use crate::scenario::rules::{at_least_one, at_most, positive, probability, Check};
+use crate::scenario::limits::MAX_DURATION;
+use crate::scenario::rules::{
+    at_least_one, at_most, at_most_retries, positive, probability, Check,
+};
 
 /// The largest connection pool a scenario may ask for.
 pub(crate) const MAX_POOL_SIZE: u32 = 100_000;

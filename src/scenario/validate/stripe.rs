@@ -1,7 +1,7 @@
 //! `stripe`: the fake Stripe's latency, idempotency-key retention and faults.
 
-use super::MAX_SPIKE_FACTOR;
 use crate::scenario::config::Stripe;
+use crate::scenario::limits::MAX_SPIKE_FACTOR;
 use crate::scenario::rules::{fail, positive, probability, scripted_latency, Check};
 
 /// Latency, key retention, each fault's probability, then the latency spike factor.

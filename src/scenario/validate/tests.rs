@@ -1,6 +1,7 @@
 //! Tests of [`super::validate`]: each rule names the field at fault.
 
 use super::*;
+use crate::scenario::limits::METRICS;
 use crate::scenario::load_str;
 use crate::scenario::test_support::{rejects, with, MINIMAL};
 

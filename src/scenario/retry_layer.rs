@@ -1,0 +1,326 @@
+//! One added layer's settings ([`RetryLayer`]): its kind, what it retries on, its backoff and
+//! budget, what it reports and cancels when it gives up, and where it may sit ([`Position`]).
+//! The configuration holds them under `layers`; `layers.rs` places them in the stack.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::modes::{AppliesTo, Cancellation};
+
+/// Where an added layer sits, which decides what it wraps and which outcomes it sees.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Position {
+    /// Above `model_retry`: around the whole agent turn (a run-level retry that re-runs the
+    /// turn, tool calls included).
+    AboveModel,
+    /// Between `model_retry` and `executor`: around tool execution (a framework's retry
+    /// middleware). Each try is a whole executor call, with its own executor timeout.
+    AroundTool,
+    /// After `sdk`: on the HTTP hop from the SDK to the provider (an egress proxy). Each try is
+    /// a new request to Stripe with the SDK's headers, key included.
+    BeforeProvider,
+    /// Between `executor` and `refunds_service`: on the HTTP hop to the service (a sidecar or
+    /// API gateway). Each try is a new request to the service; a try it gives up on keeps running.
+    BeforeService,
+}
+
+/// What kind of layer an entry of `layers` is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LayerKind {
+    /// A framework's retry middleware around tool execution (LangChain's ToolRetryMiddleware,
+    /// the common agent frameworks' defaults): 2 retries on any failure, exponential backoff
+    /// from 1 s, capped at 60 s, full jitter.
+    Retry,
+    /// A proxy or sidecar (Envoy's route retry policy): 1 retry on `reset`,
+    /// `connect-failure` and `5xx` (POST included), backoff from 25 ms capped at 250 ms, full
+    /// jitter.
+    Proxy,
+    /// A run-level retry above the model (an agent framework's or job runner's retry of the
+    /// whole run: Celery/Temporal-style task retries, an agent's `max_retry_limit`): a tool
+    /// failure its `retry_on` names is raised out of the turn, and the whole turn runs again,
+    /// the model's thinking and tool calls included. 1 retry on every failure and timeout,
+    /// exponential backoff from 1 s capped at 60 s, full jitter.
+    RunRetry,
+}
+
+/// An outcome a layer may retry, in Envoy's `retry_on` terms where Envoy has one.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum RetryOn {
+    /// The connection was reset or the response never came (Envoy `reset`).
+    Reset,
+    /// The connection could not be made (Envoy `connect-failure`).
+    ConnectFailure,
+    /// Any 5xx answer (Envoy `5xx`).
+    #[serde(rename = "5xx")]
+    FiveXx,
+    /// 502, 503 or 504 (Envoy `gateway-error`).
+    GatewayError,
+    /// 409 Conflict (Envoy `retriable-4xx`).
+    #[serde(rename = "retriable-4xx")]
+    Retriable4xx,
+    /// 429 Too Many Requests.
+    #[serde(rename = "429")]
+    TooManyRequests,
+    /// This layer's per-try timeout, or a timeout reported by the layer below (the executor's).
+    Timeout,
+    /// The refunds service gave up waiting for a pool connection (its 503).
+    PoolExhausted,
+    /// The model's LLM call failed after a tool call succeeded (`agent.llm_error_after_tool`,
+    /// e.g. a 529 overloaded): only a `run_retry` layer sees it, and its retry replays the
+    /// turn, tool calls included.
+    LlmError,
+}
+
+/// How the delay before retry `n` grows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum BackoffKind {
+    /// `base` before every retry.
+    Constant,
+    /// `base · 2^(n−1)`, capped at `max`.
+    Exponential,
+}
+
+/// Jitter applied to a backoff delay `d`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Jitter {
+    /// Exactly `d`.
+    None,
+    /// `U(0, d)` (AWS "full jitter"; Envoy and most frameworks).
+    Full,
+    /// `d/2 + U(0, d/2)` (AWS "equal jitter").
+    Equal,
+}
+
+/// A retry layer's backoff. Defaults depend on the layer's kind (see [`LayerKind`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Backoff {
+    /// `constant` or `exponential`. Default: `exponential`.
+    #[serde(default = "exponential")]
+    pub kind: BackoffKind,
+    /// First delay. Default: 1 s (`retry`), 25 ms (`proxy`, Envoy's `base_interval`).
+    #[serde(
+        default,
+        with = "humantime_serde::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub base: Option<Duration>,
+    /// Cap on one delay. Default: 60 s or `base` if larger (`retry`, `run_retry`), 10 × base
+    /// (`proxy`, Envoy's `max_interval`). At least `base`.
+    #[serde(
+        default,
+        with = "humantime_serde::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub max: Option<Duration>,
+    /// Jitter. Default: `full`.
+    #[serde(default = "full")]
+    pub jitter: Jitter,
+}
+
+fn exponential() -> BackoffKind {
+    BackoffKind::Exponential
+}
+fn full() -> Jitter {
+    Jitter::Full
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff {
+            kind: BackoffKind::Exponential,
+            base: None,
+            max: None,
+            jitter: Jitter::Full,
+        }
+    }
+}
+
+/// An Envoy-style retry budget: a retry may start only while the layer's retries in flight are
+/// fewer than `max(min_retry_concurrency, budget_percent % of its requests in flight)`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct RetryBudget {
+    /// Percent of the requests in flight that may be retries, in [0, 100]. Default: 20 (Envoy).
+    #[serde(default = "twenty")]
+    pub budget_percent: f64,
+    /// Retries always allowed in flight whatever the percentage. Default: 3 (Envoy).
+    #[serde(default = "three")]
+    pub min_retry_concurrency: u32,
+}
+
+fn twenty() -> f64 {
+    20.0
+}
+fn three() -> u32 {
+    3
+}
+
+/// What a retry layer reports upward when its last try timed out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReportTimeout {
+    /// A failure (what the incident's executor did: an `info` outcome shown as `fail`).
+    Error,
+    /// An unknown outcome (`info`), which callers must not treat as "nothing happened".
+    Unknown,
+}
+
+/// One added layer of `layers`: a framework retry middleware or a proxy. Every field but `kind`
+/// is optional; each default depends on the kind and is written beside the field.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct RetryLayer {
+    /// `retry` (framework middleware) or `proxy` (sidecar).
+    pub kind: LayerKind,
+    /// Retries after the first try, at most 100. Default: 2 (`retry`), 1 (`proxy`, Envoy's
+    /// `num_retries`, accepted as an alias).
+    #[serde(
+        default,
+        alias = "num_retries",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub max_retries: Option<u32>,
+    /// Time limit of one try; the try's work keeps running when the layer gives up on it.
+    /// Default: none (the layer waits as long as the layer below does).
+    #[serde(
+        default,
+        with = "humantime_serde::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub per_try_timeout: Option<Duration>,
+    /// Outcomes that are retried. Default: every failure and timeout (`retry`: `reset`,
+    /// `connect-failure`, `5xx`, `retriable-4xx`, `429`, `timeout`, `pool-exhausted`);
+    /// `reset`, `connect-failure`, `5xx` (`proxy`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_on: Option<Vec<RetryOn>>,
+    /// Delay between tries.
+    #[serde(default)]
+    pub backoff: Backoff,
+    /// An optional retry budget. Default: none (every allowed retry is made).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<RetryBudget>,
+    /// What the layer reports upward when its last try timed out: `error` or `unknown`.
+    /// Default: `error`.
+    #[serde(default = "report_error")]
+    pub on_timeout: ReportTimeout,
+    /// What happens to a try's work when this layer's `per_try_timeout` gives up on it: `none`,
+    /// `queued_only` or `abort_in_flight` (see [`Cancellation`]). Default: `none`.
+    #[serde(default = "cancel_none")]
+    pub cancellation: Cancellation,
+    /// Which tools a `retry` layer retries: `any_tool` (the frameworks' default: every tool
+    /// unless filtered) or `idempotent_tools` (MCP `readOnlyHint || idempotentHint`). A proxy
+    /// does not know tools. Default: `any_tool`.
+    #[serde(default = "any_tool")]
+    pub applies_to: AppliesTo,
+}
+
+fn cancel_none() -> Cancellation {
+    Cancellation::None
+}
+fn report_error() -> ReportTimeout {
+    ReportTimeout::Error
+}
+fn any_tool() -> AppliesTo {
+    AppliesTo::AnyTool
+}
+
+impl RetryLayer {
+    /// A layer of `kind` with every default.
+    pub fn new(kind: LayerKind) -> Self {
+        RetryLayer {
+            kind,
+            max_retries: None,
+            per_try_timeout: None,
+            retry_on: None,
+            backoff: Backoff::default(),
+            budget: None,
+            on_timeout: ReportTimeout::Error,
+            cancellation: Cancellation::None,
+            applies_to: AppliesTo::AnyTool,
+        }
+    }
+
+    /// Retries after the first try, with the kind's default.
+    pub fn retries(&self) -> u32 {
+        self.max_retries.unwrap_or(match self.kind {
+            LayerKind::Retry => 2,
+            LayerKind::Proxy | LayerKind::RunRetry => 1,
+        })
+    }
+
+    /// Whether this layer retries `outcome`, with the kind's default `retry_on`. As in Envoy,
+    /// `5xx` covers `gateway-error` (502–504), and both cover `pool-exhausted` (a 503).
+    pub fn retries_on(&self, outcome: RetryOn) -> bool {
+        let defaults: &[RetryOn] = match self.kind {
+            LayerKind::Retry | LayerKind::RunRetry => &ALL_RETRY_ON,
+            LayerKind::Proxy => &[RetryOn::Reset, RetryOn::ConnectFailure, RetryOn::FiveXx],
+        };
+        let list = self.retry_on.as_deref().unwrap_or(defaults);
+        covered_by(outcome).iter().any(|c| list.contains(c))
+    }
+
+    /// First backoff delay, with the kind's default.
+    pub fn base(&self) -> Duration {
+        self.backoff.base.unwrap_or(match self.kind {
+            LayerKind::Retry | LayerKind::RunRetry => Duration::from_secs(1),
+            LayerKind::Proxy => Duration::from_millis(25),
+        })
+    }
+
+    /// Cap on one backoff delay, with the kind's default.
+    pub fn max_delay(&self) -> Duration {
+        self.backoff.max.unwrap_or(match self.kind {
+            LayerKind::Retry | LayerKind::RunRetry => Duration::from_secs(60).max(self.base()),
+            LayerKind::Proxy => self.base().saturating_mul(10),
+        })
+    }
+}
+
+/// Every `retry_on` class: a `retry` layer's default.
+const ALL_RETRY_ON: [RetryOn; 9] = [
+    RetryOn::Reset,
+    RetryOn::ConnectFailure,
+    RetryOn::FiveXx,
+    RetryOn::GatewayError,
+    RetryOn::Retriable4xx,
+    RetryOn::TooManyRequests,
+    RetryOn::Timeout,
+    RetryOn::PoolExhausted,
+    RetryOn::LlmError,
+];
+
+/// The `retry_on` entries that retry an outcome of class `c`: itself, and for 502–504 and the
+/// pool's 503 the broader classes that include them.
+fn covered_by(c: RetryOn) -> &'static [RetryOn] {
+    use RetryOn::*;
+    match c {
+        GatewayError => &[GatewayError, FiveXx],
+        PoolExhausted => &[PoolExhausted, GatewayError, FiveXx],
+        Reset => &[Reset],
+        ConnectFailure => &[ConnectFailure],
+        FiveXx => &[FiveXx],
+        Retriable4xx => &[Retriable4xx],
+        TooManyRequests => &[TooManyRequests],
+        Timeout => &[Timeout],
+        LlmError => &[LlmError],
+    }
+}
+
+/// The named layers of a scenario, for `Scenario::layers`.
+pub type Layers = BTreeMap<String, RetryLayer>;

@@ -1,0 +1,242 @@
+//! `layers` and `stack`: the built-in layers once each and in order, every added layer defined,
+//! placed where its kind may sit and in range, and the stack's retries within
+//! [`MAX_TRIES_PER_TOOL_CALL`].
+
+use crate::scenario::config::Scenario;
+use crate::scenario::layers::{
+    layers_at, stack_of, LayerKind, Position, RetryLayer, BUILT_IN_LAYERS,
+};
+use crate::scenario::limits::{MAX_DURATION, MAX_RETRIES, MAX_TRIES_PER_TOOL_CALL};
+use crate::scenario::modes::{AppliesTo, Cancellation};
+use crate::scenario::rules::{at_most, fail, positive, Check};
+use crate::scenario::stack::Stack;
+use crate::text::thousands;
+
+/// Checks `layers` and `stack`: the built-in layers appear once each, in their order; every
+/// other name is a key of `layers` and sits between `model_retry` and `executor` or between
+/// `executor` and `refunds_service` (the two places refundsim models so far); every entry of
+/// `layers` is in the stack; each layer's fields are in range.
+pub(super) fn validate(s: &Scenario) -> Check {
+    needs_schema_2(s)?;
+    for (name, layer) in &s.layers {
+        validate_layer(&format!("layers.{name}"), name, layer)?;
+    }
+    let per_call = Stack::of(s).fan_out();
+    if per_call > MAX_TRIES_PER_TOOL_CALL {
+        return fail(
+            "layers",
+            format!(
+                "would not finish: the retries of the stack multiply to {} Stripe \
+                 requests for one ticket (model × added layers × executor × SDK, each \
+                 retries + 1); expected at most {}",
+                thousands(per_call),
+                thousands(MAX_TRIES_PER_TOOL_CALL)
+            ),
+        );
+    }
+    let stack = stack_of(s);
+    validate_stack(s, &stack)?;
+    if let Some(name) = s.layers.keys().find(|n| !stack.contains(n)) {
+        return fail(
+            format!("layers.{name}"),
+            format!("layer {name:?} is not in `stack`; expected its name in `stack` where it sits"),
+        );
+    }
+    // `cancellation` acts on the work a dropped try leaves behind in the service (queued for the
+    // pool, or in flight at the provider); below `sdk` a try is already at the provider, which
+    // nothing closing a connection undoes, so the setting would mean nothing there.
+    for (name, l) in layers_at(s, Position::BeforeProvider) {
+        if l.cancellation != Cancellation::None {
+            return fail(
+                format!("layers.{name}.cancellation"),
+                format!(
+                    "a proxy after `sdk` drops a try that is already at the provider, which runs \
+                     it to its end whatever the proxy closes; expected \"none\" (or place \
+                     {name:?} above `refunds_service`, where cancelling reaches queued work)"
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `layers` and `stack` need schema version 2.
+fn needs_schema_2(s: &Scenario) -> Check {
+    if s.schema_version < 2 && (!s.layers.is_empty() || s.stack.is_some()) {
+        let field = if s.layers.is_empty() {
+            "stack"
+        } else {
+            "layers"
+        };
+        return fail(
+            field,
+            format!(
+                "`{field}` needs schema_version 2; expected `\"schema_version\": 2` (or no \
+                 schema_version) in a file with layers, got schema_version {}",
+                s.schema_version
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// The built-in layers once each and in order, then each added layer's place in `stack`.
+fn validate_stack(s: &Scenario, stack: &[String]) -> Check {
+    let built_in: Vec<&str> = stack
+        .iter()
+        .map(String::as_str)
+        .filter(|n| BUILT_IN_LAYERS.contains(n))
+        .collect();
+    if built_in != BUILT_IN_LAYERS {
+        return fail(
+            "stack",
+            format!(
+                "invalid value: expected the built-in layers once each and in this order: {}; got {}",
+                BUILT_IN_LAYERS.join(", "),
+                stack.join(", ")
+            ),
+        );
+    }
+    added_layers_placed(s, stack)
+}
+
+/// Each added layer in `stack`: defined in `layers`, listed once, and in a place its kind may
+/// take (a `run_retry` above `model_retry`; `retry`/`proxy` between `model_retry` and
+/// `refunds_service`; only a `proxy` after `sdk`).
+fn added_layers_placed(s: &Scenario, stack: &[String]) -> Check {
+    let top = stack.iter().position(|n| n == "model_retry").unwrap_or(0);
+    let service = stack
+        .iter()
+        .position(|n| n == "refunds_service")
+        .unwrap_or(0);
+    for (i, name) in stack.iter().enumerate() {
+        if BUILT_IN_LAYERS.contains(&name.as_str()) {
+            continue;
+        }
+        if !s.layers.contains_key(name) {
+            let known: Vec<&str> = s.layers.keys().map(String::as_str).collect();
+            return fail(
+                format!("stack.{i}"),
+                format!(
+                    "unknown layer {name:?}; expected a built-in layer ({}) or a key of `layers` ({})",
+                    BUILT_IN_LAYERS.join(", "),
+                    if known.is_empty() { "none defined".to_string() } else { known.join(", ") }
+                ),
+            );
+        }
+        if stack[..i].iter().filter(|n| *n == name).count() > 0 {
+            return fail(
+                format!("stack.{i}"),
+                format!("layer {name:?} appears twice"),
+            );
+        }
+        let kind = s.layers[name].kind;
+        if i < top && kind != LayerKind::RunRetry {
+            return fail(
+                format!("stack.{i}"),
+                format!(
+                    "layer {name:?} sits above model_retry; expected only a run_retry layer there"
+                ),
+            );
+        }
+        if i > top && kind == LayerKind::RunRetry {
+            return fail(
+                format!("stack.{i}"),
+                format!("layer {name:?} is a run_retry, which re-runs the whole agent turn; expected it above model_retry"),
+            );
+        }
+        if i < top && stack[..i].iter().any(|n| s.layers.contains_key(n)) {
+            return fail(
+                format!("stack.{i}"),
+                format!("layer {name:?}: expected at most one run_retry layer above model_retry"),
+            );
+        }
+        let sdk = stack.iter().position(|n| n == "sdk").unwrap_or(0);
+        if i > service && i < sdk {
+            return fail(
+                format!("stack.{i}"),
+                format!(
+                    "layer {name:?} sits between refunds_service and sdk, which run in one \
+                     process; expected it between model_retry and executor, between executor and \
+                     refunds_service, or (a proxy) after sdk"
+                ),
+            );
+        }
+        if i > sdk && kind != LayerKind::Proxy {
+            return fail(
+                format!("stack.{i}"),
+                format!(
+                    "layer {name:?} sits after sdk; expected only a proxy there (the hop from \
+                     the SDK to the provider)"
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
+fn validate_layer(path: &str, name: &str, l: &RetryLayer) -> Check {
+    let plain = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    if name.is_empty() || !name.chars().all(plain) {
+        return fail(
+            path,
+            format!(
+                "invalid layer name {name:?}; expected letters, digits, `_` or `-` (a name is \
+                 how `--set layers.NAME.FIELD` and policies reach the layer)"
+            ),
+        );
+    }
+    if l.applies_to != AppliesTo::AnyTool && l.kind != LayerKind::Retry {
+        return fail(
+            format!("{path}.applies_to"),
+            "`applies_to` is the tool filter of a framework `retry` layer; expected none on a proxy or run_retry",
+        );
+    }
+    if l.max_delay() < l.base() {
+        return fail(
+            format!("{path}.backoff.max"),
+            format!(
+                "invalid value: expected a cap ≥ backoff.base ({}), got {}",
+                humantime::format_duration(l.base()),
+                humantime::format_duration(l.max_delay())
+            ),
+        );
+    }
+    if BUILT_IN_LAYERS.contains(&name) {
+        return fail(
+            path,
+            format!(
+                "{name:?} is a built-in layer, configured by its own section (model_retry: \
+                 agent.retry, executor: executor, refunds_service: refunds_service, sdk: \
+                 refunds_service.stripe_client); expected another name"
+            ),
+        );
+    }
+    if l.retries() > MAX_RETRIES {
+        return fail(
+            format!("{path}.max_retries"),
+            format!(
+                "invalid value: expected at most {MAX_RETRIES} retries, got {}",
+                l.retries()
+            ),
+        );
+    }
+    if let Some(t) = l.per_try_timeout {
+        positive(&format!("{path}.per_try_timeout"), t)?;
+        at_most(&format!("{path}.per_try_timeout"), t, MAX_DURATION)?;
+    }
+    at_most(&format!("{path}.backoff.base"), l.base(), MAX_DURATION)?;
+    at_most(&format!("{path}.backoff.max"), l.max_delay(), MAX_DURATION)?;
+    if let Some(b) = &l.budget {
+        if !(b.budget_percent.is_finite() && (0.0..=100.0).contains(&b.budget_percent)) {
+            return fail(
+                format!("{path}.budget.budget_percent"),
+                format!(
+                    "invalid value: expected a number in [0, 100], got {}",
+                    b.budget_percent
+                ),
+            );
+        }
+    }
+    Ok(())
+}
