@@ -35,6 +35,7 @@
 
 pub mod analysis;
 pub mod cause;
+pub mod erlang;
 pub mod error;
 pub mod explore;
 pub mod gate;

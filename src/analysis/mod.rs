@@ -4,7 +4,7 @@
 //! `gate/` and `explore/`), and the statistics of a sample of runs ([`stats`]: read by `gate/`
 //! and `sweep/`). Nothing here runs a simulation or prints to a terminal.
 
-pub mod erlang;
+pub use crate::erlang;
 pub mod queueing;
 pub mod stats;
 pub mod story;

@@ -33,7 +33,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-pub use super::erlang::erlang_c;
+pub use crate::erlang::erlang_c;
 use crate::model::dist::lognormal_params;
 use crate::scenario::{LatencyDist, Scenario};
 
@@ -366,7 +366,7 @@ fn percent(p: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::erlang::erlang_b;
+    use crate::erlang::erlang_b;
 
     fn close(a: f64, b: f64, tol: f64) -> bool {
         (a - b).abs() <= tol * b.abs().max(1e-300)

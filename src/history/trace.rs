@@ -8,32 +8,8 @@ use std::time::SystemTime;
 use serde::Serialize;
 
 use super::Event;
-use crate::sim::SimTime;
 
-/// Formats virtual instant `t` as `HH:MM:SS.mmm` UTC, counting from `origin` (midnight when
-/// `None`), like the incident log. Only the time of day is shown (no calendar arithmetic that
-/// could overflow), with a day marker `+Nd ` once the clock has passed midnight N times since
-/// the origin's day began, so times past 24 h never read as earlier ones.
-pub(crate) fn clock_time(origin: Option<SystemTime>, t: SimTime) -> String {
-    const DAY_MS: u128 = 86_400_000;
-    let origin_ms = origin
-        .and_then(|o| o.duration_since(SystemTime::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_millis() % DAY_MS);
-    let total = origin_ms + u128::from(t.as_nanos() / 1_000_000);
-    let (day, ms) = (total / DAY_MS, total % DAY_MS);
-    let marker = if day > 0 {
-        format!("+{day}d ")
-    } else {
-        String::new()
-    };
-    format!(
-        "{marker}{:02}:{:02}:{:02}.{:03}",
-        ms / 3_600_000,
-        (ms / 60_000) % 60,
-        (ms / 1000) % 60,
-        ms % 1000
-    )
-}
+pub(crate) use crate::sim::clock_time;
 
 #[derive(Serialize)]
 struct Line<'a> {
@@ -120,6 +96,7 @@ pub fn read_trace<R: BufRead>(input: R, origin: &str) -> Result<Vec<Event>, Trac
 mod tests {
     use super::*;
     use crate::history::{EventKind, Outcome};
+    use crate::sim::SimTime;
 
     #[test]
     fn clock_time_counts_from_origin() {

@@ -244,7 +244,7 @@ impl RunWatch {
             "scenario {:?}, seed {seed}: stopped over the run budget at {} (simulated): \
              {what}{again}",
             crate::scenario::error::shorten(&s.name),
-            crate::history::clock_time(None, e.at),
+            crate::sim::clock_time(None, e.at),
         )
     }
 }

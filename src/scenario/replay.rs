@@ -378,7 +378,7 @@ fn mean_wait(c: u32, a: f64, hold_s: f64) -> f64 {
     if a >= f64::from(c) {
         return f64::INFINITY;
     }
-    crate::analysis::erlang::erlang_c(c, a) * hold_s / (f64::from(c) - a)
+    crate::erlang::erlang_c(c, a) * hold_s / (f64::from(c) - a)
 }
 
 /// What a pool counterfactual of a recording is calibrated from (see

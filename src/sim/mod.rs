@@ -32,5 +32,6 @@ pub use race::{race, Either, Race};
 pub use rng::{tag, StreamRng, Streams};
 pub use tiebreak::TieBreak;
 pub(crate) use tiebreak::{Script, Seeded};
+pub(crate) use time::clock_time;
 pub use time::SimTime;
 pub use timer::{Elapsed, Sleep, Timeout};

@@ -113,6 +113,31 @@ impl fmt::Display for SimTime {
     }
 }
 
+/// Formats virtual instant `t` as `HH:MM:SS.mmm` UTC, counting from `origin` (midnight when
+/// `None`), like the incident log. Only the time of day is shown (no calendar arithmetic that
+/// could overflow), with a day marker `+Nd ` once the clock has passed midnight N times since
+/// the origin's day began, so times past 24 h never read as earlier ones.
+pub(crate) fn clock_time(origin: Option<std::time::SystemTime>, t: SimTime) -> String {
+    const DAY_MS: u128 = 86_400_000;
+    let origin_ms = origin
+        .and_then(|o| o.duration_since(std::time::SystemTime::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_millis() % DAY_MS);
+    let total = origin_ms + u128::from(t.as_nanos() / 1_000_000);
+    let (day, ms) = (total / DAY_MS, total % DAY_MS);
+    let marker = if day > 0 {
+        format!("+{day}d ")
+    } else {
+        String::new()
+    };
+    format!(
+        "{marker}{:02}:{:02}:{:02}.{:03}",
+        ms / 3_600_000,
+        (ms / 60_000) % 60,
+        (ms / 1000) % 60,
+        ms % 1000
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,10 +1,10 @@
 //! Erlang B and Erlang C: the loss and waiting probabilities of a c-server queue, pure
-//! arithmetic over (servers, offered load). The queueing oracle ([`super::queueing`]) and a
+//! arithmetic over (servers, offered load). The queueing oracle ([`crate::analysis::queueing`]) and a
 //! recording's pool calibration (`scenario::replay`) both use them; this file imports nothing
 //! of the crate, so either may.
 
 /// The probability that a call offered `a` Erlangs is lost on `c` servers with no queue
-/// (Erlang B), by the recursion in [`super::queueing`]'s module docs. 0 for `a ≤ 0`.
+/// (Erlang B), by the recursion in [`crate::analysis::queueing`]'s module docs. 0 for `a ≤ 0`.
 pub(crate) fn erlang_b(c: u32, a: f64) -> f64 {
     if a <= 0.0 {
         return 0.0;
