@@ -213,7 +213,7 @@ pub(crate) fn read_lines(
         opts,
         rec: Recording::default(),
         timeout_line: 0,
-        other_tools: Vec::new(),
+        other_tools: (None, 0),
     };
     for (i, line) in lines.enumerate() {
         let line = line?;
@@ -235,8 +235,10 @@ struct JsonLines<'a> {
     rec: Recording,
     /// The line that stated the executor's timeout (0 before one did).
     timeout_line: u64,
-    /// The tool calls of other tools than `opts.tool` skipped: (line, tool).
-    other_tools: Vec<(u64, String)>,
+    /// The tool calls of other tools than `opts.tool` skipped: the first (line, tool), for the
+    /// warning, and how many (a count, not a list: a recording of other tools' calls holds no
+    /// more than its first in memory).
+    other_tools: (Option<(u64, String)>, usize),
 }
 
 impl JsonLines<'_> {
@@ -260,7 +262,11 @@ impl JsonLines<'_> {
             "tool_call" => {
                 let l: ToolCallLine = fields(body).map_err(err)?;
                 match l.tool {
-                    Some(t) if t != self.opts.tool => self.other_tools.push((n, t)),
+                    Some(t) if t != self.opts.tool => {
+                        let (first, count) = &mut self.other_tools;
+                        first.get_or_insert((n, t));
+                        *count += 1;
+                    }
                     _ => {
                         self.rec.tool_calls.push(tool_call(l, self.opts, source));
                         let count = self.rec.tool_calls.len();
@@ -324,7 +330,7 @@ impl JsonLines<'_> {
     /// The recording read, with a warning for the calls of other tools skipped; tool calls
     /// and provider requests in time order (ties in line order).
     fn finish(mut self) -> Recording {
-        if let Some((line, tool)) = self.other_tools.first() {
+        if let (Some((line, tool)), skipped) = &self.other_tools {
             self.rec.warn(Warning {
                 source: Source {
                     file: self.name.to_string(),
@@ -332,7 +338,7 @@ impl JsonLines<'_> {
                 },
                 message: format!(
                     "{} of tools other than `{}` (this one of `{tool}`) skipped",
-                    super::fields::plural(self.other_tools.len(), "tool call", "tool calls"),
+                    super::fields::plural(*skipped, "tool call", "tool calls"),
                     self.opts.tool
                 ),
             });
