@@ -14,6 +14,7 @@ pub mod ids;
 pub mod layers;
 pub mod ledger;
 pub mod pool;
+pub mod providers;
 pub mod reconciliation;
 pub mod refunds_service;
 pub mod service_call;

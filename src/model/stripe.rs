@@ -19,47 +19,12 @@ use std::rc::Rc;
 use serde::Serialize;
 use smallvec::SmallVec;
 
+use super::providers::{rules, Keep};
 use crate::id_map::{IdSet, StrMap};
 use crate::scenario::{Provider, ProviderKind};
 use crate::sim::SimTime;
 
-/// Parameters of `POST /v1/refunds` that Stripe compares when a key is reused.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct RefundParams {
-    /// The charge refunded, `ch_…`. Shared (`Rc<str>`): a request's parameters are cloned
-    /// for every try, key entry and refund.
-    pub charge: Rc<str>,
-    /// Amount in cents.
-    pub amount_cents: u64,
-    /// `requested_by_customer` etc.
-    pub reason: &'static str,
-    /// `metadata[ticket]`.
-    pub ticket: u64,
-}
-
-/// Who sent a request (not seen by Stripe's rules; recorded on the refund it creates).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct Origin {
-    /// Ticket.
-    pub ticket: u64,
-    /// Refunds-service request id (one per tool-call attempt reaching the service), or `None`
-    /// for a human's manual refund.
-    pub request: Option<u64>,
-}
-
-/// One HTTP request to `POST /v1/refunds`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StripeRequest {
-    /// `Idempotency-Key` header; `None` when absent. At most 255 characters.
-    pub idempotency_key: Option<String>,
-    /// Form parameters.
-    pub params: RefundParams,
-    /// A business id in the body (a merchant reference), or `None`: what a
-    /// [`ProviderKind::BusinessId`] provider recognises duplicates by; Stripe ignores it.
-    pub business_id: Option<String>,
-    /// Who sent it.
-    pub origin: Origin,
-}
+pub use super::providers::{Origin, RefundParams, StripeRequest};
 
 pub use crate::history::RefundStatus;
 
@@ -376,21 +341,14 @@ impl FakeStripe {
         self.later(resp)
     }
 
-    /// The entry a request is recognised by, and how long that entry is kept, per provider kind.
+    /// The entry a request is recognised by, and how long that entry is kept: the provider
+    /// kind's rule ([`super::providers::rules`]).
     fn dedup_key(&self, req: &StripeRequest) -> Option<(String, SimTime)> {
-        match self.kind {
-            ProviderKind::Stripe => req.idempotency_key.clone().map(|k| (k, self.retention)),
-            ProviderKind::KeysIgnored => None,
-            ProviderKind::DedupWindow => {
-                let p = &req.params;
-                let key = format!(
-                    "params:{}:{}:{}:{}",
-                    p.charge, p.amount_cents, p.reason, p.ticket
-                );
-                Some((key, self.dedup_window))
-            }
-            ProviderKind::BusinessId => req.business_id.clone().map(|k| (k, self.retention)),
-        }
+        let keep = Keep {
+            retention: self.retention,
+            dedup_window: self.dedup_window,
+        };
+        rules(self.kind).dedup_key(req, keep)
     }
 
     /// Registers a charge of `amount_cents` that refunds may draw on. Registering an existing
@@ -735,7 +693,7 @@ impl FakeStripe {
 
     /// Parameter validation, before the idempotency layer (failures are not saved).
     fn validate(&self, req: &StripeRequest) -> Option<Response> {
-        let checks_key = self.kind == ProviderKind::Stripe;
+        let checks_key = rules(self.kind).checks_key_length();
         if let Some(key) = req.idempotency_key.as_ref().filter(|_| checks_key) {
             let len = key.chars().count();
             if len > MAX_IDEMPOTENCY_KEY_CHARS {
@@ -780,14 +738,7 @@ impl FakeStripe {
             return None; // expired: runs as a fresh request and replaces the entry
         }
         if entry.params != *params {
-            let message = if self.kind == ProviderKind::BusinessId {
-                format!("Business id '{key}' was already used with other parameters.")
-            } else {
-                format!(
-                    "Keys for idempotent requests can only be used with the same parameters they were first used \
-                     with. Try using a key other than '{key}' if you meant to execute a different request."
-                )
-            };
+            let message = rules(self.kind).reused_with_other_params(key);
             return Some(Response::error(
                 400,
                 ErrorType::IdempotencyError,
@@ -797,24 +748,16 @@ impl FakeStripe {
             ));
         }
         match &entry.saved {
-            None if self.kind == ProviderKind::Stripe => Some(self.later(Response::error(
-                self.in_flight_status,
-                ErrorType::IdempotencyError,
-                Some("idempotency_key_in_use"),
-                None,
-                format!(
-                    "There is currently another in-progress request using this Idempotency-Key (that probably \
-                     means you submitted twice, and the other request is still going through): {key}. Please \
-                     try again later."
-                ),
-            ))),
-            None => Some(self.later(Response::error(
-                self.in_flight_status,
-                ErrorType::IdempotencyError,
-                Some("duplicate_in_progress"),
-                None,
-                "A duplicate of this request is still being processed.".to_owned(),
-            ))),
+            None => {
+                let (code, message) = rules(self.kind).still_executing(key);
+                Some(self.later(Response::error(
+                    self.in_flight_status,
+                    ErrorType::IdempotencyError,
+                    Some(code),
+                    None,
+                    message,
+                )))
+            }
             Some(saved) => {
                 let mut replay = saved.clone();
                 replay.idempotent_replayed = true;
