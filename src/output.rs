@@ -229,6 +229,28 @@ fn default_permissions() -> fs::Permissions {
         .expect("a temp file")
 }
 
+/// Checks, before any work, that [`write_whole`] could write `path`: not a directory, its
+/// directory exists, not read-only (a device or FIFO is fine). Creates nothing. The error is
+/// the one line [`WholeFile::create`] would give, so a command that writes its output last
+/// (`check --junit`) refuses a bad path before it runs instead of after.
+pub fn check_writable(path: &Path) -> Result<(), String> {
+    match fs::metadata(path) {
+        Ok(m) if m.is_dir() => return Err("is a directory; expected a file path".into()),
+        Ok(m) if !m.is_file() || is_stream_path(path) => return Ok(()),
+        _ => {}
+    }
+    let target = resolve_symlink(path)?;
+    refuse_read_only(&target)?;
+    let dir = match target.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !dir.is_dir() {
+        return Err(format!("directory {} does not exist", dir.display()));
+    }
+    Ok(())
+}
+
 /// Whether `a` and `b` name the same existing file (so an output never overwrites an input).
 pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
     matches!((fs::canonicalize(a), fs::canonicalize(b)), (Ok(x), Ok(y)) if x == y)

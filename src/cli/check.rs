@@ -44,6 +44,8 @@ pub(crate) fn run(
         let inputs: Vec<&PathBuf> = a.scenarios.iter().chain(a.policies.iter()).collect();
         refundsim::output::refuse_overwriting_inputs("--junit", path, &inputs)
             .map_err(anyhow::Error::msg)?;
+        refundsim::output::check_writable(path)
+            .map_err(|e| anyhow::anyhow!("--junit {}: {e}", display(path)))?;
     }
     let opts = gate::CheckOptions {
         scenarios: a.scenarios,

@@ -246,16 +246,28 @@ fn bad_input_exits_2_with_one_line_and_writes_no_junit() {
         assert!(err.contains(&want), "{args:?}: {err}");
         assert!(!junit.exists());
     }
-    // A JUnit path in a missing directory: exit 2, nothing written.
-    let out = refundsim()
-        .args(["check", INCIDENT, "--junit", "/nonexistent/dir/j.xml"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert_eq!(
-        String::from_utf8(out.stderr).unwrap(),
-        "error: --junit /nonexistent/dir/j.xml: directory /nonexistent/dir does not exist\n"
-    );
+    // A JUnit path in a missing directory, or a directory: exit 2 before anything runs (no
+    // report on stdout), nothing written.
+    let here = dir.path().to_str().unwrap().to_string();
+    for (path, want) in [
+        (
+            "/nonexistent/dir/j.xml".to_string(),
+            "error: --junit /nonexistent/dir/j.xml: directory /nonexistent/dir does not exist\n"
+                .to_string(),
+        ),
+        (
+            here.clone(),
+            format!("error: --junit {here}: is a directory; expected a file path\n"),
+        ),
+    ] {
+        let out = refundsim()
+            .args(["check", INCIDENT, "--junit", &path])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(out.stdout.is_empty(), "refused before the check runs");
+        assert_eq!(String::from_utf8(out.stderr).unwrap(), want);
+    }
 }
 
 /// A fix that only raises the executor's timeout to 9 s: still 8 duplicate tickets on seed 157.
