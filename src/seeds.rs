@@ -50,6 +50,11 @@ impl SeedRange {
                             u64::MAX
                         )
                     }
+                    _ if s.trim().is_empty() => {
+                        "expected seeds as A..B (inclusive, e.g. 1..30) or \
+                         one seed N, with a number on each side of `..`"
+                            .to_string()
+                    }
                     _ => format!(
                         "expected seeds as A..B (inclusive, e.g. 1..30) or one seed N, got {s:?}"
                     ),
@@ -110,6 +115,7 @@ mod tests {
             "seed 99999999999999999999 is too large: expected at most 18446744073709551615"
         ));
         assert!(msg("-1..3").contains("expected seeds as A..B"));
+        assert!(msg("1..").ends_with("with a number on each side of `..`"));
         assert!(msg("1..999999999").contains("at most 10000 seeds"));
         assert!(msg("1..10001").contains("at most 10000 seeds"));
     }

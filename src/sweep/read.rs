@@ -105,10 +105,12 @@ fn read_err(dir: impl std::fmt::Display, message: impl Into<String>) -> SweepErr
 pub fn read_dir(dir: &Path) -> Result<SweepRead, SweepError> {
     let expected = "expected the output directory of refundsim sweep (or merge)";
     if !dir.is_dir() {
-        return Err(read_err(
-            dir.display(),
-            format!("is not a directory; {expected}"),
-        ));
+        let what = if dir.exists() {
+            "is not a directory"
+        } else {
+            "does not exist"
+        };
+        return Err(read_err(dir.display(), format!("{what}; {expected}")));
     }
     let json = dir.join("sweep.json");
     let text = crate::input::read_input(&json, "a sweep.json")
@@ -335,7 +337,7 @@ mod tests {
     fn refuses_what_is_not_a_whole_sweep() {
         let tmp = tempfile::tempdir().unwrap();
         let err = |d: &Path| read_dir(d).unwrap_err().to_string();
-        assert!(err(&tmp.path().join("none")).contains("is not a directory"));
+        assert!(err(&tmp.path().join("none")).contains("does not exist"));
         assert!(err(tmp.path()).contains("sweep.json: cannot read"));
         small_sweep(tmp.path());
         std::fs::remove_file(tmp.path().join("duplicates.svg")).unwrap();

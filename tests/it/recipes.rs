@@ -192,6 +192,7 @@ fn retries_that_multiply_past_1000_requests_a_ticket_are_refused() {
 fn bad_stacks_are_refused_with_the_field_named() {
     let cases: &[(&str, &str)] = &[
         ("stack=[\"executor\",\"model_retry\",\"refunds_service\",\"sdk\"]", "stack: invalid value: expected the built-in layers once each and in this order"),
+        ("stack=[]", "sdk; got an empty list"),
         ("stack=[\"model_retry\",\"framework_retry\",\"executor\",\"refunds_service\",\"sdk\",\"nope\"]", "stack.5: unknown layer \"nope\""),
         ("stack=[\"model_retry\",\"executor\",\"refunds_service\",\"framework_retry\",\"sdk\"]", "stack.3: layer \"framework_retry\" sits between refunds_service and sdk"),
         ("stack=null", "layers.framework_retry: layer \"framework_retry\" is not in `stack`"),

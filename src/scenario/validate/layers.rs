@@ -93,7 +93,11 @@ fn validate_stack(s: &Scenario, stack: &[String]) -> Check {
             format!(
                 "invalid value: expected the built-in layers once each and in this order: {}; got {}",
                 BUILT_IN_LAYERS.join(", "),
-                stack.join(", ")
+                if stack.is_empty() {
+                    "an empty list".to_string()
+                } else {
+                    stack.join(", ")
+                }
             ),
         );
     }
