@@ -164,8 +164,24 @@ pub(super) fn data_error(mut segs: Vec<String>, e: &serde_json::Error) -> (Strin
     (segs.join("."), augment(message))
 }
 
+/// Fields that accept a second spelling (serde `alias`): (field, alias). A file or `--set` that
+/// gives both is told so, instead of a bare "duplicate field" naming a spelling the user may
+/// never have written.
+const ALIASES: [(&str, &str); 2] = [
+    ("max_retries", "num_retries"),
+    ("input_schema", "inputSchema"),
+];
+
 /// Says what was expected in words where serde's message names a Rust type.
 fn augment(mut message: String) -> String {
+    for (field, alias) in ALIASES {
+        if message == format!("duplicate field `{field}`") {
+            message.push_str(&format!(
+                " (`{alias}` is another spelling of `{field}`: give one of them, once)"
+            ));
+            return message;
+        }
+    }
     if [
         "missing field `name`",
         "missing field `horizon`",

@@ -193,6 +193,7 @@ fn bad_stacks_are_refused_with_the_field_named() {
     let cases: &[(&str, &str)] = &[
         ("stack=[\"executor\",\"model_retry\",\"refunds_service\",\"sdk\"]", "stack: invalid value: expected the built-in layers once each and in this order"),
         ("stack=[]", "sdk; got an empty list"),
+        ("layers.framework_retry={\"kind\":\"retry\",\"max_retries\":1,\"num_retries\":2}", "duplicate field `max_retries` (`num_retries` is another spelling of `max_retries`: give one of them, once)"),
         ("stack=[\"model_retry\",\"framework_retry\",\"executor\",\"refunds_service\",\"sdk\",\"nope\"]", "stack.5: unknown layer \"nope\""),
         ("stack=[\"model_retry\",\"executor\",\"refunds_service\",\"framework_retry\",\"sdk\"]", "stack.3: layer \"framework_retry\" sits between refunds_service and sdk"),
         ("stack=null", "layers.framework_retry: layer \"framework_retry\" is not in `stack`"),
