@@ -9,6 +9,7 @@ mod error;
 mod gate_config;
 mod gate_expect;
 mod latency;
+pub mod layer_kinds;
 pub mod layers;
 mod limits;
 mod load;

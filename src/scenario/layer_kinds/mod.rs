@@ -1,0 +1,125 @@
+//! What each layer kind does by default, one file per kind: its retries, the outcomes it
+//! retries, and its backoff's first delay and cap, each from the system it stands for.
+//! [`RetryLayer`]'s accessors (`retries`, `retries_on`, `base`, `max_delay`) read a field when
+//! the scenario sets it and the kind's [`KindDefaults`] when not.
+//!
+//! Adding a layer kind: a variant of [`LayerKind`] (`retry_layer.rs`), one file here with its
+//! `KindDefaults` and their sources, and one arm in [`defaults`]. A kind that decides
+//! differently in the model (a breaker, a hedge) also gets its policy in `model/layers/`
+//! (see `docs/architecture.md`, "How to add a layer kind").
+
+mod proxy;
+mod retry;
+mod run_retry;
+
+use std::time::Duration;
+
+use super::retry_layer::{LayerKind, RetryLayer, RetryOn};
+
+/// A layer kind's defaults, used where the layer leaves a setting out.
+#[derive(Clone, Copy, Debug)]
+pub struct KindDefaults {
+    /// Retries after the first try (`max_retries`).
+    pub max_retries: u32,
+    /// The outcomes retried (`retry_on`).
+    pub retry_on: &'static [RetryOn],
+    /// The backoff's first delay (`backoff.base`).
+    pub base: Duration,
+    /// The backoff's cap (`backoff.max`) given the first delay in use.
+    pub max_delay: fn(Duration) -> Duration,
+}
+
+/// The defaults of layer kind `kind`: one arm per kind.
+pub fn defaults(kind: LayerKind) -> &'static KindDefaults {
+    match kind {
+        LayerKind::Retry => &retry::DEFAULTS,
+        LayerKind::Proxy => &proxy::DEFAULTS,
+        LayerKind::RunRetry => &run_retry::DEFAULTS,
+    }
+}
+
+impl RetryLayer {
+    /// Retries after the first try, with the kind's default.
+    pub fn retries(&self) -> u32 {
+        self.max_retries.unwrap_or(defaults(self.kind).max_retries)
+    }
+
+    /// Whether this layer retries `outcome`, with the kind's default `retry_on`. As in Envoy,
+    /// `5xx` covers `gateway-error` (502–504), and both cover `pool-exhausted` (a 503).
+    pub fn retries_on(&self, outcome: RetryOn) -> bool {
+        let list = self
+            .retry_on
+            .as_deref()
+            .unwrap_or(defaults(self.kind).retry_on);
+        covered_by(outcome).iter().any(|c| list.contains(c))
+    }
+
+    /// First backoff delay, with the kind's default.
+    pub fn base(&self) -> Duration {
+        self.backoff.base.unwrap_or(defaults(self.kind).base)
+    }
+
+    /// Cap on one backoff delay, with the kind's default.
+    pub fn max_delay(&self) -> Duration {
+        self.backoff
+            .max
+            .unwrap_or_else(|| (defaults(self.kind).max_delay)(self.base()))
+    }
+}
+
+/// The `retry_on` entries that retry an outcome of class `c`: itself, and for 502–504 and the
+/// pool's 503 the broader classes that include them.
+fn covered_by(c: RetryOn) -> &'static [RetryOn] {
+    use RetryOn::*;
+    match c {
+        GatewayError => &[GatewayError, FiveXx],
+        PoolExhausted => &[PoolExhausted, GatewayError, FiveXx],
+        Reset => &[Reset],
+        ConnectFailure => &[ConnectFailure],
+        FiveXx => &[FiveXx],
+        Retriable4xx => &[Retriable4xx],
+        TooManyRequests => &[TooManyRequests],
+        Timeout => &[Timeout],
+        LlmError => &[LlmError],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each kind's defaults as its source has them, and a set field wins over them.
+    #[test]
+    fn each_kind_has_its_sources_defaults() {
+        let retry = RetryLayer::new(LayerKind::Retry);
+        assert_eq!(retry.retries(), 2);
+        assert!(retry.retries_on(RetryOn::Timeout) && retry.retries_on(RetryOn::LlmError));
+        assert_eq!(
+            (retry.base(), retry.max_delay()),
+            (Duration::from_secs(1), Duration::from_secs(60))
+        );
+
+        let proxy = RetryLayer::new(LayerKind::Proxy);
+        assert_eq!(proxy.retries(), 1);
+        assert!(proxy.retries_on(RetryOn::Reset) && proxy.retries_on(RetryOn::GatewayError));
+        assert!(!proxy.retries_on(RetryOn::Timeout) && !proxy.retries_on(RetryOn::TooManyRequests));
+        assert_eq!(
+            (proxy.base(), proxy.max_delay()),
+            (Duration::from_millis(25), Duration::from_millis(250))
+        );
+
+        let run = RetryLayer::new(LayerKind::RunRetry);
+        assert_eq!(run.retries(), 1);
+        assert!(run.retries_on(RetryOn::Timeout));
+
+        let mut set = RetryLayer::new(LayerKind::Retry);
+        set.max_retries = Some(5);
+        set.backoff.base = Some(Duration::from_secs(90));
+        assert_eq!(set.retries(), 5);
+        assert_eq!(
+            set.max_delay(),
+            Duration::from_secs(90),
+            "the cap is at least the base"
+        );
+    }
+}
