@@ -70,7 +70,7 @@ impl Default for LatencyHistogram {
 impl LatencyHistogram {
     /// Adds one value, ns. Values beyond the histogram's range (more than 292 years), and a
     /// bucket's count beyond `u32::MAX`, saturate.
-    pub fn record(&mut self, ns: u64) {
+    pub(crate) fn record(&mut self, ns: u64) {
         if self.h.record(ns).is_err() {
             self.h.saturating_record(ns);
         }
@@ -78,7 +78,7 @@ impl LatencyHistogram {
     }
 
     /// p50 / p99 (HDR precision) and the exact count and max, in ms.
-    pub fn percentiles(&self) -> Percentiles {
+    pub(crate) fn percentiles(&self) -> Percentiles {
         let n = self.h.len();
         if n == 0 {
             return Percentiles::default();
@@ -453,14 +453,14 @@ pub(crate) struct CappedIds(BTreeSet<u64>);
 
 impl CappedIds {
     /// Adds `id`, dropping the largest id when over the cap.
-    pub fn insert(&mut self, id: u64) {
+    pub(crate) fn insert(&mut self, id: u64) {
         self.0.insert(id);
         if self.0.len() > MAX_LISTED_IDS {
             self.0.pop_last();
         }
     }
     /// The ids kept, ascending.
-    pub fn into_vec(self) -> Vec<u64> {
+    pub(crate) fn into_vec(self) -> Vec<u64> {
         self.0.into_iter().collect()
     }
 }
@@ -519,7 +519,7 @@ pub fn evaluate_under(history: &History, gauges: &ModelGauges, rules: EvalRules)
 
 impl Evaluator {
     /// An evaluator under `rules` (from [`EvalRules::of`] the scenario being run).
-    pub fn new(rules: EvalRules) -> Self {
+    pub(crate) fn new(rules: EvalRules) -> Self {
         Evaluator {
             rules,
             ..Evaluator::default()
@@ -527,14 +527,14 @@ impl Evaluator {
     }
 
     /// Ticket `id` is closed: fold its facts into the totals and drop them.
-    pub fn ticket_closed(&mut self, id: u64) {
+    pub(crate) fn ticket_closed(&mut self, id: u64) {
         if let Some(f) = self.tickets.remove(&id) {
             self.fold(id, &f);
         }
     }
 
     /// Folds the tickets still open (ascending id) and the structural checks; the metrics.
-    pub fn finish(mut self, gauges: &ModelGauges) -> Metrics {
+    pub(crate) fn finish(mut self, gauges: &ModelGauges) -> Metrics {
         for (id, f) in id_map::into_sorted(std::mem::take(&mut self.tickets)) {
             self.fold(id, &f);
         }
@@ -685,7 +685,7 @@ impl Evaluator {
 
     /// Counts one event and files it under its ticket (every event with a ticket opens the
     /// ticket's facts, even one that adds nothing to them).
-    pub fn record(&mut self, e: &Event) {
+    pub(crate) fn record(&mut self, e: &Event) {
         self.seq += 1;
         self.count(e);
         self.file(e);

@@ -32,6 +32,7 @@
 //! wired by [`model::simulate`]) on the [`sim`] engine → [`history`] (events, JSONL trace) →
 //! [`invariants`] (invariants and metrics) → [`run`] and [`report`] (what the CLI prints).
 #![warn(missing_docs)]
+#![warn(unreachable_pub)]
 
 pub mod analysis;
 pub mod cause;

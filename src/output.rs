@@ -101,7 +101,7 @@ impl Drop for WholeFile {
 impl WholeFile {
     /// Opens `path` for writing as [`write_whole`] would; returns the file and a handle to
     /// write to. Errors are one line.
-    pub fn create(path: &Path) -> Result<(WholeFile, fs::File), String> {
+    pub(crate) fn create(path: &Path) -> Result<(WholeFile, fs::File), String> {
         match fs::metadata(path) {
             Ok(m) if m.is_dir() => return Err("is a directory; expected a file path".into()),
             Ok(m) if !m.is_file() || is_stream_path(path) => {
@@ -141,7 +141,7 @@ impl WholeFile {
     }
 
     /// Renames the written file into place with the old file's permissions (or `0644`).
-    pub fn commit(mut self) -> Result<(), String> {
+    pub(crate) fn commit(mut self) -> Result<(), String> {
         let Some(tmp) = self.tmp.take() else {
             return Ok(());
         };

@@ -475,7 +475,7 @@ pub(crate) struct IncidentShapes {
 impl IncidentShapes {
     /// Notes one event. Only the few kinds a shape reads look the ticket up (a shape made for
     /// any other event would stay at its default, which never matches).
-    pub fn record(&mut self, e: &Event) {
+    pub(crate) fn record(&mut self, e: &Event) {
         let Some(t) = e.ticket else { return };
         let note = match (&e.kind, e.attempt) {
             (
@@ -529,14 +529,14 @@ impl IncidentShapes {
     }
 
     /// Ticket `id` closed: judge it and drop its state.
-    pub fn ticket_closed(&mut self, id: u64) {
+    pub(crate) fn ticket_closed(&mut self, id: u64) {
         if let Some(s) = self.open.remove(&id) {
             self.judge(id, &s);
         }
     }
 
     /// The incident-shaped tickets, ascending, at most [`MAX_LISTED_IDS`].
-    pub fn finish(mut self) -> Vec<u64> {
+    pub(crate) fn finish(mut self) -> Vec<u64> {
         for (id, s) in id_map::into_sorted(std::mem::take(&mut self.open)) {
             self.judge(id, &s);
         }

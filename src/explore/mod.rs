@@ -2,7 +2,7 @@
 //! property every case is checked against, an exhaustive depth-first mode for tiny worlds, and
 //! the `refundsim explore` driver with shrinking to a minimal scenario.
 
-pub mod cli;
+pub(crate) mod cli;
 pub mod exhaustive;
 pub mod policy;
 pub mod search;

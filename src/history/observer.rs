@@ -60,7 +60,7 @@ pub(crate) struct TraceStream<W: Write> {
 
 impl<W: Write> TraceStream<W> {
     /// A stream to `out`, formatting wall-clock times from `origin` (midnight when `None`).
-    pub fn new(out: W, origin: Option<SystemTime>) -> Self {
+    pub(crate) fn new(out: W, origin: Option<SystemTime>) -> Self {
         TraceStream {
             out,
             origin,
@@ -70,7 +70,7 @@ impl<W: Write> TraceStream<W> {
     }
 
     /// Writes one event (after an earlier error: nothing).
-    pub fn write(&mut self, e: &Event) {
+    pub(crate) fn write(&mut self, e: &Event) {
         if self.error.is_some() {
             return;
         }
@@ -81,7 +81,7 @@ impl<W: Write> TraceStream<W> {
     }
 
     /// Flushes and returns the writer, or the first I/O error.
-    pub fn finish(mut self) -> std::io::Result<W> {
+    pub(crate) fn finish(mut self) -> std::io::Result<W> {
         if let Some(e) = self.error.take() {
             return Err(e);
         }

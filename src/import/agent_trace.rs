@@ -67,7 +67,7 @@ pub(crate) struct Item<'a> {
 
 impl Item<'_> {
     /// Where the record is.
-    pub fn source(&self) -> Source {
+    pub(super) fn source(&self) -> Source {
         Source {
             file: self.file.to_string(),
             line: self.line,
@@ -75,12 +75,12 @@ impl Item<'_> {
     }
 
     /// `field`'s path in the file: `[3].start_time`, or `start_time` for a record alone.
-    pub fn at(&self, field: &str) -> String {
+    pub(super) fn at(&self, field: &str) -> String {
         join(self.path, field)
     }
 
     /// An error about `field` (its path in the file, as [`Item::at`]).
-    pub fn error(&self, field: &str, message: impl std::fmt::Display) -> ImportError {
+    pub(super) fn error(&self, field: &str, message: impl std::fmt::Display) -> ImportError {
         ImportError::at(
             self.file,
             self.line,
@@ -90,13 +90,13 @@ impl Item<'_> {
 
     /// The first of `keys` (the names a field has in the format's spellings, e.g.
     /// `trace_id`, `traceId`) present and not null, with the key.
-    pub fn get<'k>(&self, keys: &[&'k str]) -> Option<(&'k str, &Value)> {
+    pub(super) fn get<'k>(&self, keys: &[&'k str]) -> Option<(&'k str, &Value)> {
         keys.iter()
             .find_map(|k| self.obj.get(*k).filter(|v| !v.is_null()).map(|v| (*k, v)))
     }
 
     /// A text field: absent or null is `None`; another type than a string is an error.
-    pub fn text(&self, keys: &[&str]) -> Result<Option<&str>, ImportError> {
+    pub(super) fn text(&self, keys: &[&str]) -> Result<Option<&str>, ImportError> {
         match self.get(keys) {
             None => Ok(None),
             Some((_, Value::String(s))) => Ok(Some(s)),
@@ -107,7 +107,7 @@ impl Item<'_> {
     }
 
     /// An id field: a string, or an integer as its digits.
-    pub fn id(&self, keys: &[&str]) -> Result<Option<String>, ImportError> {
+    pub(super) fn id(&self, keys: &[&str]) -> Result<Option<String>, ImportError> {
         match self.get(keys) {
             None => Ok(None),
             Some((_, Value::String(s))) => Ok((!s.is_empty()).then(|| s.clone())),
@@ -120,7 +120,7 @@ impl Item<'_> {
 
     /// A time field (ISO 8601 / RFC 3339 text; without a zone, UTC; see
     /// [`super::fields::parse_utc`]): absent or null is `None`.
-    pub fn time(&self, keys: &[&str]) -> Result<Option<UnixNs>, ImportError> {
+    pub(super) fn time(&self, keys: &[&str]) -> Result<Option<UnixNs>, ImportError> {
         let Some((k, v)) = self.get(keys) else {
             return Ok(None);
         };
@@ -142,7 +142,7 @@ impl Item<'_> {
 
     /// The record's start (required) and end (`None` while it was still running; not before
     /// the start).
-    pub fn times(
+    pub(super) fn times(
         &self,
         start: &[&str],
         end: &[&str],
@@ -393,7 +393,7 @@ impl AgentTrace {
     ///
     /// # Errors
     /// The pattern is not one (named as the flag `--timeout-output`).
-    pub fn new(name: &str, opts: &ImportOptions) -> Result<Self, ImportError> {
+    pub(super) fn new(name: &str, opts: &ImportOptions) -> Result<Self, ImportError> {
         let timeout_output = TimeoutOutput::new(&opts.timeout_output)
             .map_err(|e| ImportError::at(name, 0, format!("--timeout-output {e}")))?;
         Ok(AgentTrace {
@@ -409,7 +409,7 @@ impl AgentTrace {
     }
 
     /// A model call of `trace` at `item`.
-    pub fn model(&mut self, item: &Item<'_>, trace: String, start: UnixNs, end: UnixNs) {
+    pub(super) fn model(&mut self, item: &Item<'_>, trace: String, start: UnixNs, end: UnixNs) {
         self.models.push(ModelCall {
             trace,
             start,
@@ -420,7 +420,7 @@ impl AgentTrace {
 
     /// A tool record of another tool than the refund tool (counted for a warning when the
     /// file holds no call of the refund tool).
-    pub fn other_tool(&mut self, item: &Item<'_>, tool: &str) {
+    pub(super) fn other_tool(&mut self, item: &Item<'_>, tool: &str) {
         *self.other_tools.entry(tool.to_string()).or_default() += 1;
         if self.first_other.is_none() {
             self.first_other = Some(item.source());
@@ -432,7 +432,7 @@ impl AgentTrace {
     /// # Errors
     /// No ticket in the arguments; a ticket or an amount of the wrong type; a timeout text
     /// stating another timeout than an earlier one; more than [`super::MAX_RECORDS`] calls.
-    pub fn tool(
+    pub(super) fn tool(
         &mut self,
         item: &Item<'_>,
         run: ToolRun<'_>,
@@ -559,7 +559,7 @@ impl AgentTrace {
     }
 
     /// The recording: the calls with their decisions, sorted by time, then file and line.
-    pub fn finish(mut self, opts: &ImportOptions, what: &str) -> Recording {
+    pub(super) fn finish(mut self, opts: &ImportOptions, what: &str) -> Recording {
         if self.calls.is_empty() {
             self.calls = std::mem::take(&mut self.fallback);
         }

@@ -194,7 +194,7 @@ fn recorded<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<String>>, D
 /// A line that is not a JSON object, has no known `type`, lacks a required field, has an
 /// unknown field or a value of the wrong shape; two `executor` lines that disagree. The error
 /// names the file, the line and the field path.
-pub fn read(name: &str, text: &str, opts: &ImportOptions) -> Result<Recording, ImportError> {
+pub(crate) fn read(name: &str, text: &str, opts: &ImportOptions) -> Result<Recording, ImportError> {
     read_lines(name, text.lines().map(|l| Ok(l.to_string())), opts)
 }
 

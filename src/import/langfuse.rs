@@ -38,7 +38,7 @@ const WHAT: &str = "a Langfuse observation object";
 /// Whether `compact` (the head of a file, without whitespace) looks like Langfuse
 /// observations: a `parent_observation_id` (`parentObservationId`), or a trace id beside a
 /// status message.
-pub fn detect(compact: &str) -> bool {
+pub(crate) fn detect(compact: &str) -> bool {
     compact.contains("\"parent_observation_id\":")
         || compact.contains("\"parentObservationId\":")
         || (["\"trace_id\":", "\"traceId\":"]
@@ -57,7 +57,7 @@ pub fn detect(compact: &str) -> bool {
 /// without a start time; a time that is neither RFC 3339 nor `YYYY-MM-DD HH:MM:SS.ffffff`; an
 /// end before the start; a tool call of the refund tool without a ticket. Each error names the
 /// file, the line and the field path.
-pub fn read(name: &str, text: &str, opts: &ImportOptions) -> Result<Recording, ImportError> {
+pub(crate) fn read(name: &str, text: &str, opts: &ImportOptions) -> Result<Recording, ImportError> {
     let mut trace = AgentTrace::new(name, opts)?;
     each_in_text(name, text, &["data"], WHAT, &mut |item| {
         observation(&mut trace, item, opts)

@@ -36,7 +36,7 @@ const WHAT: &str = "a LangSmith run object";
 
 /// Whether `compact` (the head of a file, without whitespace) looks like LangSmith runs: a
 /// `run_type` beside a `trace_id`, `dotted_order` or `start_time`.
-pub fn detect(compact: &str) -> bool {
+pub(crate) fn detect(compact: &str) -> bool {
     compact.contains("\"run_type\":")
         && ["\"trace_id\":", "\"dotted_order\":", "\"start_time\":"]
             .iter()
@@ -51,7 +51,7 @@ pub fn detect(compact: &str) -> bool {
 /// `start_time`; a time that is not ISO 8601; an end before the start; a tool run of the refund
 /// tool without a ticket. Each error names the file, the line the run starts on and its field
 /// path (`[3].inputs`).
-pub fn read(name: &str, text: &str, opts: &ImportOptions) -> Result<Recording, ImportError> {
+pub(crate) fn read(name: &str, text: &str, opts: &ImportOptions) -> Result<Recording, ImportError> {
     let mut trace = AgentTrace::new(name, opts)?;
     each_in_text(name, text, &["runs"], WHAT, &mut |item| {
         run(&mut trace, item, opts)

@@ -177,7 +177,7 @@ const ORDINALS: [&str; 5] = ["FIRST", "SECOND", "THIRD", "FOURTH", "FIFTH"];
 /// The date is invalid; a line that starts with a digit is not a valid time; a tool call lacks
 /// a numeric ticket id or amount; a line that needs a tool call before it has none; times go
 /// backwards by less than 12 h.
-pub fn read(name: &str, text: &str, opts: &ImportOptions) -> Result<Recording, ImportError> {
+pub(crate) fn read(name: &str, text: &str, opts: &ImportOptions) -> Result<Recording, ImportError> {
     read_lines(name, text.lines().map(|l| Ok(l.to_string())), opts)
 }
 

@@ -21,37 +21,38 @@
 //! `replay` section, see [`crate::scenario::Replay`]).
 
 mod agent_trace;
-pub mod build;
+pub(crate) mod build;
 pub(crate) mod fields;
-pub mod jsonl;
-pub mod langfuse;
-pub mod langsmith;
-pub mod log;
-pub mod openai_agents;
-pub mod otlp;
+pub(crate) mod jsonl;
+pub(crate) mod langfuse;
+pub(crate) mod langsmith;
+pub(crate) mod log;
+pub(crate) mod openai_agents;
+pub(crate) mod otlp;
 mod progress;
 mod py_literal;
-pub mod recording;
-pub mod refunds_csv;
-pub mod stripe_list;
-pub mod timeout_output;
-pub mod tool_args;
+pub(crate) mod recording;
+pub(crate) mod refunds_csv;
+pub(crate) mod stripe_list;
+pub(crate) mod timeout_output;
+pub(crate) mod tool_args;
 
 use std::fmt;
 use std::path::Path;
 
 use fields::plural;
 
-pub use build::build;
-pub(crate) use build::{build_with_progress, origin_date, ImportReport};
+pub use build::{build, Drawn, Fit, ImportReport};
+pub(crate) use build::{build_with_progress, origin_date};
 pub use progress::ImportProgress;
-pub(crate) use recording::{
-    ExportedRefund, ProviderRequestRec, ServiceResponseRec, TicketRef, ToolCallRec, ToolResultRec,
-    UnixNs,
+pub(crate) use recording::UnixNs;
+pub use recording::{
+    ExportedRefund, Instant, ProviderRequestRec, Recording, ServiceResponseRec, Source, TicketRef,
+    ToolCallRec, ToolResultRec, Warning,
 };
-pub use recording::{Instant, Recording, Source, Warning};
 pub(crate) use timeout_output::{TimeoutOutput, DEFAULT_TIMEOUT_OUTPUT};
-pub(crate) use tool_args::{ArgumentNames, TICKET_ARGUMENTS};
+pub use tool_args::ArgumentNames;
+pub(crate) use tool_args::TICKET_ARGUMENTS;
 
 /// Largest input file read whole, bytes (256 MiB): an OTLP/JSON document. A larger one is
 /// refused with a message rather than read into memory; logs, JSON lines and refund exports are
@@ -494,7 +495,7 @@ pub(crate) struct LineReader<R> {
 
 impl<R: std::io::BufRead> LineReader<R> {
     /// Lines of `input`, the content of file `name`.
-    pub fn new(name: &str, input: R) -> Self {
+    pub(crate) fn new(name: &str, input: R) -> Self {
         LineReader {
             name: name.to_string(),
             input,

@@ -37,7 +37,7 @@ const WHAT: &str = "an OpenAI Agents SDK trace or span object";
 
 /// Whether `compact` (the head of a file, without whitespace) looks like the SDK's export:
 /// an item with `"object": "trace.span"`, or a trace with its `workflow_name`.
-pub fn detect(compact: &str) -> bool {
+pub(crate) fn detect(compact: &str) -> bool {
     compact.contains("\"object\":\"trace.span\"")
         || (compact.contains("\"object\":\"trace\"") && compact.contains("\"workflow_name\":"))
 }
@@ -51,7 +51,7 @@ pub fn detect(compact: &str) -> bool {
 /// a time that is not ISO 8601; an end before the start; a call of the refund tool without a
 /// ticket; two timeout texts stating different timeouts. Each error names the file, the line
 /// and the field path (`data[3].span_data.input`).
-pub fn read(name: &str, text: &str, opts: &ImportOptions) -> Result<Recording, ImportError> {
+pub(crate) fn read(name: &str, text: &str, opts: &ImportOptions) -> Result<Recording, ImportError> {
     let mut trace = AgentTrace::new(name, opts)?;
     each_in_text(name, text, &["data"], WHAT, &mut |item| {
         span(&mut trace, item, opts)

@@ -49,7 +49,7 @@ struct Columns {
 /// A required column is missing from the header; a row has another number of fields than the
 /// header; an empty id or charge, an amount, time, status or ticket that does not parse. The
 /// error names the file, the row's line and the column.
-pub fn read(name: &str, text: &str, opts: &ImportOptions) -> Result<Recording, ImportError> {
+pub(crate) fn read(name: &str, text: &str, opts: &ImportOptions) -> Result<Recording, ImportError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     read_from(name, text.as_bytes(), opts)
 }

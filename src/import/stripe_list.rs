@@ -26,7 +26,7 @@ use super::{ExportedRefund, ImportError, ImportOptions, Recording, Source, Ticke
 
 /// Whether `text` looks like a Stripe list of refunds or refund objects: JSON whose first
 /// object has `"object": "list"` or `"object": "refund"`.
-pub fn detect(head: &str) -> bool {
+pub(crate) fn detect(head: &str) -> bool {
     let compact: String = head
         .chars()
         .filter(|c| !c.is_whitespace())
@@ -43,7 +43,7 @@ pub fn detect(head: &str) -> bool {
 /// Each error names the file, the line the offending value starts on (a refund's field, else
 /// the refund object) and its field path (`data[3].amount`), and shows a number as the file
 /// writes it.
-pub fn read(name: &str, text: &str, opts: &ImportOptions) -> Result<Recording, ImportError> {
+pub(crate) fn read(name: &str, text: &str, opts: &ImportOptions) -> Result<Recording, ImportError> {
     let body = text.strip_prefix('\u{feff}').unwrap_or(text);
     let lines = super::fields::Lines::new(text);
     let list = List {

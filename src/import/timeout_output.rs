@@ -44,7 +44,7 @@ impl TimeoutOutput {
     /// # Errors
     /// The pattern is empty, only wildcards (it would take every result for a timeout), or
     /// holds `{seconds}` more than once.
-    pub fn new(pattern: &str) -> Result<Self, PatternError> {
+    pub(crate) fn new(pattern: &str) -> Result<Self, PatternError> {
         let mut pieces = Vec::new();
         let mut rest = pattern.trim();
         while !rest.is_empty() {
@@ -86,7 +86,7 @@ impl TimeoutOutput {
 
     /// Whether `text` says the call timed out: `None` when it does not match, else the
     /// seconds `{seconds}` took (`None` without the placeholder).
-    pub fn matches(&self, text: &str) -> Option<Option<f64>> {
+    pub(crate) fn matches(&self, text: &str) -> Option<Option<f64>> {
         let text = text.trim();
         let mut pos = 0;
         let mut pending: Option<&Piece> = None;

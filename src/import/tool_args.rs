@@ -161,7 +161,7 @@ pub(crate) fn parameters_of(v: &Value) -> Option<(String, Vec<String>)> {
 /// # Errors
 /// What is missing, in words (`` `lookup` has no `inputSchema` … ``), for a message that also
 /// names the file and the value's path.
-pub fn definition(v: &Value) -> Result<(String, Vec<String>), String> {
+pub(crate) fn definition(v: &Value) -> Result<(String, Vec<String>), String> {
     const SHAPES: &str = "expected a tool definition: an MCP tool (`name`, `inputSchema`), an \
                           Anthropic tool (`name`, `input_schema`), an OpenAI function (`name`, \
                           `parameters`, or `{\"type\": \"function\", \"function\": {…}}`) or the \

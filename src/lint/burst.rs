@@ -15,7 +15,7 @@
 //! The larger of the two is the wait estimate, capped by `refunds_service.acquire_timeout`.
 //! Summing p99s errs high, on purpose: a timeout should clear the tail of the burst.
 
-pub use crate::analysis::queueing::erlang_c;
+pub(crate) use crate::analysis::queueing::erlang_c;
 use crate::analysis::queueing::{latency_moments, peak_ticket_rate};
 use crate::scenario::{LatencyDist, Scenario};
 
@@ -24,7 +24,7 @@ const Z99: f64 = 2.326;
 
 /// The estimate and what went into it.
 #[derive(Clone, Debug, PartialEq)]
-pub struct BurstEstimate {
+pub(crate) struct BurstEstimate {
     /// Peak ticket arrivals per second.
     pub ticket_rate: f64,
     /// Background requests per second.
@@ -45,7 +45,7 @@ pub(crate) fn mean_secs(d: &LatencyDist) -> f64 {
 }
 
 /// The estimate for scenario `s`.
-pub fn estimate(s: &Scenario) -> BurstEstimate {
+pub(crate) fn estimate(s: &Scenario) -> BurstEstimate {
     let (ticket_rate, peak_s) = peak_ticket_rate(s);
     let background_rate = s.background_load.rate_per_s;
     let lambda = ticket_rate + background_rate;

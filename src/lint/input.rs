@@ -34,7 +34,7 @@ pub(crate) enum LintInput {
 
 impl LintInput {
     /// `scenario`, `policy` or `tools`.
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self {
             LintInput::Scenario(_) => "scenario",
             LintInput::Policy(_) => "policy",

@@ -26,13 +26,13 @@
 //! Allen–Cunneen with their inputs λ, E[S], c, ρ; "unstable" when ρ ≥ 1; see
 //! [`crate::analysis::queueing`]), printed before the closing count and in `--json` as `queueing`.
 
-pub mod burst;
+pub(crate) mod burst;
 mod deliveries;
 mod error;
 mod finding;
 mod guard;
 mod input;
-pub mod layers;
+pub(crate) mod layers;
 mod outcomes;
 mod providers;
 mod rules;

@@ -21,7 +21,7 @@ fn s_(d: std::time::Duration) -> String {
 /// (`cancellation: abort_in_flight`). Aborting never undoes the provider's commit, but the service
 /// records a failure and its status reads `none`, so a status probe or a retry above acts on a
 /// refund it cannot see.
-pub fn abort_in_flight(s: &Scenario, tool: &ToolFacts) -> Vec<Finding> {
+pub(super) fn abort_in_flight(s: &Scenario, tool: &ToolFacts) -> Vec<Finding> {
     let mut paths = Vec::new();
     if s.executor.cancellation == Cancellation::AbortInFlight {
         paths.push("executor.cancellation".to_string());

@@ -12,7 +12,7 @@ use crate::scenario::{KeyMode, OnPendingRow, OnTimeout, ProviderKind, Scenario};
 /// service retries the tool (the model, the executor, an added layer); `retriers` whether the
 /// model's rule and the executor's `retry` do (the added layers have
 /// `layer-retry-without-stable-key`, which asks the provider too).
-pub fn provider_rules(
+pub(super) fn provider_rules(
     s: &Scenario,
     tool: &ToolFacts,
     retried_above: bool,

@@ -24,12 +24,12 @@ pub(crate) struct ToolFacts {
 
 impl ToolFacts {
     /// Modifies its environment: not `readOnlyHint`.
-    pub fn mutating(&self) -> bool {
+    pub(crate) fn mutating(&self) -> bool {
         !self.read_only
     }
 
     /// From a scenario's parsed definition at `path`.
-    pub fn of_definition(t: &ToolDefinition, path: String) -> Self {
+    pub(crate) fn of_definition(t: &ToolDefinition, path: String) -> Self {
         let a = t.annotations.as_ref();
         ToolFacts {
             name: t.name.clone(),

@@ -15,7 +15,7 @@ use crate::scenario::{AppliesTo, Cancellation, Position, ReportTimeout, RetryLay
 use crate::sim::{tag, SimTime, StreamRng};
 
 // The ticket lives in `ticket`, below everyone who handles it; its old path stays.
-pub use super::ticket::Ticket;
+pub(crate) use super::ticket::Ticket;
 
 /// Whether the rule lets the model retry the agent's tool: `any_tool`, or `idempotent_tools` and
 /// the tool's annotations say `readOnlyHint || idempotentHint`.
@@ -24,12 +24,6 @@ pub(crate) fn retry_eligible(w: &World) -> bool {
         AppliesTo::AnyTool => true,
         AppliesTo::IdempotentTools => tool_is_idempotent(w),
     }
-}
-
-/// One ticket's life in the agent, from opening to a final tool result or escalation: its
-/// only delivery (see [`handle_delivery`]).
-pub async fn handle_ticket(w: Rc<World>, t: Ticket) {
-    handle_delivery(w, t, Delivery::first(false)).await;
 }
 
 /// One agent run on a ticket, started by delivery `d` of its triggering event. The first

@@ -56,7 +56,7 @@ struct Waiting {
 /// Starts Poisson arrivals at `background_load.rate_per_s` until the horizon; each waits for
 /// a connection (FIFO with ticket requests, up to `refunds_service.acquire_timeout`) and holds
 /// it for a `hold` draw.
-pub fn start(w: &Rc<World>) {
+pub(crate) fn start(w: &Rc<World>) {
     let rate = w.cfg.background_load.rate_per_s;
     if rate <= 0.0 {
         return;

@@ -10,7 +10,7 @@ use crate::scenario::Cancellation;
 
 /// Shared between the layer that waits for a request and the service task that runs it.
 #[derive(Debug, Default)]
-pub struct CallerState {
+pub(crate) struct CallerState {
     gone: Cell<bool>,
     cancel: Cell<Cancellation>,
     /// The first task waiting in [`CallerState::abort_signal`] (usually the only one), woken
@@ -23,7 +23,7 @@ pub struct CallerState {
 impl CallerState {
     /// The caller stopped waiting, cancelling with `mode`. With `abort_in_flight` a Stripe call
     /// in flight is told at once (its connection closes); the provider is not.
-    pub fn give_up(&self, mode: Cancellation) {
+    pub(crate) fn give_up(&self, mode: Cancellation) {
         self.gone.set(true);
         self.cancel.set(self.cancel.get().max(mode));
         if mode == Cancellation::AbortInFlight {
@@ -36,30 +36,30 @@ impl CallerState {
     }
 
     /// Whether the caller stopped waiting (the answer will be late).
-    pub fn gone(&self) -> bool {
+    pub(crate) fn gone(&self) -> bool {
         self.gone.get()
     }
 
     /// Whether work that has not reached Stripe should be dropped.
-    pub fn drops_queued(&self) -> bool {
+    pub(crate) fn drops_queued(&self) -> bool {
         self.gone.get() && self.cancel.get() >= Cancellation::QueuedOnly
     }
 
     /// Whether a Stripe call in flight has been aborted.
-    pub fn aborted(&self) -> bool {
+    pub(crate) fn aborted(&self) -> bool {
         self.gone.get() && self.cancel.get() == Cancellation::AbortInFlight
     }
 
     /// Completes when the caller aborts in-flight work (at once if it already has; never,
     /// otherwise).
-    pub fn abort_signal(&self) -> AbortSignal<'_> {
+    pub(crate) fn abort_signal(&self) -> AbortSignal<'_> {
         AbortSignal { caller: self }
     }
 }
 
 /// The future of [`CallerState::abort_signal`].
 #[derive(Debug)]
-pub struct AbortSignal<'a> {
+pub(crate) struct AbortSignal<'a> {
     caller: &'a CallerState,
 }
 

@@ -22,14 +22,14 @@ use crate::sim::SimTime;
 
 // What one delivery is, and the event's id, live in `ticket`, below the agent that reads them;
 // their old paths stay.
-pub use super::ticket::event_id;
+pub(crate) use super::ticket::event_id;
 pub(crate) use super::ticket::DUPLICATE_ATTEMPT_BASE;
 
 /// Delivers ticket `t`'s event: starts the agent on it, and, when the sender delivers it a
 /// second time, a task holding the ticket's lease until that second delivery arrives (so the
 /// ticket is not closed before), which either drops it (`consumer_dedup: event_id`) or starts
 /// a second agent run on the ticket.
-pub fn deliver(w: &Rc<World>, t: Ticket) {
+pub(crate) fn deliver(w: &Rc<World>, t: Ticket) {
     let cfg = &w.cfg.deliveries;
     let traced = cfg.at_least_once();
     let again = if traced {

@@ -36,7 +36,7 @@ pub(crate) fn standard_normal(rng: &mut StreamRng) -> f64 {
 /// about as much as the draw itself, so the model's hot distributions keep them (see
 /// [`Latency`]). Draws the same numbers as computing them per draw.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Lognormal {
+pub(crate) struct Lognormal {
     p50: f64,
     mu: f64,
     sigma: f64,
@@ -44,13 +44,13 @@ pub struct Lognormal {
 
 impl Lognormal {
     /// The lognormal with median `p50` and 99th percentile `p99` (both > 0, in any one unit).
-    pub fn new(p50: f64, p99: f64) -> Self {
+    pub(crate) fn new(p50: f64, p99: f64) -> Self {
         let (mu, sigma) = lognormal_params(p50, p99);
         Lognormal { p50, mu, sigma }
     }
 
     /// The lognormal of an amount distribution (its `p50_cents` and `p99_cents`).
-    pub fn of_amount(d: &AmountDist) -> Self {
+    pub(crate) fn of_amount(d: &AmountDist) -> Self {
         Lognormal::new(d.p50_cents as f64, d.p99_cents as f64)
     }
 
@@ -58,7 +58,7 @@ impl Lognormal {
     /// then every `log`, every `cos`, every `exp`. Each number goes through the same operations
     /// as alone, so the draws are identical; the independent libm calls (chains of dependent
     /// floating-point steps) overlap in the CPU.
-    pub fn draw_each<const N: usize>(&self, rngs: &mut [StreamRng; N]) -> [f64; N] {
+    pub(crate) fn draw_each<const N: usize>(&self, rngs: &mut [StreamRng; N]) -> [f64; N] {
         // As `standard_normal`: per stream, U₁ then U₂.
         let uniforms: [(f64, f64); N] = std::array::from_fn(|i| {
             let u1 = open_unit(&mut rngs[i]);
@@ -89,14 +89,14 @@ impl Lognormal {
 /// `otherwise`'s) computed once, for the distributions drawn per request. Draws exactly what
 /// [`latency`] and [`request_latency`] draw from the distribution it was made from.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Latency {
+pub(crate) struct Latency {
     dist: LatencyDist,
     lognormal: Option<Lognormal>,
 }
 
 impl Latency {
     /// `d` with its parameters computed.
-    pub fn new(d: &LatencyDist) -> Self {
+    pub(crate) fn new(d: &LatencyDist) -> Self {
         let lognormal_of = |d: &LatencyDist| match d {
             LatencyDist::Lognormal { p50, p99 } => {
                 Some(Lognormal::new(p50.as_nanos() as f64, p99.as_nanos() as f64))
@@ -114,7 +114,7 @@ impl Latency {
     }
 
     /// A draw, as [`latency`].
-    pub fn draw(&self, rng: &mut StreamRng) -> SimTime {
+    pub(crate) fn draw(&self, rng: &mut StreamRng) -> SimTime {
         latency_of(rng, &self.dist, None, self.lognormal.as_ref())
     }
 
@@ -124,7 +124,7 @@ impl Latency {
     /// are identical, and the independent libm calls, which are chains of dependent
     /// floating-point steps, overlap in the CPU. For the background load's holds, drawn in
     /// batches.
-    pub fn draw_each<const N: usize>(&self, rngs: &mut [StreamRng; N]) -> [SimTime; N] {
+    pub(crate) fn draw_each<const N: usize>(&self, rngs: &mut [StreamRng; N]) -> [SimTime; N] {
         let Some(ln) = self
             .lognormal
             .filter(|_| matches!(self.dist, LatencyDist::Lognormal { .. }))
@@ -136,7 +136,7 @@ impl Latency {
     }
 
     /// A draw for the Stripe request `key`, as [`request_latency`].
-    pub fn draw_for(&self, rng: &mut StreamRng, key: &RequestKey) -> SimTime {
+    pub(crate) fn draw_for(&self, rng: &mut StreamRng, key: &RequestKey) -> SimTime {
         latency_of(rng, &self.dist, Some(key), self.lognormal.as_ref())
     }
 }
@@ -151,7 +151,7 @@ impl Latency {
 /// - empirical: sample number `⌊U₁ · n⌋` (uniform among the `n` samples); `U₂` unused;
 /// - script: `otherwise`'s draw (so two uniforms), replaced by the scripted value when one is
 ///   keyed for the request. Without a request key (everywhere but Stripe), `otherwise` alone.
-pub fn latency(rng: &mut StreamRng, d: &LatencyDist) -> SimTime {
+pub(crate) fn latency(rng: &mut StreamRng, d: &LatencyDist) -> SimTime {
     latency_of(rng, d, None, None)
 }
 
@@ -243,7 +243,7 @@ impl<T: Copy + Default, const N: usize> Default for DrawnAhead<T, N> {
 impl<T: Copy, const N: usize> DrawnAhead<T, N> {
     /// The draw of `id`; when it was not drawn ahead, `draw` makes those of `id .. id + N`
     /// (given the `N` ids, returning their draws in that order).
-    pub fn get(&mut self, id: u64, draw: impl FnOnce([u64; N]) -> [T; N]) -> T {
+    pub(crate) fn get(&mut self, id: u64, draw: impl FnOnce([u64; N]) -> [T; N]) -> T {
         if id.wrapping_sub(self.base) >= self.len as u64 {
             self.values = draw(std::array::from_fn(|i| id.wrapping_add(i as u64)));
             self.base = id;
@@ -254,7 +254,8 @@ impl<T: Copy, const N: usize> DrawnAhead<T, N> {
 }
 
 /// Cents from a p50/p99 lognormal, rounded and clamped to `[min_cents, max_cents]`.
-pub fn amount(rng: &mut StreamRng, d: &AmountDist) -> u64 {
+#[cfg(test)]
+pub(crate) fn amount(rng: &mut StreamRng, d: &AmountDist) -> u64 {
     amount_from(rng, d, &Lognormal::of_amount(d))
 }
 
@@ -270,6 +271,7 @@ pub(crate) fn amounts_from<const N: usize>(
 
 /// [`amount`] with `d`'s lognormal (`Lognormal::of_amount(d)`) computed once, for a draw per
 /// ticket: the same numbers without two `log` calls per draw.
+#[cfg(test)]
 pub(crate) fn amount_from(rng: &mut StreamRng, d: &AmountDist, lognormal: &Lognormal) -> u64 {
     clamped_cents(lognormal.draw(rng), d)
 }

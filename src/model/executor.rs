@@ -16,7 +16,7 @@ use crate::sim::SimTime;
 
 // The request the executor sends and the call that sends it live in `service_call`, below the
 // proxies that also send it; their old paths stay.
-pub use super::service_call::send;
+pub(crate) use super::service_call::send;
 pub(crate) use super::service_call::Outgoing;
 
 /// Whether the agent's tool is idempotent by its MCP annotations (`readOnlyHint ||
@@ -79,7 +79,7 @@ impl ToolReply {
     }
     /// What a framework layer reports when its last try timed out: a failure (class `timeout`)
     /// or, with `unknown`, an unknown outcome.
-    pub fn layer_timeout(after: SimTime, layer: &str, unknown: bool) -> Self {
+    pub(crate) fn layer_timeout(after: SimTime, layer: &str, unknown: bool) -> Self {
         let text = format!("timeout after {}ms ({layer})", after.as_nanos() / 1_000_000);
         if unknown {
             Self::unknown(text)

@@ -18,7 +18,7 @@ use crate::sim::SimTime;
 /// Hands `t` to a human: records the escalation and, when humans are enabled, starts their work
 /// as a task of its own. In a replay whose recording holds what the humans did for `t`
 /// ([`recorded_human`]), that is replayed instead.
-pub async fn escalate(w: &Rc<World>, t: &Ticket, ids: Ids, reason: String) {
+pub(crate) async fn escalate(w: &Rc<World>, t: &Ticket, ids: Ids, reason: String) {
     w.record(ids, EventKind::Escalation { reason });
     if let Some(refunds) = recorded_human(w, t.id) {
         let (ww, tt) = (w.clone(), t.clone());

@@ -27,7 +27,7 @@ fn join(prefix: &str, parts: &[u64], sep: char) -> String {
 
 /// The Stripe charge id of ticket `ticket`: `ch_{ticket}`. Shared (`Rc<str>`, as a refund's
 /// charge is) and written in place, in one allocation.
-pub fn charge(ticket: u64) -> std::rc::Rc<str> {
+pub(crate) fn charge(ticket: u64) -> std::rc::Rc<str> {
     let mut digits = itoa::Buffer::new();
     let digits = digits.format(ticket);
     // "ch_" + at most 20 digits.
@@ -41,7 +41,7 @@ pub fn charge(ticket: u64) -> std::rc::Rc<str> {
 /// The id of the fake Stripe's `n`-th refund: `re_` and `n` in at least eight digits,
 /// zero-padded (`re_00000042`). Shared (`Rc<str>`): a refund's clones share its id, and it is
 /// written in place, in one allocation.
-pub fn refund(n: u64) -> std::rc::Rc<str> {
+pub(crate) fn refund(n: u64) -> std::rc::Rc<str> {
     let mut digits = itoa::Buffer::new();
     let digits = digits.format(n);
     let pad = 8usize.saturating_sub(digits.len());
@@ -54,7 +54,7 @@ pub fn refund(n: u64) -> std::rc::Rc<str> {
 }
 
 /// The webhook event id of ticket `ticket`'s triggering event: `evt_{ticket}`.
-pub fn event(ticket: u64) -> String {
+pub(crate) fn event(ticket: u64) -> String {
     join("evt_", &[ticket], '_')
 }
 
@@ -69,7 +69,7 @@ pub(crate) fn sdk_key(ticket: u64, call: u64, try_no: Option<u32>) -> String {
 
 /// The refunds service's business id of a refund: per attempt `ref_{ticket}_{call}`, per ticket
 /// `ref_{ticket}`.
-pub fn business_id(ticket: u64, call: Option<u64>) -> String {
+pub(crate) fn business_id(ticket: u64, call: Option<u64>) -> String {
     match call {
         Some(c) => join("ref_", &[ticket, c], '_'),
         None => join("ref_", &[ticket], '_'),
@@ -91,7 +91,7 @@ pub(crate) fn service_ticket_key(ticket: u64, nonce: &str) -> String {
 }
 
 /// A ticket's key nonce: `n` as 16 lowercase hexadecimal digits (`{n:016x}`).
-pub fn nonce(n: u64) -> String {
+pub(crate) fn nonce(n: u64) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     (0..16)
         .rev()

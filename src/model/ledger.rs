@@ -5,7 +5,7 @@ use crate::id_map::IdMap;
 
 /// One ticket's row.
 #[derive(Clone, Debug, Default)]
-pub struct TicketRow {
+pub(crate) struct TicketRow {
     /// Requests for this ticket currently being worked on.
     pub in_flight: u32,
     /// The refund the service recorded, if any.
@@ -28,7 +28,7 @@ impl TicketRow {
     /// Counts a generation only when a nonce was written (a ticket without a per-ticket key
     /// has nothing to rotate). The one path for every rotation: `rotate_key` after a failed
     /// answer and `on_key_conflict: retry_new_key`.
-    pub fn rotate_nonce(&mut self) {
+    pub(crate) fn rotate_nonce(&mut self) {
         if self.nonce.take().is_some() {
             self.nonce_generation += 1;
         }
@@ -37,7 +37,7 @@ impl TicketRow {
 
 /// Rows by ticket id.
 #[derive(Debug, Default)]
-pub struct Ledger {
+pub(crate) struct Ledger {
     /// Rows by ticket. A hash map: looked up per request and dropped per ticket, never
     /// iterated (so its order reaches no output).
     rows: IdMap<TicketRow>,
@@ -45,14 +45,14 @@ pub struct Ledger {
 
 impl Ledger {
     /// The row of `ticket`, created empty on first use.
-    pub fn row(&mut self, ticket: u64) -> &mut TicketRow {
+    pub(crate) fn row(&mut self, ticket: u64) -> &mut TicketRow {
         self.rows.entry(ticket).or_default()
     }
 
     /// Drops `ticket`'s row (the ticket is closed: nothing reads or writes it any more).
     /// Refuses (returns `false`, keeps the row) while a request for it is in flight: a broken
     /// eviction rule.
-    pub fn evict(&mut self, ticket: u64) -> bool {
+    pub(crate) fn evict(&mut self, ticket: u64) -> bool {
         if self.rows.get(&ticket).is_some_and(|r| r.in_flight > 0) {
             return false;
         }
@@ -61,19 +61,14 @@ impl Ledger {
     }
 
     /// Rows held now (for tests of eviction).
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.rows.len()
-    }
-
-    /// Whether no row is held.
-    pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
     }
 
     /// `get_status(ticket)` from the ledger alone: `refunded` if a refund is recorded; with
     /// `completed_only` nothing else (so `none`); otherwise `pending` while a request is in
     /// flight, then `unknown` if an outcome was recorded as unknown, else `none`.
-    pub fn status(&self, ticket: u64, completed_only: bool) -> TicketStatus {
+    pub(crate) fn status(&self, ticket: u64, completed_only: bool) -> TicketStatus {
         let Some(r) = self.rows.get(&ticket) else {
             return TicketStatus::None;
         };

@@ -1,29 +1,29 @@
 //! The model: one file per real component of DESIGN §1, each reading its section of the
 //! scenario. [`simulate`] wires them and runs one scenario under one seed.
 
-pub mod agent;
-pub mod arrivals;
-pub mod background;
-pub mod backoff;
-pub mod caller;
-pub mod deliveries;
-pub mod dist;
-pub mod executor;
-pub mod humans;
-pub mod ids;
-pub mod layers;
-pub mod ledger;
-pub mod pool;
-pub mod providers;
-pub mod reconciliation;
-pub mod refunds_service;
-pub mod service_call;
-pub mod stripe;
-pub mod stripe_api;
-pub mod stripe_client;
-pub mod stripe_trace;
-pub mod ticket;
-pub mod world;
+pub(crate) mod agent;
+pub(crate) mod arrivals;
+pub(crate) mod background;
+pub(crate) mod backoff;
+pub(crate) mod caller;
+pub(crate) mod deliveries;
+pub(crate) mod dist;
+pub(crate) mod executor;
+pub(crate) mod humans;
+pub(crate) mod ids;
+pub(crate) mod layers;
+pub(crate) mod ledger;
+pub(crate) mod pool;
+pub(crate) mod providers;
+pub(crate) mod reconciliation;
+pub(crate) mod refunds_service;
+pub(crate) mod service_call;
+pub(crate) mod stripe;
+pub(crate) mod stripe_api;
+pub(crate) mod stripe_client;
+pub(crate) mod stripe_trace;
+pub(crate) mod ticket;
+pub(crate) mod world;
 
 use std::cell::RefCell;
 use std::rc::Rc;

@@ -16,7 +16,7 @@ use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
 /// Told when a connection it waits for is handed to it (see [`Pool::wait_with_callback`]).
-pub trait PoolCallback {
+pub(crate) trait PoolCallback {
     /// The waiter at place `place` in line (as [`Pool::wait_with_callback`] returned it) now
     /// holds a connection; it returns it with [`Pool::release`].
     fn granted(&self, place: u64);
@@ -40,7 +40,7 @@ struct State {
 }
 
 /// A FIFO pool of `size` connections. Single-threaded: it lives in one simulation.
-pub struct Pool {
+pub(crate) struct Pool {
     state: RefCell<State>,
     /// Connections held now.
     in_use: Cell<u32>,
@@ -48,7 +48,7 @@ pub struct Pool {
 
 /// A held connection; dropping it returns the connection to the pool (to the first waiter).
 #[must_use = "dropping a permit returns its connection at once"]
-pub struct Permit {
+pub(crate) struct Permit {
     pool: Rc<Pool>,
 }
 
@@ -60,7 +60,7 @@ impl Drop for Permit {
 
 impl Pool {
     /// A pool of `size` free connections.
-    pub fn new(size: u32) -> Pool {
+    pub(crate) fn new(size: u32) -> Pool {
         Pool {
             state: RefCell::new(State {
                 free: size,
@@ -73,18 +73,19 @@ impl Pool {
     }
 
     /// Requests waiting in the line now (tasks and background requests).
-    pub fn waiting(&self) -> usize {
+    pub(crate) fn waiting(&self) -> usize {
         self.state.borrow().waiting.len()
     }
 
     /// Connections held now.
-    pub fn in_use(&self) -> u32 {
+    #[cfg(test)]
+    pub(crate) fn in_use(&self) -> u32 {
         self.in_use.get()
     }
 
     /// Waits in line for a connection. Dropping the future leaves the line (or, if it was
     /// handed a connection it had not yet taken, returns that connection to the next waiter).
-    pub fn acquire(self: &Rc<Self>) -> Acquire {
+    pub(crate) fn acquire(self: &Rc<Self>) -> Acquire {
         Acquire {
             pool: self.clone(),
             ticket: None,
@@ -96,7 +97,7 @@ impl Pool {
     /// [`Pool::release`]). Otherwise joins the line as `callback` and returns `Err(place in
     /// line)`: the place `callback` is told when a connection is handed to it, and the one to
     /// give [`Pool::leave`].
-    pub fn wait_with_callback(&self, callback: Rc<dyn PoolCallback>) -> Result<(), u64> {
+    pub(crate) fn wait_with_callback(&self, callback: Rc<dyn PoolCallback>) -> Result<(), u64> {
         self.take_or_join(|| Waiter::Call(callback))
     }
 
@@ -116,7 +117,7 @@ impl Pool {
     }
 
     /// Leaves the line (e.g. after an acquire timeout): `true` if `ticket` was still waiting.
-    pub fn leave(&self, ticket: u64) -> bool {
+    pub(crate) fn leave(&self, ticket: u64) -> bool {
         let mut s = self.state.borrow_mut();
         let Some(i) = s.waiting.iter().position(|(t, _)| *t == ticket) else {
             return false;
@@ -129,7 +130,7 @@ impl Pool {
     }
 
     /// Returns a held connection: to the first waiter if there is one, else to the free set.
-    pub fn release(&self) {
+    pub(crate) fn release(&self) {
         self.in_use.set(self.in_use.get() - 1);
         let mut s = self.state.borrow_mut();
         match s.waiting.pop_front() {
@@ -155,7 +156,7 @@ impl Pool {
 }
 
 /// The future of [`Pool::acquire`]: a [`Permit`] once a connection is handed to it.
-pub struct Acquire {
+pub(crate) struct Acquire {
     pool: Rc<Pool>,
     /// Place in line once it waits.
     ticket: Option<u64>,

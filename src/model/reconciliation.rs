@@ -9,7 +9,7 @@ use crate::history::EventKind;
 use crate::sim::SimTime;
 
 /// Runs the job until the horizon, when `reconciliation.enabled`.
-pub async fn run(w: Rc<World>) {
+pub(crate) async fn run(w: Rc<World>) {
     let cfg = &w.cfg.reconciliation;
     if !cfg.enabled {
         return;

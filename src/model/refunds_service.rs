@@ -24,7 +24,7 @@ pub(crate) const DEDUP_POLL: SimTime = SimTime::from_millis(100);
 
 /// One `POST /refunds` from the tool executor.
 #[derive(Clone, Debug)]
-pub struct ServiceRequest {
+pub(crate) struct ServiceRequest {
     /// Ticket.
     pub ticket: u64,
     /// Model attempt.
@@ -43,7 +43,7 @@ pub struct ServiceRequest {
 
 /// The service's answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ServiceResult {
+pub(crate) enum ServiceResult {
     /// `{status: "refunded", refund_id}`.
     Refunded(String),
     /// An error answer: the service's HTTP status and the error text. 503: no pool connection
@@ -76,7 +76,7 @@ impl ServiceResult {
 /// `get_status(ticket)` as the service answers it now, from its `status_source`: the ledger
 /// (`refunded`, `pending`, `unknown`, `none`; only `refunded` or `none` with `completed_only`),
 /// after a lookup of the charge's committed refunds at Stripe with `provider`.
-pub fn get_status(w: &World, ticket: u64) -> TicketStatus {
+pub(crate) fn get_status(w: &World, ticket: u64) -> TicketStatus {
     let source = w.cfg.refunds_service.status_source;
     if source == StatusSource::Provider {
         let stripe = w.stripe.borrow();
@@ -111,7 +111,11 @@ fn idempotency_key(w: &World, req: &ServiceRequest) -> Option<String> {
 /// Handles one request. `caller` says when the layer waiting for it gave up, so the answer is
 /// traced as a late ("zombie") response, and what it cancelled. Whatever happens, the request's
 /// pending row is cleared and any pool connection is returned before this returns.
-pub async fn issue(w: Rc<World>, req: ServiceRequest, caller: Rc<CallerState>) -> ServiceResult {
+pub(crate) async fn issue(
+    w: Rc<World>,
+    req: ServiceRequest,
+    caller: Rc<CallerState>,
+) -> ServiceResult {
     let ids = Ids::call(req.ticket, req.attempt, req.call);
     let start = w.now();
     w.ledger.borrow_mut().row(req.ticket).in_flight += 1;
@@ -651,7 +655,7 @@ async fn claim_pending_row(w: &World, ticket: u64, call: u64, on_pending: OnPend
 }
 
 /// Waits in FIFO order for a pool connection, up to the acquire timeout.
-pub async fn acquire(w: &World, ids: Ids) -> Option<Permit> {
+pub(crate) async fn acquire(w: &World, ids: Ids) -> Option<Permit> {
     let g = &w.pool_gauges;
     g.wait_begins();
     let traced = ids.ticket.is_some();
@@ -689,7 +693,7 @@ pub async fn acquire(w: &World, ids: Ids) -> Option<Permit> {
 }
 
 /// Books a connection's return (the permit itself is dropped by the caller).
-pub fn release(w: &World, ids: Ids) {
+pub(crate) fn release(w: &World, ids: Ids) {
     w.pool_gauges.returned(w.now());
     if ids.ticket.is_some() {
         w.record(ids, EventKind::PoolRelease);

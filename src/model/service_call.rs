@@ -16,7 +16,7 @@ use crate::sim::SimTime;
 
 /// A request on its way from the executor to the refunds service, before it gets a call id.
 #[derive(Clone, Debug)]
-pub struct Outgoing {
+pub(crate) struct Outgoing {
     /// Ticket.
     pub ticket: u64,
     /// Model attempt.
@@ -38,7 +38,7 @@ pub struct Outgoing {
 /// `service_request`) and waits for the answer. The service's work is a task of its own: if
 /// this future is dropped before the answer (a timeout above gave up), the work keeps running
 /// and its answer is traced as late.
-pub async fn send(w: Rc<World>, req: Outgoing, last_call: Rc<Cell<u64>>) -> ServiceResult {
+pub(crate) async fn send(w: Rc<World>, req: Outgoing, last_call: Rc<Cell<u64>>) -> ServiceResult {
     let call = w.next_call_id();
     last_call.set(call);
     let ids = Ids::call(req.ticket, req.attempt, call);

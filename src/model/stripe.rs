@@ -24,13 +24,13 @@ use crate::id_map::{IdSet, StrMap};
 use crate::scenario::{Provider, ProviderKind};
 use crate::sim::SimTime;
 
-pub use super::providers::{Origin, RefundParams, StripeRequest};
+pub(crate) use super::providers::{Origin, RefundParams, StripeRequest};
 
-pub use crate::history::RefundStatus;
+pub(crate) use crate::history::RefundStatus;
 
 /// A refund object.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Refund {
+pub(crate) struct Refund {
     /// `re_…`, unique and deterministic (a counter). Shared, not copied, by the clones a refund
     /// makes (the charge's list, the saved response, the answer).
     pub id: Rc<str>,
@@ -49,7 +49,9 @@ pub struct Refund {
 /// Stripe error `type`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ErrorType {
+// The variants are Stripe's `type` values (`invalid_request_error`, …), which all end so.
+#[allow(clippy::enum_variant_names)]
+pub(crate) enum ErrorType {
     /// `invalid_request_error`.
     InvalidRequestError,
     /// `idempotency_error`.
@@ -63,7 +65,7 @@ pub enum ErrorType {
 /// A response body.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "object", rename_all = "snake_case")]
-pub enum Body {
+pub(crate) enum Body {
     /// A refund object.
     Refund(Refund),
     /// An error object.
@@ -82,7 +84,7 @@ pub enum Body {
 
 /// An HTTP response.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Response {
+pub(crate) struct Response {
     /// HTTP status.
     pub status: u16,
     /// Body.
@@ -97,7 +99,7 @@ pub struct Response {
 
 /// What [`FakeStripe::begin`] decided.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Begin {
+pub(crate) enum Begin {
     /// Answered without executing (429, 409, 400 validation or idempotency error, replay).
     Respond(Response),
     /// The endpoint starts executing; call [`FakeStripe::commit`] with the token after the latency.
@@ -106,7 +108,7 @@ pub enum Begin {
 
 /// A request that is executing.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ExecToken {
+pub(crate) struct ExecToken {
     /// Sequence number of the execution.
     pub exec: u64,
     /// The entry the execution saves its response under: the idempotency key (Stripe), the
@@ -118,7 +120,7 @@ pub struct ExecToken {
 
 /// A fault decided by the caller (from its seeded stream) for one commit.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum CommitFault {
+pub(crate) enum CommitFault {
     /// Normal response.
     #[default]
     None,
@@ -143,7 +145,7 @@ pub enum CommitFault {
 
 /// What the client sees after a commit.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Delivered {
+pub(crate) enum Delivered {
     /// A response.
     Response(Response),
     /// The connection dropped; the client cannot know the outcome.
@@ -152,7 +154,8 @@ pub enum Delivered {
 
 impl Response {
     /// The refund in the body, if the body is a refund object.
-    pub fn refund(&self) -> Option<&Refund> {
+    #[cfg(test)]
+    pub(crate) fn refund(&self) -> Option<&Refund> {
         match &self.body {
             Body::Refund(r) => Some(r),
             Body::Error { .. } => None,
@@ -160,7 +163,7 @@ impl Response {
     }
 
     /// The error `code`, if the body is an error object that has one.
-    pub fn error_code(&self) -> Option<&str> {
+    pub(crate) fn error_code(&self) -> Option<&str> {
         match &self.body {
             Body::Error { code, .. } => code.as_deref(),
             Body::Refund(_) => None,
@@ -168,7 +171,8 @@ impl Response {
     }
 
     /// The error `type`, if the body is an error object.
-    pub fn error_type(&self) -> Option<ErrorType> {
+    #[cfg(test)]
+    pub(crate) fn error_type(&self) -> Option<ErrorType> {
         match &self.body {
             Body::Error { kind, .. } => Some(*kind),
             Body::Refund(_) => None,
@@ -239,7 +243,7 @@ struct ChargeState {
 /// Memory stays flat over long runs: the model evicts a charge (with its refunds and the key
 /// entries that name it) once nothing can touch it ([`FakeStripe::evict_charge`]).
 #[derive(Debug)]
-pub struct FakeStripe {
+pub(crate) struct FakeStripe {
     /// Charge id → its state. A hash map: iterated only by [`FakeStripe::refunds`], which
     /// sorts what it collects.
     charges: StrMap<ChargeState>,
@@ -280,7 +284,7 @@ impl FakeStripe {
     /// An account with key retention `retention` and a rate limit of `rate_limit_per_s`
     /// requests per sliding one-second window (`0` = unlimited). Stripe keeps keys for 24 h and
     /// limits live mode to 100 and sandbox to 25 requests per second.
-    pub fn new(retention: SimTime, rate_limit_per_s: u32) -> Self {
+    pub(crate) fn new(retention: SimTime, rate_limit_per_s: u32) -> Self {
         FakeStripe {
             charges: StrMap::default(),
             retention,
@@ -311,7 +315,7 @@ impl FakeStripe {
     ///
     /// With any of them, a duplicate of a request still executing is answered
     /// `in_flight_duplicate_status` (409, or 422 as some gateways answer).
-    pub fn with_provider(mut self, p: &Provider) -> Self {
+    pub(crate) fn with_provider(mut self, p: &Provider) -> Self {
         self.kind = p.kind;
         self.dedup_window = SimTime::from_duration(p.dedup_window);
         self.in_flight_status = p.in_flight_duplicate_status;
@@ -353,7 +357,7 @@ impl FakeStripe {
 
     /// Registers a charge of `amount_cents` that refunds may draw on. Registering an existing
     /// charge again replaces its amount (its refunds stay).
-    pub fn add_charge(&mut self, charge: &str, amount_cents: u64) {
+    pub(crate) fn add_charge(&mut self, charge: &str, amount_cents: u64) {
         self.charges
             .entry(charge.to_owned())
             .or_default()
@@ -367,7 +371,7 @@ impl FakeStripe {
     /// Refuses (returns `false`, keeps everything) while an execution on the charge is in flight:
     /// that would be a broken eviction rule, and dropping the charge would silently turn the
     /// commit into a `resource_missing` error.
-    pub fn evict_charge(&mut self, charge: &str) -> bool {
+    pub(crate) fn evict_charge(&mut self, charge: &str) -> bool {
         match self.charges.get(charge) {
             None => return true,
             Some(state) if state.executing > 0 => return false,
@@ -389,34 +393,35 @@ impl FakeStripe {
     }
 
     /// Charges held now (for tests of eviction).
-    pub fn charges_held(&self) -> usize {
+    pub(crate) fn charges_held(&self) -> usize {
         self.charges.len()
     }
 
     /// Idempotency-key entries held now (each with the request's parameters and, once the
     /// execution ended, the saved response).
-    pub fn keys_held(&self) -> usize {
+    pub(crate) fn keys_held(&self) -> usize {
         self.keys.len()
     }
 
     /// Starts recording (ticket, charge) of every refund created, for [`FakeStripe::take_recent`].
-    pub fn follow_new_refunds(&mut self) {
+    pub(crate) fn follow_new_refunds(&mut self) {
         self.recent.get_or_insert_with(Vec::new);
     }
 
     /// The (ticket, charge) of each refund created since the last call, in creation order
     /// (`GET /v1/refunds?created[gt]=…` as a job that lists new refunds reads it).
-    pub fn take_recent(&mut self) -> Vec<(u64, String)> {
+    pub(crate) fn take_recent(&mut self) -> Vec<(u64, String)> {
         self.recent.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     /// The refund the last [`FakeStripe::commit`] created, if it created one (taken once).
-    pub fn take_created(&mut self) -> Option<Refund> {
+    pub(crate) fn take_created(&mut self) -> Option<Refund> {
         self.last_created.take()
     }
 
     /// Refunds created so far (evicted ones included).
-    pub fn refunds_created(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn refunds_created(&self) -> u64 {
         self.refunds_created
     }
 
@@ -440,7 +445,7 @@ impl FakeStripe {
     ///   `Idempotent-Replayed: true` and no new refund. An expired entry is replaced.
     /// - **Execute**: the key (if any) is recorded as executing with these parameters and
     ///   `created = now`, and an [`ExecToken`] is returned for [`FakeStripe::commit`].
-    pub fn begin(&mut self, now: SimTime, req: StripeRequest, lock_timeout: bool) -> Begin {
+    pub(crate) fn begin(&mut self, now: SimTime, req: StripeRequest, lock_timeout: bool) -> Begin {
         if self.rate_limited(now) {
             return Begin::Respond(self.later(Response::error(
                 429,
@@ -480,7 +485,7 @@ impl FakeStripe {
     /// an exact replay uses it, where the recording shows that the request created a refund
     /// while Stripe's rules would have answered it without executing (a provider that did not
     /// keep the rules; [`crate::model::world::World::recording_wins`]).
-    pub fn begin_as_recorded(&mut self, now: SimTime, req: StripeRequest) -> ExecToken {
+    pub(crate) fn begin_as_recorded(&mut self, now: SimTime, req: StripeRequest) -> ExecToken {
         let key = self.dedup_key(&req).map(|(k, _)| k);
         match self.start(now, req, key) {
             Begin::Execute(token) => token,
@@ -534,7 +539,7 @@ impl FakeStripe {
     /// # Panics
     /// If `token` was not handed out by [`FakeStripe::begin`] of this account or was already
     /// committed (a bug in the caller).
-    pub fn commit(
+    pub(crate) fn commit(
         &mut self,
         now: SimTime,
         token: ExecToken,
@@ -622,7 +627,12 @@ impl FakeStripe {
     /// settling, `provider.settle`, or a pending one becoming `requires_action`) and returns it;
     /// `None` if the refund is not held or is no longer `pending` / `requires_action`. A refund that ends `failed` or `canceled` gives its amount back to the charge
     /// (Stripe's refund rules count only refunds that move money).
-    pub fn settle(&mut self, charge: &str, id: &str, status: RefundStatus) -> Option<Refund> {
+    pub(crate) fn settle(
+        &mut self,
+        charge: &str,
+        id: &str,
+        status: RefundStatus,
+    ) -> Option<Refund> {
         let refund = self.charges.get_mut(charge)?.refunds.iter_mut().find(|r| {
             &*r.id == id
                 && matches!(
@@ -635,14 +645,15 @@ impl FakeStripe {
     }
 
     /// Every refund held (not evicted), in creation order.
-    pub fn refunds(&self) -> Vec<&Refund> {
+    #[cfg(test)]
+    pub(crate) fn refunds(&self) -> Vec<&Refund> {
         let mut all: Vec<&Refund> = self.charges.values().flat_map(|c| &c.refunds).collect();
         all.sort_by_key(|r| (r.created, r.id.len(), r.id.clone()));
         all
     }
 
     /// Refunds of one charge, in creation order (what a human sees on the dashboard).
-    pub fn refunds_for_charge(&self, charge: &str) -> Vec<&Refund> {
+    pub(crate) fn refunds_for_charge(&self, charge: &str) -> Vec<&Refund> {
         self.charges
             .get(charge)
             .map_or_else(Vec::new, |c| c.refunds.iter().collect())
@@ -650,7 +661,7 @@ impl FakeStripe {
 
     /// The first refund of `charge` that moves money (`GET /v1/refunds?charge=…` as a human or a
     /// lookup reads it), or `None`.
-    pub fn first_money_moving_refund(&self, charge: &str) -> Option<&Refund> {
+    pub(crate) fn first_money_moving_refund(&self, charge: &str) -> Option<&Refund> {
         self.refunds_for_charge(charge)
             .into_iter()
             .find(|r| r.status.moves_money())
@@ -658,18 +669,13 @@ impl FakeStripe {
 
     /// The amount of `charge` not yet refunded (refunds in a status that moves money count;
     /// `failed`/`canceled` ones do not), or `None` for an unknown charge.
-    pub fn remaining_cents(&self, charge: &str) -> Option<u64> {
+    pub(crate) fn remaining_cents(&self, charge: &str) -> Option<u64> {
         let amount = self.charges.get(charge)?.amount_cents;
         Some(amount.saturating_sub(self.refunded_cents(charge)))
     }
 
-    /// The key retention this account was created with.
-    pub fn retention(&self) -> SimTime {
-        self.retention
-    }
-
     /// Executions begun and not yet committed (each must end in exactly one commit).
-    pub fn in_flight(&self) -> usize {
+    pub(crate) fn in_flight(&self) -> usize {
         self.in_flight.len()
     }
 

@@ -15,7 +15,7 @@ use crate::sim::{SimTime, StreamRng};
 /// Round trip of a request Stripe answers without executing (429, 409, 400, replay): 30 ms.
 pub(crate) const REJECT_LATENCY: SimTime = SimTime::from_millis(30);
 
-pub use crate::history::Caller;
+pub(crate) use crate::history::Caller;
 
 /// The draws for one Stripe request, taken in a fixed order from its own stream so that the
 /// same (ticket, attempt, try) sees the same latency and faults under every policy.

@@ -8,7 +8,7 @@ use crate::sim::tag;
 
 /// A refund ticket.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Ticket {
+pub(crate) struct Ticket {
     /// Id.
     pub id: u64,
     /// Approved refund, cents.
@@ -38,7 +38,7 @@ pub(crate) struct Delivery {
 
 impl Delivery {
     /// The first (or only) delivery of a ticket's event.
-    pub fn first(traced: bool) -> Self {
+    pub(crate) fn first(traced: bool) -> Self {
         Delivery {
             index: 0,
             traced,
@@ -56,7 +56,7 @@ impl Delivery {
     }
 
     /// The run's first model attempt number (0, or [`DUPLICATE_ATTEMPT_BASE`]).
-    pub fn attempt_base(&self) -> u32 {
+    pub(crate) fn attempt_base(&self) -> u32 {
         if self.index == 0 {
             0
         } else {
@@ -66,7 +66,7 @@ impl Delivery {
 
     /// Ids appended to the run's own stream keys (agent think times, run-level backoff): none
     /// for the first delivery, `(tag("delivery"), 1)` for the duplicate.
-    pub fn stream_ids(&self) -> Vec<u64> {
+    pub(crate) fn stream_ids(&self) -> Vec<u64> {
         if self.index == 0 {
             Vec::new()
         } else {
@@ -76,12 +76,12 @@ impl Delivery {
 
     /// Whether this run's escalation hands the ticket to a human: true for the ticket's first
     /// escalation only.
-    pub fn assign_human(&self) -> bool {
+    pub(crate) fn assign_human(&self) -> bool {
         !self.human_assigned.replace(true)
     }
 }
 
 /// The event id of ticket `id`'s triggering event, the same on every delivery.
-pub fn event_id(ticket: u64) -> String {
+pub(crate) fn event_id(ticket: u64) -> String {
     super::ids::event(ticket)
 }

@@ -14,7 +14,7 @@ use crate::sim::{Sim, SimTime, StreamRng, Streams};
 
 /// Identifies who an event is about.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Ids {
+pub(crate) struct Ids {
     /// Ticket id.
     pub ticket: Option<u64>,
     /// Model attempt.
@@ -25,14 +25,14 @@ pub struct Ids {
 
 impl Ids {
     /// Ids of a ticket.
-    pub fn ticket(ticket: u64) -> Self {
+    pub(crate) fn ticket(ticket: u64) -> Self {
         Ids {
             ticket: Some(ticket),
             ..Ids::default()
         }
     }
     /// Ids of a ticket's model attempt.
-    pub fn attempt(ticket: u64, attempt: u32) -> Self {
+    pub(crate) fn attempt(ticket: u64, attempt: u32) -> Self {
         Ids {
             ticket: Some(ticket),
             attempt: Some(attempt),
@@ -40,7 +40,7 @@ impl Ids {
         }
     }
     /// Ids of one refunds-service request.
-    pub fn call(ticket: u64, attempt: u32, call: u64) -> Self {
+    pub(crate) fn call(ticket: u64, attempt: u32, call: u64) -> Self {
         Ids {
             ticket: Some(ticket),
             attempt: Some(attempt),
@@ -52,7 +52,7 @@ impl Ids {
 /// Requests and retries in flight through one added layer (for its retry budget; see
 /// `layers::decide`), kept per layer name for the run ([`World::layer_load`]).
 #[derive(Debug, Default)]
-pub struct LayerLoad {
+pub(crate) struct LayerLoad {
     /// Requests in flight through the layer.
     pub active: Cell<u64>,
     /// Of those, requests on a retry (try ≥ 1).
@@ -66,7 +66,7 @@ pub struct LayerLoad {
 /// request's wait, whether it exceeded the threshold, and the connections' busy time inside
 /// the horizon. Nothing per request is kept.
 #[derive(Debug, Default)]
-pub struct PoolGauges {
+pub(crate) struct PoolGauges {
     /// Requests waiting for a connection now.
     pub waiting: Cell<u32>,
     /// Largest `waiting` seen.
@@ -93,7 +93,7 @@ pub struct PoolGauges {
 
 impl PoolGauges {
     /// Gauges counting waits longer than `threshold` and busy time up to `horizon`.
-    pub fn new(threshold: SimTime, horizon: SimTime) -> Self {
+    pub(crate) fn new(threshold: SimTime, horizon: SimTime) -> Self {
         PoolGauges {
             threshold,
             horizon,
@@ -102,7 +102,7 @@ impl PoolGauges {
     }
 
     /// A request joins the wait for a connection.
-    pub fn wait_begins(&self) {
+    pub(crate) fn wait_begins(&self) {
         self.waiting.set(self.waiting.get() + 1);
         self.max_waiting
             .set(self.max_waiting.get().max(self.waiting.get()));
@@ -110,7 +110,7 @@ impl PoolGauges {
 
     /// A request stops waiting at `now` after `waited`: with a connection (`acquired`) or
     /// without (a timeout).
-    pub fn wait_ends(&self, acquired: bool, waited: SimTime, now: SimTime) {
+    pub(crate) fn wait_ends(&self, acquired: bool, waited: SimTime, now: SimTime) {
         self.waiting.set(self.waiting.get() - 1);
         self.waits.set(self.waits.get() + 1);
         self.wait_ns
@@ -126,7 +126,7 @@ impl PoolGauges {
     }
 
     /// A connection is returned at `now`.
-    pub fn returned(&self, now: SimTime) {
+    pub(crate) fn returned(&self, now: SimTime) {
         self.released.set(self.released.get() + 1);
         self.busy_ns.set(self.busy_ns.get() + self.clipped(now));
     }
@@ -149,7 +149,7 @@ impl PoolGauges {
 /// dropped. Its Stripe charge, refunds and idempotency entries are dropped at the same time,
 /// unless the reconciliation job will run again before the horizon: then they stay until that
 /// run has read them.
-pub struct World {
+pub(crate) struct World {
     /// The engine.
     pub sim: Sim,
     /// The scenario being run.
@@ -201,7 +201,7 @@ pub struct World {
 /// The scenario's latency distributions that are drawn per request or per model decision,
 /// each with its lognormal parameters computed once (see [`dist::Latency`]).
 #[derive(Clone, Debug)]
-pub struct Latencies {
+pub(crate) struct Latencies {
     /// `stripe.latency`.
     pub stripe: dist::Latency,
     /// `background_load.hold`.
@@ -234,7 +234,7 @@ impl Latencies {
 
 impl World {
     /// Wires a world for `cfg` under root seed `seed`.
-    pub fn new(
+    pub(crate) fn new(
         sim: Sim,
         cfg: Rc<Scenario>,
         seed: u64,
@@ -294,12 +294,12 @@ impl World {
     }
 
     /// Current virtual time.
-    pub fn now(&self) -> SimTime {
+    pub(crate) fn now(&self) -> SimTime {
         self.sim.now()
     }
 
     /// Records an event at the current instant (hands it to the observer).
-    pub fn record(&self, ids: Ids, kind: EventKind) {
+    pub(crate) fn record(&self, ids: Ids, kind: EventKind) {
         self.observer.borrow_mut().event(Event {
             t_ns: self.now(),
             ticket: ids.ticket,
@@ -310,7 +310,7 @@ impl World {
     }
 
     /// A lease on ticket `id`: the ticket stays open while one is held (see the type's docs).
-    pub fn lease(self: &Rc<Self>, id: u64) -> TicketLease {
+    pub(crate) fn lease(self: &Rc<Self>, id: u64) -> TicketLease {
         self.leases.borrow_mut().entry(id).or_default().leases += 1;
         TicketLease {
             w: self.clone(),
@@ -320,7 +320,7 @@ impl World {
 
     /// Spawns `fut` as a task that works on ticket `id` (holding a lease on it until it ends).
     #[inline]
-    pub fn spawn_for<F, T>(self: &Rc<Self>, id: u64, fut: F) -> crate::sim::JoinHandle<T>
+    pub(crate) fn spawn_for<F, T>(self: &Rc<Self>, id: u64, fut: F) -> crate::sim::JoinHandle<T>
     where
         F: std::future::Future<Output = T> + 'static,
         T: 'static,
@@ -332,7 +332,7 @@ impl World {
     /// (see [`crate::sim::Sim::spawn_holding_with`]): pass `move || some_async_fn(args)` rather
     /// than `some_async_fn(args)`, which is built on the stack and copied whole into the box.
     #[inline]
-    pub fn spawn_for_with<F, T>(
+    pub(crate) fn spawn_for_with<F, T>(
         self: &Rc<Self>,
         id: u64,
         make: impl FnOnce() -> F,
@@ -345,19 +345,10 @@ impl World {
         self.sim.spawn_holding_with(lease, make)
     }
 
-    /// [`World::spawn_for`] for a task nobody awaits (no [`crate::sim::JoinHandle`] is made).
-    #[inline]
-    pub fn spawn_detached_for<F>(self: &Rc<Self>, id: u64, fut: F)
-    where
-        F: std::future::Future<Output = ()> + 'static,
-    {
-        self.spawn_detached_for_with(id, move || fut);
-    }
-
     /// [`World::spawn_detached_for`] of the future `make()` returns, built directly in the
     /// task's box (see [`World::spawn_for_with`]).
     #[inline]
-    pub fn spawn_detached_for_with<F>(self: &Rc<Self>, id: u64, make: impl FnOnce() -> F)
+    pub(crate) fn spawn_detached_for_with<F>(self: &Rc<Self>, id: u64, make: impl FnOnce() -> F)
     where
         F: std::future::Future<Output = ()> + 'static,
     {
@@ -368,13 +359,8 @@ impl World {
     /// Evictions refused so far because the ticket's state was still in use: a closed ticket
     /// with work in flight, i.e. a task that worked on it without a lease (a model bug; the
     /// run's `conservation` invariant counts it).
-    pub fn premature_evictions(&self) -> u64 {
+    pub(crate) fn premature_evictions(&self) -> u64 {
         self.premature.get()
-    }
-
-    /// Tickets with a lease held now (for tests and diagnostics).
-    pub fn open_tickets(&self) -> usize {
-        self.leases.borrow().len()
     }
 
     fn release(&self, id: u64) {
@@ -399,7 +385,7 @@ impl World {
 
     /// The Stripe charge id of ticket `ticket` ([`World::charge_id`]), made once per open
     /// ticket and shared by every request on it (a ticket without a lease gets a new one).
-    pub fn charge_of(&self, ticket: u64) -> Rc<str> {
+    pub(crate) fn charge_of(&self, ticket: u64) -> Rc<str> {
         match self.leases.borrow_mut().get_mut(&ticket) {
             Some(open) => open
                 .charge
@@ -450,7 +436,7 @@ impl World {
     /// request in the pool's line and per ticket awaiting reconciliation (constants below), and
     /// what the run's observer holds ([`crate::history::Observer::held_bytes`]: `--perfetto`'s
     /// open tickets, kept events).
-    pub fn held_bytes(&self) -> u64 {
+    pub(crate) fn held_bytes(&self) -> u64 {
         let n = |x: usize| x as u64;
         n(self.leases.borrow().len()) * HELD_BYTES_PER_OPEN_TICKET
             + n(self.ledger.borrow().len()) * HELD_BYTES_PER_LEDGER_ROW
@@ -467,7 +453,7 @@ impl World {
     /// Called by the reconciliation job after each run: drops the Stripe objects of tickets
     /// closed before it read them.
     /// Returns those tickets.
-    pub fn reconciled(&self) -> Vec<u64> {
+    pub(crate) fn reconciled(&self) -> Vec<u64> {
         let ids = std::mem::take(&mut *self.awaiting_reconciliation.borrow_mut());
         let mut stripe = self.stripe.borrow_mut();
         for id in &ids {
@@ -480,12 +466,12 @@ impl World {
 
     /// Ends the run for the model's bookkeeping: leases dropped afterwards (by tasks torn down
     /// with the engine) change nothing.
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         self.finished.set(true);
     }
 
     /// A fresh refunds-service request id (1, 2, …).
-    pub fn next_call_id(&self) -> u64 {
+    pub(crate) fn next_call_id(&self) -> u64 {
         let c = self.next_call.get();
         self.next_call.set(c + 1);
         c
@@ -493,12 +479,12 @@ impl World {
 
     /// The added layers at `position`, top to bottom, with their names (compiled once per run
     /// from `stack` and `layers`).
-    pub fn layers_at(&self, position: Position) -> &[(String, RetryLayer)] {
+    pub(crate) fn layers_at(&self, position: Position) -> &[(String, RetryLayer)] {
         self.stack.layers_at(position)
     }
 
     /// The requests and retries in flight through the added layer `name` (for its budget).
-    pub fn layer_load(&self, name: &str) -> Rc<LayerLoad> {
+    pub(crate) fn layer_load(&self, name: &str) -> Rc<LayerLoad> {
         self.layer_loads
             .borrow_mut()
             .entry(name.to_string())
@@ -508,7 +494,7 @@ impl World {
 
     /// The stream `name` for entity `ids`.
     #[inline(always)]
-    pub fn stream(&self, name: &str, ids: &[u64]) -> StreamRng {
+    pub(crate) fn stream(&self, name: &str, ids: &[u64]) -> StreamRng {
         self.streams.stream(name, ids)
     }
 
@@ -516,7 +502,7 @@ impl World {
     /// ordinal (`id − arrivals.first_ticket_id`, so 0 for the first ticket), a recorded
     /// ticket's own id. Renumbering generated tickets therefore changes no draw, and removing
     /// one recorded ticket (as shrinking does) leaves the others' draws alone.
-    pub fn ticket_key(&self, id: u64) -> u64 {
+    pub(crate) fn ticket_key(&self, id: u64) -> u64 {
         let a = &self.cfg.arrivals;
         if a.tickets.is_empty() {
             id.wrapping_sub(a.first_ticket_id)
@@ -528,13 +514,13 @@ impl World {
     /// The stream `name` for ticket `id` and further entity `ids`, keyed by
     /// [`World::ticket_key`].
     #[inline(always)]
-    pub fn ticket_stream(&self, name: &str, id: u64, ids: &[u64]) -> StreamRng {
+    pub(crate) fn ticket_stream(&self, name: &str, id: u64, ids: &[u64]) -> StreamRng {
         self.streams
             .stream_after(name, Some(self.ticket_key(id)), ids)
     }
 
     /// The Stripe charge id of a ticket.
-    pub fn charge_id(ticket: u64) -> Rc<str> {
+    pub(crate) fn charge_id(ticket: u64) -> Rc<str> {
         super::ids::charge(ticket)
     }
 }
@@ -564,7 +550,7 @@ struct Open {
 }
 
 /// Keeps a ticket open while held; see [`World`]'s eviction rules. Taken by [`World::lease`].
-pub struct TicketLease {
+pub(crate) struct TicketLease {
     w: Rc<World>,
     id: u64,
 }

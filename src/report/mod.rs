@@ -7,9 +7,9 @@
 pub mod cli;
 pub mod html;
 pub mod otlp;
-pub mod perfetto;
+pub(crate) mod perfetto;
 mod sinks;
-pub mod stripe_list;
+pub(crate) mod stripe_list;
 mod summary;
 
 /// The pool's queueing oracle, kept at its old path: it lives in [`crate::analysis::queueing`],

@@ -53,7 +53,7 @@ pub(crate) struct StripeListStream<W: Write> {
 
 impl<W: Write> StripeListStream<W> {
     /// A list of the refunds of a run of `sc`, to be written to `out`.
-    pub fn new(out: W, sc: &Scenario) -> Self {
+    pub(crate) fn new(out: W, sc: &Scenario) -> Self {
         StripeListStream {
             out,
             origin_ns: super::otlp::origin_unix_ns(sc),
@@ -68,7 +68,7 @@ impl<W: Write> StripeListStream<W> {
     }
 
     /// Takes in one event of the run, in order: refunds created and settled.
-    pub fn event(&mut self, e: &Event) {
+    pub(crate) fn event(&mut self, e: &Event) {
         match &e.kind {
             EventKind::RefundCreated {
                 refund_id,
@@ -99,13 +99,13 @@ impl<W: Write> StripeListStream<W> {
     }
 
     /// Bytes kept: [`STRIPE_LIST_BYTES_PER_REFUND`] per refund.
-    pub fn held_bytes(&self) -> u64 {
+    pub(crate) fn held_bytes(&self) -> u64 {
         self.refunds.len() as u64 * STRIPE_LIST_BYTES_PER_REFUND
     }
 
     /// Writes the list (newest first; refunds created in the same instant in the reverse of
     /// their order) and flushes; returns the writer, or the I/O error.
-    pub fn finish(mut self) -> io::Result<W> {
+    pub(crate) fn finish(mut self) -> io::Result<W> {
         // Events come in time order: the reverse is newest first.
         let data = self.refunds.iter().rev().map(|r| self.object(r)).collect();
         let list = RefundList {

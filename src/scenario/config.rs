@@ -1264,11 +1264,13 @@ mod humantime_list {
     #[serde(transparent)]
     struct D(#[serde(with = "humantime_serde")] Duration);
 
-    pub fn serialize<S: Serializer>(v: &[Duration], s: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(v: &[Duration], s: S) -> Result<S::Ok, S::Error> {
         v.iter().map(|d| D(*d)).collect::<Vec<_>>().serialize(s)
     }
 
-    pub fn deserialize<'de, De: Deserializer<'de>>(d: De) -> Result<Vec<Duration>, De::Error> {
+    pub(super) fn deserialize<'de, De: Deserializer<'de>>(
+        d: De,
+    ) -> Result<Vec<Duration>, De::Error> {
         Ok(Vec::<D>::deserialize(d)?.into_iter().map(|x| x.0).collect())
     }
 }

@@ -13,7 +13,7 @@ use super::layers::{layers_at, BackoffKind, Position, RetryLayer};
 
 /// The SDK's largest wait between network retries: stripe-node's `maxNetworkRetryDelay`, 5 s
 /// (`lib/net/HttpClient` and `StripeResource`; the Python and Go SDKs cap at 2 s and 5 s).
-pub const SDK_MAX_RETRY_DELAY: Duration = Duration::from_secs(5);
+pub(super) const SDK_MAX_RETRY_DELAY: Duration = Duration::from_secs(5);
 
 /// Every position an added layer can take, top (the agent's side) to bottom (the provider's).
 pub const POSITIONS: [Position; 4] = [
@@ -207,7 +207,7 @@ fn sdk_retries_span(s: &Scenario) -> Duration {
 /// The largest wait before retry `n` (1-based) of added layer `l`: its backoff before jitter
 /// (`base` for a constant backoff, `base · 2^(n−1)` for Envoy's exponential one), capped at
 /// `max_delay`; full and equal jitter only shorten it.
-pub fn largest_backoff(l: &RetryLayer, n: u32) -> Duration {
+pub(super) fn largest_backoff(l: &RetryLayer, n: u32) -> Duration {
     let base = l.base();
     let d = match l.backoff.kind {
         BackoffKind::Constant => base,

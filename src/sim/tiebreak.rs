@@ -44,7 +44,7 @@ pub(crate) struct Script {
 
 impl Script {
     /// A script that replays `prefix`.
-    pub fn new(prefix: Vec<usize>) -> Self {
+    pub(crate) fn new(prefix: Vec<usize>) -> Self {
         Script {
             prefix,
             taken: Vec::new(),
@@ -53,7 +53,7 @@ impl Script {
 
     /// The next prefix in depth-first order after a run that took `taken`, or `None` when every
     /// sequence has been visited.
-    pub fn next_prefix(taken: &[(usize, usize)]) -> Option<Vec<usize>> {
+    pub(crate) fn next_prefix(taken: &[(usize, usize)]) -> Option<Vec<usize>> {
         let last = taken.iter().rposition(|&(c, n)| c + 1 < n)?;
         let mut p: Vec<usize> = taken[..last].iter().map(|&(c, _)| c).collect();
         p.push(taken[last].0 + 1);

@@ -130,7 +130,7 @@ pub struct PointRow {
 }
 
 /// Groups `runs` (sorted by point, then seed) into points; `safe` is decided later.
-pub fn points(
+pub(super) fn points(
     runs: &[RunRow],
     values_of: impl Fn(usize) -> Vec<String>,
     names: &[String],

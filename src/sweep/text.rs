@@ -269,7 +269,7 @@ fn skipped_lines(out: &mut String, s: &Sweep) {
 /// `refundsim COMMAND` on grid point `point`: the sweep's scenario, policies and `--set`s, then
 /// the point's values as `--set`s. With `explore` and the sweep's cases and seed, it finds (and
 /// shrinks) what the sweep's search found there.
-pub fn command(s: &Sweep, command: &str, point: usize) -> String {
+pub(super) fn command(s: &Sweep, command: &str, point: usize) -> String {
     let i = &s.inputs;
     let mut parts = vec![
         format!("refundsim {command}"),

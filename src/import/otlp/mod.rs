@@ -72,7 +72,7 @@ pub(crate) const REFUND_ID_ATTRIBUTE: &str = "refund.id";
 ///
 /// # Errors
 /// The text is not OTLP/JSON, or a span is malformed (see [`read_files`]).
-pub fn read(name: &str, text: &str, opts: &ImportOptions) -> Result<Recording, ImportError> {
+pub(crate) fn read(name: &str, text: &str, opts: &ImportOptions) -> Result<Recording, ImportError> {
     read_files(&[(name, text)], opts)
 }
 
@@ -85,7 +85,10 @@ pub fn read(name: &str, text: &str, opts: &ImportOptions) -> Result<Recording, I
 /// arguments that are not a JSON object; an attribute the mapping reads has the wrong type (an HTTP
 /// status that is not an integer in 100..=599); a parent chain loops. Each error names the
 /// file, the line the span starts on and its field path.
-pub fn read_files(files: &[(&str, &str)], opts: &ImportOptions) -> Result<Recording, ImportError> {
+pub(crate) fn read_files(
+    files: &[(&str, &str)],
+    opts: &ImportOptions,
+) -> Result<Recording, ImportError> {
     let mut spans = Vec::new();
     for (name, text) in files {
         spans.extend(wire::spans(name, text)?);

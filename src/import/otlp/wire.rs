@@ -73,7 +73,7 @@ pub(super) enum AnyValue {
 impl AnyValue {
     /// What kind of value this is, for errors: `a stringValue`, `an intValue`, … (a
     /// `bytesValue` or an empty value is not read, so shown by its kind rather than as `null`).
-    pub fn kind(&self) -> &'static str {
+    pub(super) fn kind(&self) -> &'static str {
         match self {
             AnyValue::Str(_) => "a stringValue",
             AnyValue::Int(_) => "an intValue",
@@ -86,7 +86,7 @@ impl AnyValue {
     }
 
     /// The value as plain JSON (a key-value list as an object), for structured tool arguments.
-    pub fn to_json(&self) -> Value {
+    pub(super) fn to_json(&self) -> Value {
         match self {
             AnyValue::Str(s) => Value::String(s.clone()),
             AnyValue::Int(i) => Value::from(*i),

@@ -22,16 +22,16 @@
 //! number in their Stripe draw key only when it is not 0, so adding a layer that never retries
 //! changes no draw.
 
-pub mod around_tool;
-pub mod before_provider;
-pub mod before_service;
+pub(crate) mod around_tool;
+pub(crate) mod before_provider;
+pub(crate) mod before_service;
 
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
 
 use super::dist;
-pub use super::world::LayerLoad;
+pub(crate) use super::world::LayerLoad;
 use super::world::{Ids, World};
 use crate::history::EventKind;
 use crate::scenario::{BackoffKind, Jitter, Position, RetryLayer, RetryOn};
@@ -50,7 +50,7 @@ pub(crate) fn via_ids(via: &Via) -> Vec<u64> {
 
 /// How one try of a layer ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TryEnd<T> {
+pub(crate) enum TryEnd<T> {
     /// The inner service answered `T`; `class` is its retryable class, if it is a failure.
     Answered {
         /// The answer.
@@ -74,7 +74,7 @@ impl<T> TryEnd<T> {
 /// Whether the layer retries after try `n` (0-based) ended with `class`: the class is in
 /// `retry_on`, tries remain, and the retry budget (Envoy's rule: retries in flight below
 /// `max(min_retry_concurrency, budget_percent % of requests in flight)`) allows it.
-pub fn decide(layer: &RetryLayer, n: u32, class: Option<RetryOn>, load: &LayerLoad) -> bool {
+pub(crate) fn decide(layer: &RetryLayer, n: u32, class: Option<RetryOn>, load: &LayerLoad) -> bool {
     let Some(class) = class else { return false };
     if n >= layer.retries() || !layer.retries_on(class) {
         return false;
@@ -92,7 +92,7 @@ pub fn decide(layer: &RetryLayer, n: u32, class: Option<RetryOn>, load: &LayerLo
 /// The delay before retry `n` (1-based) with uniform draw `u` in [0, 1): constant `base`, or
 /// `base · 2^(n−1)` capped at `max`; then full jitter `U(0, d)` or equal jitter
 /// `d/2 + U(0, d/2)`.
-pub fn backoff(layer: &RetryLayer, n: u32, u: f64) -> SimTime {
+pub(crate) fn backoff(layer: &RetryLayer, n: u32, u: f64) -> SimTime {
     let jitter = match layer.backoff.jitter {
         Jitter::None => super::backoff::Jitter::None,
         Jitter::Full => super::backoff::Jitter::Full,
@@ -109,7 +109,7 @@ pub fn backoff(layer: &RetryLayer, n: u32, u: f64) -> SimTime {
 }
 
 /// One layer's identity in a run: its name, config and load.
-pub struct Layer<'a> {
+pub(crate) struct Layer<'a> {
     /// The layer's name in `stack`.
     pub name: &'a str,
     /// Its config.
@@ -356,7 +356,7 @@ where
 /// [`retry`] with closures: runs `try_once(n, via)` for n = 0, 1, … under the layer's policy and
 /// returns the answer to report upward: the last answer, or `timed_out(after)` when the last
 /// try timed out. `via` is the caller's [`Via`] with this layer's try appended when it is ≥ 1.
-pub async fn run<T, F, Fut>(
+pub(crate) async fn run<T, F, Fut>(
     w: &Rc<World>,
     layer: Layer<'_>,
     ids: Ids,

@@ -7,7 +7,7 @@ use crate::sim::SimTime;
 
 /// The body's business id is a repeat's mark.
 #[derive(Clone, Copy, Debug)]
-pub struct BusinessId;
+pub(crate) struct BusinessId;
 
 impl Recognition for BusinessId {
     fn dedup_key(&self, req: &StripeRequest, keep: Keep) -> Option<(String, SimTime)> {

@@ -7,7 +7,7 @@ use crate::sim::SimTime;
 
 /// Identical parameters within the window are a repeat.
 #[derive(Clone, Copy, Debug)]
-pub struct DedupWindow;
+pub(crate) struct DedupWindow;
 
 impl Recognition for DedupWindow {
     fn dedup_key(&self, req: &StripeRequest, keep: Keep) -> Option<(String, SimTime)> {

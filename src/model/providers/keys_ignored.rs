@@ -7,7 +7,7 @@ use crate::sim::SimTime;
 
 /// Nothing is recognised.
 #[derive(Clone, Copy, Debug)]
-pub struct KeysIgnored;
+pub(crate) struct KeysIgnored;
 
 impl Recognition for KeysIgnored {
     fn dedup_key(&self, _req: &StripeRequest, _keep: Keep) -> Option<(String, SimTime)> {

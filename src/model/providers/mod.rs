@@ -19,14 +19,14 @@ use serde::Serialize;
 use crate::scenario::ProviderKind;
 use crate::sim::SimTime;
 
-pub use business_id::BusinessId;
-pub use dedup_window::DedupWindow;
-pub use keys_ignored::KeysIgnored;
-pub use stripe::Stripe;
+pub(crate) use business_id::BusinessId;
+pub(crate) use dedup_window::DedupWindow;
+pub(crate) use keys_ignored::KeysIgnored;
+pub(crate) use stripe::Stripe;
 
 /// Parameters of `POST /v1/refunds` that Stripe compares when a key is reused.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct RefundParams {
+pub(crate) struct RefundParams {
     /// The charge refunded, `ch_…`. Shared (`Rc<str>`): a request's parameters are cloned
     /// for every try, key entry and refund.
     pub charge: Rc<str>,
@@ -40,7 +40,7 @@ pub struct RefundParams {
 
 /// Who sent a request (not seen by Stripe's rules; recorded on the refund it creates).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct Origin {
+pub(crate) struct Origin {
     /// Ticket.
     pub ticket: u64,
     /// Refunds-service request id (one per tool-call attempt reaching the service), or `None`
@@ -50,7 +50,7 @@ pub struct Origin {
 
 /// One HTTP request to `POST /v1/refunds`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StripeRequest {
+pub(crate) struct StripeRequest {
     /// `Idempotency-Key` header; `None` when absent. At most 255 characters.
     pub idempotency_key: Option<String>,
     /// Form parameters.
@@ -65,7 +65,7 @@ pub struct StripeRequest {
 /// How long a provider keeps what it recognises a request by: the account's key retention
 /// (`stripe.idempotency_key_retention`) and a duplicate window (`provider.dedup_window`).
 #[derive(Clone, Copy, Debug)]
-pub struct Keep {
+pub(crate) struct Keep {
     /// Key retention (Stripe keeps keys for 24 h).
     pub retention: SimTime,
     /// A `dedup_window` provider's window.
@@ -73,7 +73,7 @@ pub struct Keep {
 }
 
 /// One provider kind's rules for a repeated request.
-pub trait Recognition {
+pub(crate) trait Recognition {
     /// The entry `req` is recognised by and how long it is kept, or `None` when nothing of
     /// the request is recognised (every such request executes).
     fn dedup_key(&self, req: &StripeRequest, keep: Keep) -> Option<(String, SimTime)>;
@@ -105,7 +105,7 @@ pub trait Recognition {
 }
 
 /// The rules of provider kind `kind`: one arm per kind.
-pub fn rules(kind: ProviderKind) -> &'static dyn Recognition {
+pub(crate) fn rules(kind: ProviderKind) -> &'static dyn Recognition {
     match kind {
         ProviderKind::Stripe => &Stripe,
         ProviderKind::KeysIgnored => &KeysIgnored,

@@ -8,7 +8,7 @@ use crate::sim::SimTime;
 
 /// Stripe's idempotency rules.
 #[derive(Clone, Copy, Debug)]
-pub struct Stripe;
+pub(crate) struct Stripe;
 
 impl Recognition for Stripe {
     fn dedup_key(&self, req: &StripeRequest, keep: Keep) -> Option<(String, SimTime)> {

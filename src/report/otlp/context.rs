@@ -27,7 +27,7 @@ pub(super) struct Context {
 
 impl Context {
     /// The context of a run of `sc` under `seed`.
-    pub fn new(sc: &Scenario, seed: u64, options: &OtlpOptions) -> Context {
+    pub(super) fn new(sc: &Scenario, seed: u64, options: &OtlpOptions) -> Context {
         Context {
             origin_ns: origin_unix_ns(sc),
             scenario: sc.name.clone(),
@@ -43,13 +43,13 @@ impl Context {
     }
 
     /// Virtual time `t` (ns since the scenario's start) as Unix time, ns.
-    pub fn unix(&self, t: u64) -> u64 {
+    pub(super) fn unix(&self, t: u64) -> u64 {
         self.origin_ns.saturating_add(t)
     }
 
     /// Ticket `ticket`'s id as the tool's argument writes it: its recorded text in an
     /// imported scenario, else its number.
-    pub fn ticket_text(&self, ticket: u64) -> String {
+    pub(super) fn ticket_text(&self, ticket: u64) -> String {
         self.labels
             .get(&ticket)
             .cloned()

@@ -13,7 +13,7 @@ use super::wire::{hex, SpanId, TraceId};
 /// The trace of ticket `ticket` (one trace per ticket) in a run of scenario `scenario` under
 /// `seed`: two runs of one scenario and seed share their trace ids, two scenarios or seeds do
 /// not.
-pub fn trace_id(scenario: &str, seed: u64, ticket: u64) -> TraceId {
+pub(super) fn trace_id(scenario: &str, seed: u64, ticket: u64) -> TraceId {
     let d = digest(&[
         b"trace",
         scenario.as_bytes(),
@@ -24,7 +24,7 @@ pub fn trace_id(scenario: &str, seed: u64, ticket: u64) -> TraceId {
 }
 
 /// The `n`-th span (0, 1, … in the order the ticket's spans start) of trace `trace`.
-pub fn span_id(trace: &TraceId, n: u64) -> SpanId {
+pub(super) fn span_id(trace: &TraceId, n: u64) -> SpanId {
     non_zero(digest(&[b"span", trace, &n.to_be_bytes()]))
 }
 

@@ -78,7 +78,7 @@ impl<W: Write> OtlpStream<W> {
     ///
     /// # Errors
     /// The temporary file that holds the service's spans cannot be created.
-    pub fn new(out: W, sc: &Scenario, seed: u64, options: &OtlpOptions) -> io::Result<Self> {
+    pub(crate) fn new(out: W, sc: &Scenario, seed: u64, options: &OtlpOptions) -> io::Result<Self> {
         let spool = BufWriter::with_capacity(1 << 16, tempfile::tempfile()?);
         let mut s = OtlpStream {
             out,
@@ -97,7 +97,7 @@ impl<W: Write> OtlpStream<W> {
     }
 
     /// Takes in one event of the run, in order.
-    pub fn event(&mut self, e: &Event) {
+    pub(crate) fn event(&mut self, e: &Event) {
         let Some(ticket) = e.ticket else {
             return;
         };
@@ -112,18 +112,18 @@ impl<W: Write> OtlpStream<W> {
     }
 
     /// Bytes kept for the tickets still open: [`OTLP_BYTES_PER_OPEN_TICKET`] each.
-    pub fn held_bytes(&self) -> u64 {
+    pub(crate) fn held_bytes(&self) -> u64 {
         self.tickets.len() as u64 * OTLP_BYTES_PER_OPEN_TICKET
     }
 
     /// Ticket `id` is closed: its spans still open never end, and are dropped.
-    pub fn ticket_closed(&mut self, id: u64) {
+    pub(crate) fn ticket_closed(&mut self, id: u64) {
         self.tickets.remove(&id);
     }
 
     /// Closes the agent's resource, appends the service's, closes the document and flushes;
     /// returns the writer, or the first I/O error. Spans still open are not written.
-    pub fn finish(mut self) -> io::Result<W> {
+    pub(crate) fn finish(mut self) -> io::Result<W> {
         self.tickets.clear();
         self.raw(RESOURCE_SPANS_TAIL.as_bytes());
         self.raw(b",\n");

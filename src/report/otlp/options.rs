@@ -91,7 +91,7 @@ pub(crate) struct OtlpOptions {
 
 impl OtlpOptions {
     /// Options capturing `capture`, without a model name.
-    pub fn capturing(capture: OtlpCapture) -> Self {
+    pub(crate) fn capturing(capture: OtlpCapture) -> Self {
         OtlpOptions {
             capture,
             ..OtlpOptions::default()

@@ -54,7 +54,7 @@ impl OpenServer {
     /// decides it, 500 after a crash, Stripe's 4xx passed through, 502 when Stripe answered 5xx
     /// or not at all, 504 when the caller's deadline passed first, 503 when no pool
     /// connection came.
-    pub fn status(&self, ok: bool) -> u16 {
+    pub(super) fn status(&self, ok: bool) -> u16 {
         match self.last_stripe {
             _ if ok => 200,
             _ if self.crashed => 500,

@@ -35,7 +35,7 @@ pub(super) struct TicketSpans {
 
 impl TicketSpans {
     /// The trace of ticket `ticket`.
-    pub fn new(ctx: &Context, ticket: u64) -> TicketSpans {
+    pub(super) fn new(ctx: &Context, ticket: u64) -> TicketSpans {
         TicketSpans {
             ticket,
             trace: trace_id(&ctx.scenario, ctx.seed, ticket),
@@ -49,7 +49,7 @@ impl TicketSpans {
     }
 
     /// Takes in one of the ticket's events; returns the span it ended, if any.
-    pub fn record(&mut self, ctx: &Context, e: &Event) -> Option<(Side, Span)> {
+    pub(super) fn record(&mut self, ctx: &Context, e: &Event) -> Option<(Side, Span)> {
         let t = e.t_ns.as_nanos();
         match &e.kind {
             EventKind::ToolCall { .. }

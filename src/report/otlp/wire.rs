@@ -24,7 +24,7 @@ pub(crate) type TraceId = [u8; 16];
 pub(crate) type SpanId = [u8; 8];
 
 /// Lowercase hex of `bytes`.
-pub fn hex(bytes: &[u8]) -> String {
+pub(super) fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut s = String::with_capacity(bytes.len() * 2);
     for b in bytes {
@@ -104,7 +104,7 @@ pub(crate) struct Status {
 impl Span {
     /// A span of `kind` named `name`, from `start` to `end` (ns since the Unix epoch), with no
     /// attributes yet.
-    pub fn new(
+    pub(super) fn new(
         trace: &TraceId,
         id: &SpanId,
         parent: Option<&SpanId>,
@@ -126,19 +126,19 @@ impl Span {
     }
 
     /// Adds a string attribute.
-    pub fn string(mut self, key: &'static str, value: impl Into<String>) -> Span {
+    pub(super) fn string(mut self, key: &'static str, value: impl Into<String>) -> Span {
         self.push(key, AnyValue::String(value.into()));
         self
     }
 
     /// Adds an integer attribute.
-    pub fn int(mut self, key: &'static str, value: u64) -> Span {
+    pub(super) fn int(mut self, key: &'static str, value: u64) -> Span {
         self.push(key, AnyValue::Int(value.to_string()));
         self
     }
 
     /// Adds a string-array attribute (an HTTP header's values).
-    pub fn strings(mut self, key: &'static str, values: &[&str]) -> Span {
+    pub(super) fn strings(mut self, key: &'static str, values: &[&str]) -> Span {
         let values = values
             .iter()
             .map(|v| AnyValue::String((*v).to_string()))
@@ -148,7 +148,7 @@ impl Span {
     }
 
     /// Sets the status to ERROR with `message`.
-    pub fn failed(mut self, message: impl Into<String>) -> Span {
+    pub(super) fn failed(mut self, message: impl Into<String>) -> Span {
         self.status = Some(Status {
             code: STATUS_ERROR,
             message: message.into(),

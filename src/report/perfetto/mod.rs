@@ -62,7 +62,7 @@ pub(crate) struct PerfettoStream<W: Write> {
 impl<W: Write> PerfettoStream<W> {
     /// A stream to `out` for a run of scenario `scenario` under `seed` (both recorded in the
     /// file's `otherData`); writes the file's head and the processes' names.
-    pub fn new(out: W, scenario: &str, seed: u64) -> Self {
+    pub(crate) fn new(out: W, scenario: &str, seed: u64) -> Self {
         let mut s = PerfettoStream {
             out,
             error: None,
@@ -98,7 +98,7 @@ impl<W: Write> PerfettoStream<W> {
     }
 
     /// Takes in one event of the run, in order.
-    pub fn event(&mut self, e: &Event) {
+    pub(crate) fn event(&mut self, e: &Event) {
         let t = e.t_ns.as_nanos();
         self.last_ns = self.last_ns.max(t);
         let mut lines = Vec::new();
@@ -128,12 +128,12 @@ impl<W: Write> PerfettoStream<W> {
     }
 
     /// Bytes kept for the tickets still open: [`PERFETTO_BYTES_PER_OPEN_TICKET`] each.
-    pub fn held_bytes(&self) -> u64 {
+    pub(crate) fn held_bytes(&self) -> u64 {
         self.tickets.len() as u64 * PERFETTO_BYTES_PER_OPEN_TICKET
     }
 
     /// Ticket `id` is closed: its tracks are laid out and written, and forgotten.
-    pub fn ticket_closed(&mut self, id: u64) {
+    pub(crate) fn ticket_closed(&mut self, id: u64) {
         if let Some(t) = self.tickets.remove(&id) {
             self.write_ticket(t);
         }
@@ -141,7 +141,7 @@ impl<W: Write> PerfettoStream<W> {
 
     /// Writes the tickets still open (by id), ends the connections still held, closes the
     /// JSON document and flushes; returns the writer, or the first I/O error.
-    pub fn finish(mut self) -> std::io::Result<W> {
+    pub(crate) fn finish(mut self) -> std::io::Result<W> {
         for (_, t) in std::mem::take(&mut self.tickets) {
             self.write_ticket(t);
         }
