@@ -21,6 +21,18 @@ fn looks_numeric(raw: &str) -> bool {
 
 /// Applies one `PATH=VALUE` override to a scenario's JSON.
 pub(super) fn apply_set(doc: &mut Value, arg: &str) -> Result<(), ScenarioError> {
+    let (path, segs, raw) = split_set(arg)?;
+    let value = set_value(arg, path, raw)?;
+    let Some((last, parents)) = segs.split_last() else {
+        return Err(set_error(arg, "empty PATH"));
+    };
+    check_layer_exists(doc, arg, &segs)?;
+    assign(doc, arg, &segs, parents, last, value)
+}
+
+/// `PATH=VALUE` split, with the path's segments checked: not empty, at most 64, no empty
+/// segment.
+fn split_set(arg: &str) -> Result<(&str, Vec<&str>, &str), ScenarioError> {
     let Some((path, raw)) = arg.split_once('=') else {
         return Err(set_error(
             arg,
@@ -53,7 +65,13 @@ pub(super) fn apply_set(doc: &mut Value, arg: &str) -> Result<(), ScenarioError>
             format!("empty segment in PATH `{path}`; expected names separated by single dots"),
         ));
     }
-    let value = match serde_json::from_str::<Value>(raw) {
+    Ok((path, segs, raw))
+}
+
+/// The VALUE of `PATH=VALUE`: JSON when it parses, else a string; an array, object or number
+/// that JSON cannot hold is an error naming the field.
+fn set_value(arg: &str, path: &str, raw: &str) -> Result<Value, ScenarioError> {
+    Ok(match serde_json::from_str::<Value>(raw) {
         Ok(value) => value,
         // An array or object that does not parse is a mistake in it (`1e309`, `NaN`, a missing
         // comma), not a string: name the field inside it.
@@ -72,12 +90,13 @@ pub(super) fn apply_set(doc: &mut Value, arg: &str) -> Result<(), ScenarioError>
             ));
         }
         Err(_) => Value::String(raw.to_string()),
-    };
-    let Some((last, parents)) = segs.split_last() else {
-        return Err(set_error(arg, "empty PATH"));
-    };
+    })
+}
+
+/// Refuses a field of a layer that `layers` does not define.
+fn check_layer_exists(doc: &Value, arg: &str, segs: &[&str]) -> Result<(), ScenarioError> {
     // A field of a layer that does not exist is a typo far more often than a new layer.
-    if let ["layers", name, _, ..] = segs.as_slice() {
+    if let ["layers", name, _, ..] = segs {
         let defined: Vec<String> = doc
             .get("layers")
             .and_then(Value::as_object)
@@ -94,7 +113,19 @@ pub(super) fn apply_set(doc: &mut Value, arg: &str) -> Result<(), ScenarioError>
             ));
         }
     }
+    Ok(())
+}
 
+/// Sets `value` at `segs` (`parents` then `last`) in `doc`, creating objects on the way;
+/// `null` removes the field.
+fn assign(
+    doc: &mut Value,
+    arg: &str,
+    segs: &[&str],
+    parents: &[&str],
+    last: &str,
+    value: Value,
+) -> Result<(), ScenarioError> {
     let mut cur = doc;
     for (i, seg) in parents.iter().enumerate() {
         let here = &segs[..=i];
@@ -116,7 +147,7 @@ pub(super) fn apply_set(doc: &mut Value, arg: &str) -> Result<(), ScenarioError>
     match cur {
         Value::Object(map) => {
             if value.is_null() {
-                map.remove(*last);
+                map.remove(last);
             } else {
                 map.insert(last.to_string(), value);
             }
@@ -125,7 +156,7 @@ pub(super) fn apply_set(doc: &mut Value, arg: &str) -> Result<(), ScenarioError>
             let idx = index(arg, parents, last, items.len())?;
             items[idx] = value;
         }
-        other => return Err(not_container(arg, parents, &segs, other)),
+        other => return Err(not_container(arg, parents, segs, other)),
     }
     Ok(())
 }
