@@ -687,51 +687,28 @@ fn memory(s: &Scenario, arr: &Arrivals, work: &Work) -> Memory {
     let steady_bytes = (open - arr.backlog).max(0.0) * per_ticket(steady_requests);
     let peak_mb = (BASE_BYTES + backlog_bytes + steady_bytes) / (1024.0 * 1024.0);
     let mut memory_drivers = Vec::new();
-    let with_fields = |base: &str, requests: f64| with_retry_fields(base, requests, tries_fields);
     if arr.backlog > 0.0 {
-        memory_drivers.push((
+        memory_drivers.push(backlog_driver(
+            s,
+            arr,
             backlog_bytes,
-            with_fields(
-                "arrivals.schedule, refunds_service.pool_size, stripe.latency",
-                backlog_requests,
-            ),
-            format!(
-                "{} that may all be open at once (at {} a pool of {} \
-                 cannot keep up at Stripe's median latency of {}, so its line grows){}",
-                tickets_about(arr.backlog),
-                tickets_per_s(arr.backlog_rate),
-                match s.refunds_service.pool_size {
-                    1 => "1 connection".to_string(),
-                    n => format!("{} connections", thousands(f64::from(n))),
-                },
-                secs(stripe_median(s)),
-                in_flight(backlog_requests, true),
-            ),
+            backlog_requests,
+            tries_fields,
         ));
     }
     if steady > 0.0 {
-        let arrivals_field = if a.tickets.is_empty() {
-            "arrivals.schedule"
-        } else {
-            "arrivals.tickets"
+        let ticket = Steady {
+            open: steady.min(tickets),
+            rate: steady_rate,
+            open_for,
+            probing,
         };
-        let mut fields = vec![arrivals_field, "executor.timeout", "stripe.latency"];
-        if probing {
-            fields.push("executor.probe_max_wait");
-        }
-        if s.humans.enabled {
-            fields.push("humans.pickup_delay");
-        }
-        memory_drivers.push((
+        memory_drivers.push(steady_driver(
+            s,
+            &ticket,
             steady_bytes,
-            with_fields(&fields.join(", "), steady_requests),
-            format!(
-                "{} open at once ({}, each open for about {}{})",
-                tickets_about(steady.min(tickets)),
-                tickets_per_s(steady_rate),
-                secs(open_for),
-                in_flight(steady_requests, false),
-            ),
+            steady_requests,
+            tries_fields,
         ));
     }
     memory_drivers.sort_by(|x, y| y.0.total_cmp(&x.0));
@@ -745,6 +722,80 @@ fn memory(s: &Scenario, arr: &Arrivals, work: &Work) -> Memory {
         peak_mb,
         drivers: memory_drivers,
     }
+}
+
+/// The tickets that steadily stay open, for [`steady_driver`]: how many at once, their rate
+/// (per second), how long each stays open (seconds), and whether the executor probes.
+struct Steady {
+    open: f64,
+    rate: f64,
+    open_for: f64,
+    probing: bool,
+}
+
+/// The memory driver of a backlog: tickets arriving faster than the pool serves them at
+/// Stripe's median latency, all of which may be open at once.
+fn backlog_driver(
+    s: &Scenario,
+    arr: &Arrivals,
+    bytes: f64,
+    requests: f64,
+    tries_fields: &[String],
+) -> (f64, String, String) {
+    (
+        bytes,
+        with_retry_fields(
+            "arrivals.schedule, refunds_service.pool_size, stripe.latency",
+            requests,
+            tries_fields,
+        ),
+        format!(
+            "{} that may all be open at once (at {} a pool of {} \
+             cannot keep up at Stripe's median latency of {}, so its line grows){}",
+            tickets_about(arr.backlog),
+            tickets_per_s(arr.backlog_rate),
+            match s.refunds_service.pool_size {
+                1 => "1 connection".to_string(),
+                n => format!("{} connections", thousands(f64::from(n))),
+            },
+            secs(stripe_median(s)),
+            in_flight(requests, true),
+        ),
+    )
+}
+
+/// The memory driver of the tickets open at once in steady arrival: each open for about
+/// [`open_for`] seconds.
+fn steady_driver(
+    s: &Scenario,
+    t: &Steady,
+    bytes: f64,
+    requests: f64,
+    tries_fields: &[String],
+) -> (f64, String, String) {
+    let arrivals_field = if s.arrivals.tickets.is_empty() {
+        "arrivals.schedule"
+    } else {
+        "arrivals.tickets"
+    };
+    let mut fields = vec![arrivals_field, "executor.timeout", "stripe.latency"];
+    if t.probing {
+        fields.push("executor.probe_max_wait");
+    }
+    if s.humans.enabled {
+        fields.push("humans.pickup_delay");
+    }
+    (
+        bytes,
+        with_retry_fields(&fields.join(", "), requests, tries_fields),
+        format!(
+            "{} open at once ({}, each open for about {}{})",
+            tickets_about(t.open),
+            tickets_per_s(t.rate),
+            secs(t.open_for),
+            in_flight(requests, false),
+        ),
+    )
 }
 
 /// Refuses a scenario whose estimate exceeds the budget — its engine events (`--max-events`)
