@@ -535,41 +535,24 @@ struct Work {
 /// See [`Work`].
 fn work(s: &Scenario, arr: &Arrivals, background_requests: f64) -> Work {
     let tickets = arr.tickets;
-    let a = &s.arrivals;
     let (tries_per_ticket, tries_fields) = tries(s);
     // The incident's constant already counts its two model attempts.
     let tries_factor = (tries_per_ticket / 2.0).max(0.5);
     let probing = s.executor.on_timeout == OnTimeout::ProbeStatus;
-    let probes_per_try = if probing {
-        let interval = s.executor.probe_interval.as_secs_f64().max(1e-9);
-        (s.executor.probe_max_wait.as_secs_f64() / interval)
-            .ceil()
-            .max(1.0)
-    } else {
-        0.0
-    };
+    let probes_per_try = probes_per_try(s);
     let timeout_fraction = timed_out_fraction(s);
     let probes_per_ticket = tries_per_ticket * timeout_fraction * probes_per_try;
     let ticket_events = tickets * EVENTS_PER_TICKET * tries_factor;
     let probe_events = tickets * probes_per_ticket * EVENTS_PER_PROBE;
     let background_events = background_requests * EVENTS_PER_BACKGROUND_REQUEST;
     let events = ticket_events + probe_events + background_events;
-    let mut drivers = vec![
-        (
-            tickets * EVENTS_PER_TICKET * tries_factor.min(1.0),
-            if a.tickets.is_empty() {
-                "arrivals.schedule, horizon".to_string()
-            } else {
-                "arrivals.tickets".to_string()
-            },
-            tickets_about(tickets),
-        ),
-        (
-            background_events,
-            "background_load.rate_per_s, horizon".to_string(),
-            format!("{} background requests", about(background_requests)),
-        ),
-    ];
+    let mut drivers = arrival_drivers(
+        s,
+        tickets,
+        tries_factor,
+        background_events,
+        background_requests,
+    );
     if tries_factor > 1.0 {
         drivers.push((
             tickets * EVENTS_PER_TICKET * (tries_factor - 1.0),
@@ -605,6 +588,45 @@ fn work(s: &Scenario, arr: &Arrivals, background_requests: f64) -> Work {
         events,
         drivers,
     }
+}
+
+/// The most probes one timed-out try makes: `probe_max_wait / probe_interval`, at least one;
+/// 0 unless `executor.on_timeout` is `probe_status`.
+fn probes_per_try(s: &Scenario) -> f64 {
+    if s.executor.on_timeout != OnTimeout::ProbeStatus {
+        return 0.0;
+    }
+    let interval = s.executor.probe_interval.as_secs_f64().max(1e-9);
+    (s.executor.probe_max_wait.as_secs_f64() / interval)
+        .ceil()
+        .max(1.0)
+}
+
+/// The event drivers every run has: the tickets' first tries and the background requests.
+fn arrival_drivers(
+    s: &Scenario,
+    tickets: f64,
+    tries_factor: f64,
+    background_events: f64,
+    background_requests: f64,
+) -> Vec<(f64, String, String)> {
+    let a = &s.arrivals;
+    vec![
+        (
+            tickets * EVENTS_PER_TICKET * tries_factor.min(1.0),
+            if a.tickets.is_empty() {
+                "arrivals.schedule, horizon".to_string()
+            } else {
+                "arrivals.tickets".to_string()
+            },
+            tickets_about(tickets),
+        ),
+        (
+            background_events,
+            "background_load.rate_per_s, horizon".to_string(),
+            format!("{} background requests", about(background_requests)),
+        ),
+    ]
 }
 
 /// A run's peak memory: the tickets open at once (a backlog the pool cannot serve, and the
