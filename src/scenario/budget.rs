@@ -820,6 +820,45 @@ fn steady_driver(
     )
 }
 
+/// What a scenario over the budget makes and needs, for [`check_budget`]'s message: the
+/// drivers listed, the engine events (marked over the limit when they are) and the peak memory.
+fn over_what(
+    e: &Estimate,
+    listed: &[String],
+    budget: &RunBudget,
+    events_over: bool,
+    memory_over: bool,
+) -> String {
+    let (limit, mem_limit) = (budget.max_events, budget.max_memory_mb);
+    let events = if events_over {
+        over(e.events, limit)
+    } else {
+        about(e.events)
+    };
+    let memory = if memory_over {
+        format!("{} MB", over(e.peak_mb, mem_limit))
+    } else {
+        megabytes(e.peak_mb)
+    };
+    if events_over {
+        format!(
+            "{} make {events} engine events ({} of CPU) and need peak memory of {memory} (an \
+             estimate)",
+            listed.join(", "),
+            cpu(e.cpu_seconds),
+        )
+    } else {
+        format!(
+            "{} need peak memory of {memory} (an estimate, at about {} KB per open ticket and \
+             {:.1} KB per request in flight; {events} engine events, {} of CPU)",
+            listed.join(", "),
+            thousands(BYTES_PER_OPEN_TICKET / 1024.0),
+            BYTES_PER_REQUEST_IN_FLIGHT / 1024.0,
+            cpu(e.cpu_seconds),
+        )
+    }
+}
+
 /// Refuses a scenario whose estimate exceeds the budget — its engine events (`--max-events`)
 /// or its peak memory (`--max-memory-mb`) — naming the fields that drive it (largest first:
 /// the arrivals, background load, retries that multiply across layers, status probes; for
@@ -856,33 +895,7 @@ pub(crate) fn check_budget(s: &Scenario, budget: &RunBudget) -> Check {
         (false, true) => "Raise it with --max-memory-mb MB if you mean it, or",
         (false, false) => "No budget admits it:",
     };
-    let events = if events_over {
-        over(e.events, limit)
-    } else {
-        about(e.events)
-    };
-    let memory = if memory_over {
-        format!("{} MB", over(e.peak_mb, mem_limit))
-    } else {
-        megabytes(e.peak_mb)
-    };
-    let what = if events_over {
-        format!(
-            "{} make {events} engine events ({} of CPU) and need peak memory of {memory} (an \
-             estimate)",
-            listed.join(", "),
-            cpu(e.cpu_seconds),
-        )
-    } else {
-        format!(
-            "{} need peak memory of {memory} (an estimate, at about {} KB per open ticket and \
-             {:.1} KB per request in flight; {events} engine events, {} of CPU)",
-            listed.join(", "),
-            thousands(BYTES_PER_OPEN_TICKET / 1024.0),
-            BYTES_PER_REQUEST_IN_FLIGHT / 1024.0,
-            cpu(e.cpu_seconds),
-        )
-    };
+    let what = over_what(&e, &listed, budget, events_over, memory_over);
     fail(
         &path,
         format!(
