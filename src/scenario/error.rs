@@ -185,24 +185,7 @@ pub(crate) fn shorten_quoted(message: &str) -> std::borrow::Cow<'_, str> {
                     close = Some(i);
                     break;
                 }
-                '\\' => {
-                    // `\"`, `\\`, `\n`, … or `\u{1b}` / `\u001b`: one character of the value.
-                    if let Some((_, e)) = it.next() {
-                        if e == 'u' {
-                            if it.peek().map(|&(_, c)| c) == Some('{') {
-                                for (_, c) in it.by_ref() {
-                                    if c == '}' {
-                                        break;
-                                    }
-                                }
-                            } else {
-                                for _ in 0..4 {
-                                    it.next();
-                                }
-                            }
-                        }
-                    }
-                }
+                '\\' => skip_escape(&mut it),
                 _ => {}
             }
             let end = it.peek().map_or(body.len(), |&(j, _)| j);
@@ -226,6 +209,25 @@ pub(crate) fn shorten_quoted(message: &str) -> std::borrow::Cow<'_, str> {
     }
     out.push_str(rest);
     std::borrow::Cow::Owned(out)
+}
+
+/// Skips the rest of an escape after its backslash — `\"`, `\\`, `\n`, … or `\u{1b}` /
+/// `\u001b` — which is one character of a quoted value (see [`shorten_quoted`]).
+fn skip_escape(it: &mut std::iter::Peekable<std::str::CharIndices<'_>>) {
+    let Some((_, 'u')) = it.next() else {
+        return;
+    };
+    if it.peek().map(|&(_, c)| c) == Some('{') {
+        for (_, c) in it.by_ref() {
+            if c == '}' {
+                break;
+            }
+        }
+    } else {
+        for _ in 0..4 {
+            it.next();
+        }
+    }
 }
 
 /// `text` fit to echo in a message: numbers over 24 characters in scientific notation, then

@@ -172,15 +172,21 @@ const ALIASES: [(&str, &str); 2] = [
     ("input_schema", "inputSchema"),
 ];
 
+/// For serde's "duplicate field" on a field with a second spelling ([`ALIASES`]): that the
+/// other spelling is the same field.
+fn alias_hint(message: &str) -> Option<String> {
+    ALIASES.iter().find_map(|(field, alias)| {
+        (message == format!("duplicate field `{field}`")).then(|| {
+            format!(" (`{alias}` is another spelling of `{field}`: give one of them, once)")
+        })
+    })
+}
+
 /// Says what was expected in words where serde's message names a Rust type.
 fn augment(mut message: String) -> String {
-    for (field, alias) in ALIASES {
-        if message == format!("duplicate field `{field}`") {
-            message.push_str(&format!(
-                " (`{alias}` is another spelling of `{field}`: give one of them, once)"
-            ));
-            return message;
-        }
+    if let Some(hint) = alias_hint(&message) {
+        message.push_str(&hint);
+        return message;
     }
     if [
         "missing field `name`",
