@@ -23,44 +23,9 @@ pub(super) fn provider_rules(
     let guarded = svc.local_dedup || s.executor.on_timeout == OnTimeout::ProbeStatus;
     match s.provider.kind {
         ProviderKind::Stripe => {}
-        ProviderKind::KeysIgnored => {
-            let sdk = svc.stripe_client.max_network_retries > 0;
-            if (retried_above && !guarded) || sdk {
-                out.push(Finding::new(
-                    "provider-ignores-keys",
-                    Severity::Error,
-                    "provider.kind",
-                    format!(
-                        "the provider ignores Idempotency-Key, so no key protects a retried `{}` call{}: a retry of a call that went through is a second refund",
-                        tool.name,
-                        if sdk { " (the SDK's network retries included)" } else { "" }
-                    ),
-                    "dedup in the service (refunds_service.local_dedup: true) or probe the status before a retry (executor.on_timeout: \"probe_status\"), and turn the SDK's network retries off",
-                ).with_fix(ignored_keys_fix(retried_above && !guarded, sdk)));
-            }
-        }
+        ProviderKind::KeysIgnored => out.extend(keys_ignored(s, tool, retried_above && !guarded)),
         ProviderKind::DedupWindow => out.extend(retry_outside_dedup_window(s, tool, retriers)),
-        ProviderKind::BusinessId => {
-            if svc.business_id != KeyMode::PerTicket {
-                let what = match svc.business_id {
-                    KeyMode::None => "sends no business id",
-                    _ => "derives the business id per request",
-                };
-                out.push(Finding::new(
-                    "business-id-not-stable",
-                    Severity::Error,
-                    "refunds_service.business_id",
-                    format!(
-                        "the provider recognises duplicates by the business id, but the service {what}: a retried `{}` call is a new refund",
-                        tool.name
-                    ),
-                    "set refunds_service.business_id to \"per_ticket\" (one id per logical refund), and refunds_service.on_key_conflict to \"lookup\"",
-                ).with_fix([
-                    "refunds_service.business_id=per_ticket",
-                    "refunds_service.on_key_conflict=lookup",
-                ]));
-            }
-        }
+        ProviderKind::BusinessId => out.extend(business_id_not_stable(s, tool)),
     }
     if svc.local_dedup && svc.on_pending_row == OnPendingRow::Conflict && retried_above {
         out.push(Finding::new(
@@ -75,6 +40,53 @@ pub(super) fn provider_rules(
         ).with_fix(["refunds_service.on_pending_row=wait"]));
     }
     out
+}
+
+/// `provider-ignores-keys`: the provider ignores `Idempotency-Key` while a retry from above
+/// the service reaches it with nothing that dedups (`unguarded_above`), or the SDK retries.
+fn keys_ignored(s: &Scenario, tool: &ToolFacts, unguarded_above: bool) -> Option<Finding> {
+    let svc = &s.refunds_service;
+    let sdk = svc.stripe_client.max_network_retries > 0;
+    if unguarded_above || sdk {
+        return Some(Finding::new(
+            "provider-ignores-keys",
+            Severity::Error,
+            "provider.kind",
+            format!(
+                "the provider ignores Idempotency-Key, so no key protects a retried `{}` call{}: a retry of a call that went through is a second refund",
+                tool.name,
+                if sdk { " (the SDK's network retries included)" } else { "" }
+            ),
+            "dedup in the service (refunds_service.local_dedup: true) or probe the status before a retry (executor.on_timeout: \"probe_status\"), and turn the SDK's network retries off",
+        ).with_fix(ignored_keys_fix(unguarded_above, sdk)));
+    }
+    None
+}
+
+/// `business-id-not-stable`: the provider recognises a repeat by the business id, and the
+/// service does not send one per ticket.
+fn business_id_not_stable(s: &Scenario, tool: &ToolFacts) -> Option<Finding> {
+    let svc = &s.refunds_service;
+    if svc.business_id != KeyMode::PerTicket {
+        let what = match svc.business_id {
+            KeyMode::None => "sends no business id",
+            _ => "derives the business id per request",
+        };
+        return Some(Finding::new(
+            "business-id-not-stable",
+            Severity::Error,
+            "refunds_service.business_id",
+            format!(
+                "the provider recognises duplicates by the business id, but the service {what}: a retried `{}` call is a new refund",
+                tool.name
+            ),
+            "set refunds_service.business_id to \"per_ticket\" (one id per logical refund), and refunds_service.on_key_conflict to \"lookup\"",
+        ).with_fix([
+            "refunds_service.business_id=per_ticket",
+            "refunds_service.on_key_conflict=lookup",
+        ]));
+    }
+    None
 }
 
 /// Which of the older sections retry the tool: the model's rule (`agent.retry`, on this tool)

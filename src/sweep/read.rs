@@ -113,20 +113,7 @@ pub fn read_dir(dir: &Path) -> Result<SweepRead, SweepError> {
         return Err(read_err(dir.display(), format!("{what}; {expected}")));
     }
     let json = dir.join("sweep.json");
-    let text = crate::input::read_input(&json, "a sweep.json")
-        .map_err(|e| read_err(json.display(), format!("{}; {expected}", e.reason())))
-        .and_then(|b| {
-            String::from_utf8(b)
-                .map_err(|_| read_err(json.display(), format!("is not UTF-8 text; {expected}")))
-        })?;
-    let file: FileIn = serde_json::from_str(&text)
-        .map_err(|e| read_err(json.display(), format!("{e}; {expected}")))?;
-    if file.format != FORMAT {
-        return Err(read_err(
-            json.display(),
-            format!("has format {:?}; expected {FORMAT:?}", file.format),
-        ));
-    }
+    let file = read_sweep_json(&json, expected)?;
     let results = match (file.shard, file.results) {
         (Some(shard), _) => {
             return Err(read_err(
@@ -165,6 +152,25 @@ pub fn read_dir(dir: &Path) -> Result<SweepRead, SweepError> {
         skipped,
         plots,
     })
+}
+
+/// `sweep.json` of a sweep's output directory, read and checked for its format.
+fn read_sweep_json(json: &Path, expected: &str) -> Result<FileIn, SweepError> {
+    let text = crate::input::read_input(json, "a sweep.json")
+        .map_err(|e| read_err(json.display(), format!("{}; {expected}", e.reason())))
+        .and_then(|b| {
+            String::from_utf8(b)
+                .map_err(|_| read_err(json.display(), format!("is not UTF-8 text; {expected}")))
+        })?;
+    let file: FileIn = serde_json::from_str(&text)
+        .map_err(|e| read_err(json.display(), format!("{e}; {expected}")))?;
+    if file.format != FORMAT {
+        return Err(read_err(
+            json.display(),
+            format!("has format {:?}; expected {FORMAT:?}", file.format),
+        ));
+    }
+    Ok(file)
 }
 
 /// One point per grid point, in order, each with one value per axis.
