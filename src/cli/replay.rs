@@ -59,6 +59,20 @@ pub(crate) fn run(
     };
     let exact = a.policies.is_empty() && a.sets.is_empty();
     eprint!("{}", refundsim::import::render_warnings(&imported.report));
+    print_replay(&a, &imported, &sc, seed, &c, exact)?;
+    Ok(exit(!exact || c.matches))
+}
+
+/// Prints a replay's comparison: `--json`'s object, or the import report and the exact or
+/// counterfactual table.
+fn print_replay(
+    a: &ReplayArgs,
+    imported: &refundsim::import::Imported,
+    sc: &refundsim::scenario::Scenario,
+    seed: u64,
+    c: &refundsim::replay::Comparison,
+    exact: bool,
+) -> anyhow::Result<()> {
     if a.json {
         let mut warnings: Vec<_> = imported.report.warnings.iter().collect();
         warnings.sort();
@@ -81,14 +95,14 @@ pub(crate) fn run(
         let mut text = refundsim::import::render_report(&imported.report);
         text += "\n";
         text += &if exact {
-            refundsim::replay::render_exact(&c, origin)
+            refundsim::replay::render_exact(c, origin)
         } else {
             format!(
                 "recorded vs counterfactual (this policy on the recorded traffic):\n{}",
-                refundsim::replay::render_counterfactual(&c)
+                refundsim::replay::render_counterfactual(c)
             )
         };
         emit(text)?;
     }
-    Ok(exit(!exact || c.matches))
+    Ok(())
 }
