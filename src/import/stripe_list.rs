@@ -168,6 +168,19 @@ impl<'a> List<'a> {
                 ))
             }
         }
+        self.list_data(path, raw, &o, rec, skipped)
+    }
+
+    /// The `data` array of the list object `o` at `path` (`raw` when it has none): each item a
+    /// refund object, added as [`Self::refund`] adds one.
+    fn list_data(
+        &self,
+        path: &str,
+        raw: &'a RawValue,
+        o: &Fields<'a>,
+        rec: &mut Recording,
+        skipped: &mut Vec<u64>,
+    ) -> Result<(), ImportError> {
         let data_at = join(path, "data");
         let data = o
             .get("data")
