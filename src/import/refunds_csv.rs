@@ -256,15 +256,7 @@ fn refund(
 ) -> Result<Option<ExportedRefund>, ImportError> {
     let get = |i: usize| row.get(i).unwrap_or("");
     let bad = |col: usize, expected: &str, got: &str| {
-        ImportError::at(
-            name,
-            line,
-            format!(
-                "column `{}`: expected {expected}, got {}",
-                c.names[col],
-                quoted(got)
-            ),
-        )
+        column_error(name, line, &c.names[col], expected, got)
     };
     let ticket_text = get(c.ticket);
     if ticket_text.is_empty() {
@@ -309,6 +301,18 @@ fn refund(
             line,
         },
     }))
+}
+
+/// The error for a cell of column `column` at `line` that is not what it should be.
+fn column_error(name: &str, line: u64, column: &str, expected: &str, got: &str) -> ImportError {
+    ImportError::at(
+        name,
+        line,
+        format!(
+            "column `{column}`: expected {expected}, got {}",
+            quoted(got)
+        ),
+    )
 }
 
 /// A non-empty string of ASCII digits as a number.
