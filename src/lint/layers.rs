@@ -13,6 +13,7 @@ use super::finding::{Finding, Severity};
 use super::guard::{guard, rotates_on_any_error, Origin};
 use super::spans::{layer_span, sdk_span};
 use super::tools::ToolFacts;
+use crate::scenario::layer_kinds::defaults;
 use crate::scenario::{
     layers_at, AppliesTo, DroppedConnectionRetry, KeyMode, LayerKind, Position, ProviderKind,
     RetryLayer, RetryOn, Scenario, SdkKey, Stack, StripeClient,
@@ -46,7 +47,7 @@ fn unknown_classes(l: &RetryLayer) -> String {
     if l.retries_on(RetryOn::Timeout) {
         out.push("timeout");
     }
-    if l.kind == LayerKind::RunRetry && l.retries_on(RetryOn::LlmError) {
+    if defaults(l.kind).above_model && l.retries_on(RetryOn::LlmError) {
         out.push("llm-error");
     }
     out.join(", ")
@@ -70,11 +71,7 @@ fn where_(s: &Scenario, position: Position) -> String {
 }
 
 fn kind_name(k: LayerKind) -> &'static str {
-    match k {
-        LayerKind::Retry => "retry",
-        LayerKind::Proxy => "proxy",
-        LayerKind::RunRetry => "run_retry",
-    }
+    defaults(k).name
 }
 
 /// Who answers the refund POST, for messages: `Stripe`, or `the provider` for the others.
@@ -406,7 +403,7 @@ pub(crate) fn proxy_retry_without_budget(s: &Scenario) -> Vec<Finding> {
     };
     s.layers
         .iter()
-        .filter(|(_, l)| l.kind == LayerKind::Proxy && l.budget.is_none())
+        .filter(|(_, l)| defaults(l.kind).network_proxy && l.budget.is_none())
         .filter(|(_, l)| retries_unknown_outcomes(l))
         .map(|(name, l)| {
             let n = l.retries();

@@ -16,9 +16,19 @@ use std::time::Duration;
 
 use super::retry_layer::{LayerKind, RetryLayer, RetryOn};
 
-/// A layer kind's defaults, used where the layer leaves a setting out.
+/// A layer kind's defaults, used where the layer leaves a setting out, and where the kind may
+/// sit and what it may carry (validation and lint ask these, never the kind's name).
 #[derive(Clone, Copy, Debug)]
 pub struct KindDefaults {
+    /// The kind as a scenario writes it (`"proxy"`), for messages.
+    pub name: &'static str,
+    /// Sits above `model_retry` and only there: a retry of the whole agent turn.
+    pub above_model: bool,
+    /// A network proxy: the one kind that may also sit after `sdk` (an egress proxy), and one
+    /// that `lint` expects to carry a retry budget, as Envoy's retry policy does.
+    pub network_proxy: bool,
+    /// Takes `applies_to` (the tool filter of a framework's retry middleware).
+    pub tool_filter: bool,
     /// Retries after the first try (`max_retries`).
     pub max_retries: u32,
     /// The outcomes retried (`retry_on`).

@@ -9,6 +9,10 @@ use crate::scenario::retry_layer::RetryOn;
 
 /// See the module docs.
 pub(super) const DEFAULTS: KindDefaults = KindDefaults {
+    name: "proxy",
+    above_model: false,
+    network_proxy: true,
+    tool_filter: false,
     max_retries: 1,
     retry_on: &[RetryOn::Reset, RetryOn::ConnectFailure, RetryOn::FiveXx],
     base: Duration::from_millis(25),

@@ -23,6 +23,10 @@ pub(super) const ALL_RETRY_ON: [RetryOn; 9] = [
 
 /// See the module docs.
 pub(super) const DEFAULTS: KindDefaults = KindDefaults {
+    name: "retry",
+    above_model: false,
+    network_proxy: false,
+    tool_filter: true,
     max_retries: 2,
     retry_on: &ALL_RETRY_ON,
     base: Duration::from_secs(1),

@@ -10,6 +10,10 @@ use super::KindDefaults;
 
 /// See the module docs.
 pub(super) const DEFAULTS: KindDefaults = KindDefaults {
+    name: "run_retry",
+    above_model: true,
+    network_proxy: false,
+    tool_filter: false,
     max_retries: 1,
     retry_on: &ALL_RETRY_ON,
     base: Duration::from_secs(1),

@@ -3,9 +3,8 @@
 //! [`MAX_TRIES_PER_TOOL_CALL`].
 
 use crate::scenario::config::Scenario;
-use crate::scenario::layers::{
-    layers_at, stack_of, LayerKind, Position, RetryLayer, BUILT_IN_LAYERS,
-};
+use crate::scenario::layer_kinds::defaults;
+use crate::scenario::layers::{layers_at, stack_of, Position, RetryLayer, BUILT_IN_LAYERS};
 use crate::scenario::limits::{MAX_DURATION, MAX_RETRIES, MAX_TRIES_PER_TOOL_CALL};
 use crate::scenario::modes::{AppliesTo, Cancellation};
 use crate::scenario::rules::{at_most, fail, positive, Check};
@@ -135,7 +134,7 @@ fn added_layers_placed(s: &Scenario, stack: &[String]) -> Check {
             );
         }
         let kind = s.layers[name].kind;
-        if i < top && kind != LayerKind::RunRetry {
+        if i < top && !defaults(kind).above_model {
             return fail(
                 format!("stack.{i}"),
                 format!(
@@ -143,7 +142,7 @@ fn added_layers_placed(s: &Scenario, stack: &[String]) -> Check {
                 ),
             );
         }
-        if i > top && kind == LayerKind::RunRetry {
+        if i > top && defaults(kind).above_model {
             return fail(
                 format!("stack.{i}"),
                 format!("layer {name:?} is a run_retry, which re-runs the whole agent turn; expected it above model_retry"),
@@ -166,7 +165,7 @@ fn added_layers_placed(s: &Scenario, stack: &[String]) -> Check {
                 ),
             );
         }
-        if i > sdk && kind != LayerKind::Proxy {
+        if i > sdk && !defaults(kind).network_proxy {
             return fail(
                 format!("stack.{i}"),
                 format!(
@@ -190,7 +189,7 @@ fn validate_layer(path: &str, name: &str, l: &RetryLayer) -> Check {
             ),
         );
     }
-    if l.applies_to != AppliesTo::AnyTool && l.kind != LayerKind::Retry {
+    if l.applies_to != AppliesTo::AnyTool && !defaults(l.kind).tool_filter {
         return fail(
             format!("{path}.applies_to"),
             "`applies_to` is the tool filter of a framework `retry` layer; expected none on a proxy or run_retry",
