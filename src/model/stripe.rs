@@ -916,6 +916,8 @@ mod tests {
         // Nor does it check the key's length.
         let long = "k".repeat(MAX_IDEMPOTENCY_KEY_CHARS + 1);
         must_execute(&mut s, ms(2_000), req(Some(&long), 100, 4));
+        // Nothing is saved under any key (a provider that ignores keys holds none).
+        assert_eq!(s.keys_held(), 0);
     }
 
     #[test]
