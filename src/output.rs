@@ -102,9 +102,8 @@ impl WholeFile {
     /// Opens `path` for writing as [`write_whole`] would; returns the file and a handle to
     /// write to. Errors are one line.
     pub(crate) fn create(path: &Path) -> Result<(WholeFile, fs::File), String> {
-        match fs::metadata(path) {
-            Ok(m) if m.is_dir() => return Err("is a directory; expected a file path".into()),
-            Ok(m) if !m.is_file() || is_stream_path(path) => {
+        let (target, dir) = match destination(path)? {
+            Destination::Stream => {
                 let f = open_stream(path).map_err(|e| format!("cannot open: {e}"))?;
                 let whole = WholeFile {
                     target: path.to_path_buf(),
@@ -112,17 +111,8 @@ impl WholeFile {
                 };
                 return Ok((whole, f));
             }
-            _ => {}
-        }
-        let target = resolve_symlink(path)?;
-        refuse_read_only(&target)?;
-        let dir = match target.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-            _ => PathBuf::from("."),
+            Destination::File { target, dir } => (target, dir),
         };
-        if !dir.is_dir() {
-            return Err(format!("directory {} does not exist", dir.display()));
-        }
         // Created and registered under the registry's lock: a signal handler that has begun
         // removing the registered files sees this one too, or it is never created.
         let mut registry = in_progress();
@@ -229,14 +219,19 @@ fn default_permissions() -> fs::Permissions {
         .expect("a temp file")
 }
 
-/// Checks, before any work, that [`write_whole`] could write `path`: not a directory, its
-/// directory exists, not read-only (a device or FIFO is fine). Creates nothing. The error is
-/// the one line [`WholeFile::create`] would give, so a command that writes its output last
-/// (`check --junit`) refuses a bad path before it runs instead of after.
-pub fn check_writable(path: &Path) -> Result<(), String> {
+/// Where [`write_whole`] would write `path`: a device or FIFO written in place, or a regular
+/// file (through a symlink, its target) replaced from a temporary file in `dir`.
+enum Destination {
+    Stream,
+    File { target: PathBuf, dir: PathBuf },
+}
+
+/// Resolves `path` as [`WholeFile::create`] writes it, refusing a directory, a read-only file
+/// and a missing directory. Creates nothing. Errors are one line.
+fn destination(path: &Path) -> Result<Destination, String> {
     match fs::metadata(path) {
         Ok(m) if m.is_dir() => return Err("is a directory; expected a file path".into()),
-        Ok(m) if !m.is_file() || is_stream_path(path) => return Ok(()),
+        Ok(m) if !m.is_file() || is_stream_path(path) => return Ok(Destination::Stream),
         _ => {}
     }
     let target = resolve_symlink(path)?;
@@ -248,7 +243,15 @@ pub fn check_writable(path: &Path) -> Result<(), String> {
     if !dir.is_dir() {
         return Err(format!("directory {} does not exist", dir.display()));
     }
-    Ok(())
+    Ok(Destination::File { target, dir })
+}
+
+/// Checks, before any work, that [`write_whole`] could write `path` ([`destination`]): not a
+/// directory, its directory exists, not read-only (a device or FIFO is fine). Creates nothing.
+/// The error is the one line [`WholeFile::create`] would give, so a command that writes its
+/// output last (`check --junit`) refuses a bad path before it runs instead of after.
+pub fn check_writable(path: &Path) -> Result<(), String> {
+    destination(path).map(|_| ())
 }
 
 /// Whether `a` and `b` name the same existing file (so an output never overwrites an input).
