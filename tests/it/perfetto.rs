@@ -8,26 +8,29 @@ use serde_json::Value;
 
 use crate::common::{refundsim, INCIDENT};
 
+/// `run SCENARIO --json --perfetto FILE`, which must exit 0: the file's bytes and the report.
+fn perfetto_run(scenario: &str) -> (Vec<u8>, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.perfetto.json");
+    let out = refundsim()
+        .args(["run", scenario, "--json", "--perfetto"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = serde_json::from_slice(&out.stdout).unwrap();
+    (std::fs::read(&path).unwrap(), report)
+}
+
 /// The incident's `--perfetto` file and its `--json` report, from one run shared by the tests.
 fn incident() -> &'static (Vec<u8>, Value) {
     static RUN: OnceLock<(Vec<u8>, Value)> = OnceLock::new();
-    RUN.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("incident.json");
-        let out = refundsim()
-            .args(["run", INCIDENT, "--json", "--perfetto"])
-            .arg(&path)
-            .output()
-            .unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let report = serde_json::from_slice(&out.stdout).unwrap();
-        (std::fs::read(&path).unwrap(), report)
-    })
+    RUN.get_or_init(|| perfetto_run(INCIDENT))
 }
 
 /// A slice as a viewer sees it: its name, args and track.
@@ -282,24 +285,8 @@ fn a_bad_perfetto_path_exits_2_naming_it_and_leaves_no_file() {
 /// a reader tells them apart and each answer closes its own request (by `via`), not the latest.
 #[test]
 fn egress_tries_are_named_slices() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("egress.json");
-    let out = refundsim()
-        .args([
-            "run",
-            "tests/fixtures/layers/egress-per-try-timeout.json",
-            "--perfetto",
-        ])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let (bytes, _) = perfetto_run("tests/fixtures/layers/egress-per-try-timeout.json");
+    let doc: Value = serde_json::from_slice(&bytes).unwrap();
     let names: Vec<&str> = doc["traceEvents"]
         .as_array()
         .unwrap()
