@@ -170,7 +170,9 @@ pub struct Metrics {
     /// Stripe 409 `idempotency_key_in_use`, or another provider's answer to a duplicate still in
     /// progress (409 or 422, `provider.in_flight_duplicate_status`).
     pub stripe_409: u64,
-    /// Stripe 400s (idempotency errors, charge already refunded, invalid amount).
+    /// Stripe 400s (idempotency errors, charge already refunded, invalid amount), and a
+    /// provider's refusal of a finished duplicate with any 4xx
+    /// (`provider.duplicate_rejected_status`).
     pub stripe_400: u64,
     /// Stripe 429s.
     pub stripe_429: u64,
@@ -942,6 +944,11 @@ fn count_stripe_status(m: &mut Metrics, status: u16, outcome: ProviderOutcome) {
         // A saved response replayed under its key, a refund or a saved 500: a replay, not a
         // new 5xx (Stripe's `Idempotent-Replayed: true`).
         (_, ProviderOutcome::Replayed) => m.stripe_replays += 1,
+        // A finished duplicate refused (`provider.duplicate_rejected_status`): a 5xx counts as
+        // one, any 4xx as a refusal with the 400s, so a 409 or 422 here is not taken for a
+        // request still in flight.
+        (s, ProviderOutcome::DuplicateRejected) if s >= 500 => m.stripe_500 += 1,
+        (_, ProviderOutcome::DuplicateRejected) => m.stripe_400 += 1,
         // An in-flight duplicate: Stripe's 409, or 422 where `provider.in_flight_duplicate_status`
         // says so (the only 422 the fake provider sends).
         (409 | 422, _) => m.stripe_409 += 1,
@@ -1114,6 +1121,11 @@ mod tests {
         count_stripe_status(&mut m, 400, ProviderOutcome::IdempotencyError);
         count_stripe_status(&mut m, 200, ProviderOutcome::Replayed);
         assert_eq!((m.stripe_409, m.stripe_400, m.stripe_replays), (3, 1, 1));
+        // A finished duplicate refused is a refusal, whatever its 4xx; its 500 is a 5xx.
+        count_stripe_status(&mut m, 422, ProviderOutcome::DuplicateRejected);
+        count_stripe_status(&mut m, 409, ProviderOutcome::DuplicateRejected);
+        count_stripe_status(&mut m, 500, ProviderOutcome::DuplicateRejected);
+        assert_eq!((m.stripe_409, m.stripe_400, m.stripe_500), (3, 3, 1));
     }
 
     /// Every status lands in exactly its own counter, once.

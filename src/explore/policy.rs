@@ -190,6 +190,14 @@ pub const PROVIDER_TWINS: &[(&str, Policy)] = &[
         s.refunds_service.lookup_before_create = false;
         s.refunds_service.crash_after_provider_ok = 1.0;
     }),
+    (
+        "finished duplicate refused with 422, read as nothing done, key rotated",
+        |s| {
+            keys_and_probe(s);
+            s.provider.duplicate_rejected_status = Some(422);
+            s.refunds_service.rotate_key = KeyRotation::AfterDefiniteFailure;
+        },
+    ),
 ];
 
 /// The claim's twins: [`keys_and_probe`] with one thing changed, each of which breaks it.

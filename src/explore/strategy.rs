@@ -524,3 +524,20 @@ pub fn world_with_deliveries() -> impl Strategy<Value = Case> {
         c
     })
 }
+
+// ---- Providers that refuse a finished duplicate (issue 29) ----------------------------------
+// Drawn apart from `world()` as the deliveries are, so the worlds it generates stay as they were.
+
+/// [`world`] plus a provider that may refuse a finished duplicate with an error instead of
+/// replaying its answer (`provider.duplicate_rejected_status`: none half the time, else 400,
+/// 409, 422 or 500; shrinks toward none), on whichever provider kind the world drew.
+pub fn world_with_provider_refusals() -> impl Strategy<Value = Case> {
+    let status = prop::option::weighted(
+        0.5,
+        prop_oneof![Just(400u16), Just(409), Just(422), Just(500)],
+    );
+    (world(), status).prop_map(|(mut c, status)| {
+        c.scenario.provider.duplicate_rejected_status = status;
+        c
+    })
+}

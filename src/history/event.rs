@@ -65,6 +65,10 @@ pub enum ProviderOutcome {
     /// A duplicate of a request still in flight, refused with the status that
     /// `provider.in_flight_duplicate_status` names (422 `duplicate_in_progress`).
     DuplicateInProgress,
+    /// A repeat of a request that already finished, refused with the status that
+    /// `provider.duplicate_rejected_status` names (code `duplicate_transaction`) instead of the
+    /// saved answer replayed: the first request's effect stands, the repeat is told nothing of it.
+    DuplicateRejected,
     /// 409: the key's first request is still being processed.
     IdempotencyKeyInUse,
     /// 400: the key was used with different parameters.
@@ -89,10 +93,11 @@ pub enum ProviderOutcome {
 
 impl ProviderOutcome {
     /// Every outcome, in declaration order.
-    pub const ALL: [ProviderOutcome; 13] = [
+    pub const ALL: [ProviderOutcome; 14] = [
         ProviderOutcome::Created,
         ProviderOutcome::Replayed,
         ProviderOutcome::DuplicateInProgress,
+        ProviderOutcome::DuplicateRejected,
         ProviderOutcome::IdempotencyKeyInUse,
         ProviderOutcome::IdempotencyError,
         ProviderOutcome::ChargeAlreadyRefunded,
@@ -111,6 +116,7 @@ impl ProviderOutcome {
             ProviderOutcome::Created => "created",
             ProviderOutcome::Replayed => "replayed",
             ProviderOutcome::DuplicateInProgress => "duplicate_in_progress",
+            ProviderOutcome::DuplicateRejected => "duplicate_rejected",
             ProviderOutcome::IdempotencyKeyInUse => "idempotency_key_in_use",
             ProviderOutcome::IdempotencyError => "idempotency_error",
             ProviderOutcome::ChargeAlreadyRefunded => "charge_already_refunded",
@@ -124,15 +130,16 @@ impl ProviderOutcome {
         }
     }
 
-    /// A conflict over the idempotency key (409 in use, 400 mismatch, in-flight duplicate):
-    /// the request was refused because of its key, so its effect is whatever the key's first
-    /// request did.
+    /// A conflict over the idempotency key (409 in use, 400 mismatch, in-flight duplicate, a
+    /// finished duplicate rejected): the request was refused because of its key, so its effect
+    /// is whatever the key's first request did.
     pub fn is_key_conflict(self) -> bool {
         matches!(
             self,
             ProviderOutcome::IdempotencyKeyInUse
                 | ProviderOutcome::IdempotencyError
                 | ProviderOutcome::DuplicateInProgress
+                | ProviderOutcome::DuplicateRejected
         )
     }
 }
@@ -514,6 +521,7 @@ mod tests {
             key_conflicts,
             [
                 "duplicate_in_progress",
+                "duplicate_rejected",
                 "idempotency_key_in_use",
                 "idempotency_error"
             ]

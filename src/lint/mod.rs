@@ -77,6 +77,8 @@ pub const RULES: &[&str] = &[
     "retry-outside-dedup-window",
     "business-id-not-stable",
     "pending-row-conflict",
+    "duplicate-refused-read-as-failure",
+    "stored-failure-replayed",
     "tool-annotations-missing",
 ];
 

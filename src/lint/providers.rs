@@ -6,7 +6,9 @@ use super::finding::{Finding, Severity};
 use super::guard::up_to_seconds;
 use super::spans::upper_retry_span;
 use super::tools::ToolFacts;
-use crate::scenario::{KeyMode, OnPendingRow, OnTimeout, ProviderKind, Scenario};
+use crate::scenario::{
+    KeyMode, KeyRotation, OnKeyConflict, OnPendingRow, OnTimeout, ProviderKind, Scenario,
+};
 
 /// Every provider rule, in a fixed order. `retried_above` says whether anything above the
 /// service retries the tool (the model, the executor, an added layer); `retriers` whether the
@@ -27,6 +29,8 @@ pub(super) fn provider_rules(
         ProviderKind::DedupWindow => out.extend(retry_outside_dedup_window(s, tool, retriers)),
         ProviderKind::BusinessId => out.extend(business_id_not_stable(s, tool)),
     }
+    out.extend(duplicate_refused_read_as_failure(s, tool, retried_above));
+    out.extend(stored_failure_replayed(s, tool));
     if svc.local_dedup && svc.on_pending_row == OnPendingRow::Conflict && retried_above {
         out.push(Finding::new(
             "pending-row-conflict",
@@ -87,6 +91,80 @@ fn business_id_not_stable(s: &Scenario, tool: &ToolFacts) -> Option<Finding> {
         ]));
     }
     None
+}
+
+/// `duplicate-refused-read-as-failure`: the provider refuses a repeat of a finished request
+/// with an error (`provider.duplicate_rejected_status`) instead of replaying its answer, a
+/// repeat can reach it (the SDK's network retries, or a retry from above), and the service
+/// passes the refusal on as a failure (`on_key_conflict` other than `lookup`). An error when the
+/// service then writes a new key (`rotate_key` other than `never`: the next retry is a new
+/// refund), a warning otherwise (the refund stands but the caller is told it failed, and
+/// escalates).
+fn duplicate_refused_read_as_failure(
+    s: &Scenario,
+    tool: &ToolFacts,
+    retried_above: bool,
+) -> Option<Finding> {
+    let status = s.provider.duplicate_rejected_status?;
+    let svc = &s.refunds_service;
+    let sdk = svc.stripe_client.max_network_retries > 0;
+    if svc.on_key_conflict == OnKeyConflict::Lookup || !(sdk || retried_above) {
+        return None;
+    }
+    let rotates = svc.new_nonce_after_error || svc.rotate_key != KeyRotation::Never;
+    let (severity, then) = if rotates {
+        (
+            Severity::Error,
+            "the service then writes a new key (refunds_service.rotate_key), and the next retry is a second refund",
+        )
+    } else {
+        (
+            Severity::Warning,
+            "the refund stands, but the caller is told it failed and escalates or retries",
+        )
+    };
+    Some(
+        Finding::new(
+            "duplicate-refused-read-as-failure",
+            severity,
+            "provider.duplicate_rejected_status",
+            format!(
+                "the provider answers a repeat of a finished `{}` call with {status} duplicate_transaction instead of the first answer, and the service passes it on as a failure: {then}",
+                tool.name
+            ),
+            "read the refusal as \"already done\": set refunds_service.on_key_conflict to \"lookup\" (the service looks the refund up and answers with it)",
+        )
+        .with_fix(["refunds_service.on_key_conflict=lookup"]),
+    )
+}
+
+/// `stored-failure-replayed`: a provider condition fails refunds for a while
+/// (`provider.balance_insufficient_until`), the failure is saved under the per-ticket key, and
+/// the key is never rotated: every retry for the ticket replays the stored failure after the
+/// condition cleared, and the refund is never made.
+fn stored_failure_replayed(s: &Scenario, tool: &ToolFacts) -> Option<Finding> {
+    let until = s.provider.balance_insufficient_until?;
+    let svc = &s.refunds_service;
+    if svc.idempotency_key != KeyMode::PerTicket
+        || svc.new_nonce_after_error
+        || svc.rotate_key != KeyRotation::Never
+    {
+        return None;
+    }
+    Some(
+        Finding::new(
+            "stored-failure-replayed",
+            Severity::Warning,
+            "refunds_service.rotate_key",
+            format!(
+                "refunds fail until {} (provider.balance_insufficient_until), the provider saves that failure under the ticket's key, and the key is never rotated: a `{}` retry after the condition cleared replays the failure instead of refunding",
+                humantime::format_duration(until),
+                tool.name
+            ),
+            "write a new key after a definite failure (refunds_service.rotate_key: \"after_definite_failure\"), which keeps the key after an unknown outcome",
+        )
+        .with_fix(["refunds_service.rotate_key=after_definite_failure"]),
+    )
 }
 
 /// Which of the older sections retry the tool: the model's rule (`agent.retry`, on this tool)

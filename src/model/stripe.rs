@@ -278,6 +278,11 @@ pub(crate) struct FakeStripe {
     retry_after: Option<SimTime>,
     /// Stripe's object lock on concurrent executions on one charge.
     lock_concurrent: bool,
+    /// `provider.duplicate_rejected_status`: refuse a finished duplicate with this status
+    /// instead of replaying its saved answer.
+    duplicate_rejected_status: Option<u16>,
+    /// `provider.balance_insufficient_until`: refunds executing before this instant fail.
+    balance_insufficient_until: Option<SimTime>,
 }
 
 impl FakeStripe {
@@ -301,6 +306,8 @@ impl FakeStripe {
             in_flight_status: 409,
             retry_after: None,
             lock_concurrent: false,
+            duplicate_rejected_status: None,
+            balance_insufficient_until: None,
         }
     }
 
@@ -314,13 +321,18 @@ impl FakeStripe {
     ///   key retention.
     ///
     /// With any of them, a duplicate of a request still executing is answered
-    /// `in_flight_duplicate_status` (409, or 422 as some gateways answer).
+    /// `in_flight_duplicate_status` (409, or 422 as some gateways answer), and one of a request
+    /// that finished is refused with `duplicate_rejected_status` when it is set (see
+    /// [`FakeStripe::begin`]); `balance_insufficient_until` fails refunds until then (see
+    /// [`FakeStripe::commit`]).
     pub(crate) fn with_provider(mut self, p: &Provider) -> Self {
         self.kind = p.kind;
         self.dedup_window = SimTime::from_duration(p.dedup_window);
         self.in_flight_status = p.in_flight_duplicate_status;
         self.retry_after = p.retry_after.map(SimTime::from_duration);
         self.lock_concurrent = p.lock_concurrent_requests;
+        self.duplicate_rejected_status = p.duplicate_rejected_status;
+        self.balance_insufficient_until = p.balance_insufficient_until.map(SimTime::from_duration);
         self
     }
 
@@ -442,7 +454,10 @@ impl FakeStripe {
     ///   parameters → 400 `idempotency_error` (nothing created or saved); the first request still
     ///   executing → 409 `idempotency_error`, code `idempotency_key_in_use` (nothing saved, the
     ///   client may retry); finished → the saved status and body replayed with
-    ///   `Idempotent-Replayed: true` and no new refund. An expired entry is replaced.
+    ///   `Idempotent-Replayed: true` and no new refund, or, where the provider refuses finished
+    ///   duplicates (`provider.duplicate_rejected_status`, not Stripe's rule), that status with
+    ///   code `duplicate_transaction` (`api_error` for a 500, else `invalid_request_error`),
+    ///   nothing created or saved. An expired entry is replaced.
     /// - **Execute**: the key (if any) is recorded as executing with these parameters and
     ///   `created = now`, and an [`ExecToken`] is returned for [`FakeStripe::commit`].
     pub(crate) fn begin(&mut self, now: SimTime, req: StripeRequest, lock_timeout: bool) -> Begin {
@@ -526,6 +541,8 @@ impl FakeStripe {
     /// - nothing left (fully refunded) → 400 `invalid_request_error`, code
     ///   `charge_already_refunded`;
     /// - `amount` more than what is left → 400 `invalid_request_error`, `param: amount`;
+    /// - before `provider.balance_insufficient_until` → 400 `invalid_request_error`, code
+    ///   `balance_insufficient` (the account's balance cannot cover the refund yet);
     /// - otherwise a refund `re_…` is created in `status` (partial refunds may repeat until the
     ///   charge is exhausted) and the answer is 200 with the refund object.
     ///
@@ -764,6 +781,21 @@ impl FakeStripe {
                     message,
                 )))
             }
+            Some(_) if self.duplicate_rejected_status.is_some() => {
+                let status = self.duplicate_rejected_status.unwrap_or(400);
+                let kind = if status >= 500 {
+                    ErrorType::ApiError
+                } else {
+                    ErrorType::InvalidRequestError
+                };
+                Some(Response::error(
+                    status,
+                    kind,
+                    Some(super::providers::DUPLICATE_REJECTED_CODE),
+                    None,
+                    rules(self.kind).duplicate_rejected(key),
+                ))
+            }
             Some(saved) => {
                 let mut replay = saved.clone();
                 replay.idempotent_replayed = true;
@@ -798,6 +830,20 @@ impl FakeStripe {
                     cents(p.amount_cents),
                     cents(remaining)
                 ),
+            );
+        }
+        if self
+            .balance_insufficient_until
+            .is_some_and(|until| now < until)
+        {
+            return Response::error(
+                400,
+                ErrorType::InvalidRequestError,
+                Some("balance_insufficient"),
+                None,
+                "The refund could not be completed because the account does not have a \
+                 sufficient balance available."
+                    .to_owned(),
             );
         }
         self.refunds_created += 1;
@@ -1061,6 +1107,113 @@ mod tests {
             } => (*kind, code.as_deref(), param.as_deref()),
             Body::Refund(rf) => panic!("expected an error, got refund {}", rf.id),
         }
+    }
+
+    /// `provider.duplicate_rejected_status`: a repeat of a finished request is refused with
+    /// that status and code `duplicate_transaction`, nothing created or saved, the first refund
+    /// standing; a repeat still in flight keeps its in-flight answer, and other parameters
+    /// their 400; a 500 refusal is an `api_error`. Under a business-id provider the reused id
+    /// is named.
+    #[test]
+    fn a_provider_may_refuse_a_finished_duplicate_instead_of_replaying_it() {
+        for status in [400u16, 409, 422, 500] {
+            let p = Provider {
+                duplicate_rejected_status: Some(status),
+                ..Provider::default()
+            };
+            let mut s = FakeStripe::new(DAY, 100).with_provider(&p);
+            s.add_charge("ch_1", 10_000);
+            let t = must_execute(&mut s, ms(0), req(Some("k"), 500, 1));
+            let busy = must_respond(&mut s, ms(100), req(Some("k"), 500, 2));
+            assert_eq!(busy.status, 409, "still executing: the in-flight answer");
+            s.commit(ms(400), t, RefundStatus::Succeeded, CommitFault::None);
+            let again = must_respond(&mut s, ms(500), req(Some("k"), 500, 3));
+            assert_eq!(again.status, status);
+            assert!(!again.idempotent_replayed);
+            let kind = if status == 500 {
+                ErrorType::ApiError
+            } else {
+                ErrorType::InvalidRequestError
+            };
+            assert_eq!(
+                error_fields(&again),
+                (kind, Some("duplicate_transaction"), None)
+            );
+            assert_eq!(
+                super::super::stripe_trace::classify(&Delivered::Response(again.clone())).1,
+                ProviderOutcome::DuplicateRejected
+            );
+            let other = must_respond(&mut s, ms(600), req(Some("k"), 700, 4));
+            assert_eq!(
+                other.status, 400,
+                "other parameters: still the idempotency error"
+            );
+            assert_eq!(error_fields(&other).0, ErrorType::IdempotencyError);
+            // Nothing saved by the refusal: a later repeat is refused again, one refund stands.
+            assert_eq!(must_respond(&mut s, ms(700), req(Some("k"), 500, 5)), again);
+            assert_eq!(s.refunds().len(), 1);
+        }
+        let p = Provider {
+            kind: ProviderKind::BusinessId,
+            duplicate_rejected_status: Some(422),
+            ..Provider::default()
+        };
+        let mut s = FakeStripe::new(DAY, 100).with_provider(&p);
+        s.add_charge("ch_1", 10_000);
+        call(
+            &mut s,
+            ms(0),
+            with_business_id(req(None, 500, 1), "order-7"),
+        );
+        let again = must_respond(
+            &mut s,
+            ms(900),
+            with_business_id(req(None, 500, 2), "order-7"),
+        );
+        assert_eq!(again.status, 422);
+        match &again.body {
+            Body::Error { message, .. } => assert!(message.contains("'order-7'"), "{message}"),
+            Body::Refund(_) => panic!("a refund"),
+        }
+    }
+
+    /// `provider.balance_insufficient_until`: a refund executing before that instant fails
+    /// with 400 `balance_insufficient`, and, having begun executing, the failure is saved under
+    /// the key: the same key after the condition cleared replays the failure, a new key
+    /// executes and refunds.
+    #[test]
+    fn a_stored_failure_blocks_the_same_key_after_the_condition_clears() {
+        let p = Provider {
+            balance_insufficient_until: Some(std::time::Duration::from_secs(60)),
+            ..Provider::default()
+        };
+        let mut s = FakeStripe::new(DAY, 100).with_provider(&p);
+        s.add_charge("ch_1", 10_000);
+        let first = call(&mut s, ms(0), req(Some("k"), 500, 1));
+        assert_eq!(first.status, 400);
+        assert_eq!(
+            error_fields(&first),
+            (
+                ErrorType::InvalidRequestError,
+                Some("balance_insufficient"),
+                None
+            )
+        );
+        let later = must_respond(&mut s, ms(120_000), req(Some("k"), 500, 2));
+        assert_eq!((later.status, later.idempotent_replayed), (400, true));
+        assert!(s.refunds().is_empty());
+        let fresh = call(&mut s, ms(120_000), req(Some("k2"), 500, 3));
+        assert_eq!(fresh.status, 200);
+        assert_eq!(s.refunds().len(), 1);
+        // Just before the instant it still fails; at it, it passes.
+        let mut s = FakeStripe::new(DAY, 100).with_provider(&p);
+        s.add_charge("ch_1", 10_000);
+        let t = must_execute(&mut s, ms(59_000), req(None, 500, 1));
+        let before = delivered(s.commit(ms(59_999), t, RefundStatus::Succeeded, CommitFault::None));
+        assert_eq!(before.status, 400);
+        let t = must_execute(&mut s, ms(59_000), req(None, 500, 2));
+        let at = delivered(s.commit(ms(60_000), t, RefundStatus::Succeeded, CommitFault::None));
+        assert_eq!(at.status, 200);
     }
 
     #[test]

@@ -64,6 +64,7 @@ pub(crate) fn classify(d: &Delivered) -> (u16, ProviderOutcome, Option<String>) 
                 Body::Refund(_) => ProviderOutcome::Created,
                 Body::Error { kind, code, .. } => match (r.status, kind, code.as_deref()) {
                     (_, _, Some("duplicate_in_progress")) => ProviderOutcome::DuplicateInProgress,
+                    (_, _, Some("duplicate_transaction")) => ProviderOutcome::DuplicateRejected,
                     (409, _, _) => ProviderOutcome::IdempotencyKeyInUse,
                     (_, ErrorType::IdempotencyError, _) => ProviderOutcome::IdempotencyError,
                     (_, _, Some("charge_already_refunded")) => {

@@ -27,6 +27,33 @@ pub struct Provider {
     /// validation failure takes it for a definite "nothing was done".
     #[serde(default = "default_in_flight_status")]
     pub in_flight_duplicate_status: u16,
+    /// The HTTP status with which the provider refuses a repeat of a request that already
+    /// finished (same key, business id or parameters, inside the retention or window), instead
+    /// of replaying the saved answer as Stripe does: `400`, `409`, `422` or `500`. The answer is
+    /// an error with code `duplicate_transaction`, nothing is created and nothing saved; the
+    /// first request's effect stands. Gateways do this: PayPal's Payments API answers
+    /// `DUPLICATE_TRANSACTION` (422 Unprocessable Entity) and tells the client to "check
+    /// transaction status"; Braintree's duplicate checking makes the repeat "Gateway Rejected"
+    /// (30 s window by default); Helcim declines "Suspected duplicate transaction in the last 5
+    /// minutes". With `kind: business_id` this is a provider that rejects a reused business id
+    /// outright. A client that reads the refusal as "nothing was done" (a 4xx) may write a new
+    /// key and send the refund again. Default: not set (the saved answer is replayed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duplicate_rejected_status: Option<u16>,
+    /// A condition of the account that fails every refund executing before this instant (from
+    /// the run's start) and passes after it: Stripe's 400 `balance_insufficient` while the
+    /// available balance is too low to cover a refund (it passes once payments settle or the
+    /// balance is topped up). The failure is an answer of an endpoint that began executing, so
+    /// Stripe saves it under the idempotency key and replays it: a retry with the same key after
+    /// the condition cleared gets the stored failure, not a refund. At most 365 days. Default:
+    /// not set (no such condition).
+    #[serde(
+        default,
+        with = "humantime_serde::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub balance_insufficient_until: Option<Duration>,
     /// The `Retry-After` header (whole seconds) on the answers that say "try again later": 429s
     /// (`rate_limit`, `lock_timeout`) and the answer to a duplicate still in progress. SDKs that
     /// honour it (`refunds_service.stripe_client.honour_retry_headers`) wait at least that long,
@@ -128,6 +155,8 @@ impl Default for Provider {
             kind: ProviderKind::Stripe,
             dedup_window: default_dedup_window(),
             in_flight_duplicate_status: default_in_flight_status(),
+            duplicate_rejected_status: None,
+            balance_insufficient_until: None,
             retry_after: None,
             lock_concurrent_requests: false,
             settle: None,

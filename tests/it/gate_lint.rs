@@ -145,6 +145,13 @@ const LAYER_RULES: &[(&str, &str, &str, &str, &str)] = &[
         "warning",
         "layers.gateway.budget",
     ),
+    (
+        "stored-failure",
+        "stored-failure",
+        "stored-failure-replayed",
+        "warning",
+        "refunds_service.rotate_key",
+    ),
 ];
 
 #[test]
@@ -263,6 +270,11 @@ fn every_recipe_is_flagged_and_its_fix_clears_the_finding() {
             "concurrent-handlers-same-key",
             "key-conflict-retried-under-new-key",
             "refunds_service.on_key_conflict",
+        ),
+        (
+            "provider-errors-on-reused-key",
+            "duplicate-refused-read-as-failure",
+            "provider.duplicate_rejected_status",
         ),
     ];
     let mut shipped: Vec<String> = std::fs::read_dir("scenarios/recipes")

@@ -10,7 +10,8 @@
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::TestCaseError;
 
-use refundsim::explore::{check_case, policy, strategy::world, Case};
+use refundsim::explore::strategy::{world, world_with_provider_refusals};
+use refundsim::explore::{check_case, policy, Case};
 use refundsim::scenario::{LayerKind, ProviderKind};
 
 use crate::common::prop::{counterexample, runner, sampler};
@@ -85,4 +86,37 @@ fn worlds_draw_providers_and_failures() {
     ] {
         assert!(n >= 10, "{what}: {n} of 256");
     }
+}
+
+/// The claim's policy holds on a provider that refuses a finished duplicate with an error
+/// (`provider.duplicate_rejected_status`) instead of replaying it, whatever the status and the
+/// provider kind: the per-ticket key is never rotated, so a refusal is never followed by a
+/// second refund under a new key (the twin with rotation is in `PROVIDER_TWINS`).
+#[test]
+fn holds_keys_and_probe_on_providers_that_refuse_finished_duplicates() {
+    let mut r = runner(256, 95);
+    let result = r.run(&world_with_provider_refusals(), |mut case: Case| {
+        policy::keys_and_probe(&mut case.scenario);
+        check_case(&case).map_err(|v| TestCaseError::fail(format!("{v}\n{}", v.story.join("\n"))))
+    });
+    if let Err(e) = result {
+        panic!("keys and probe on a refusing provider: {e}");
+    }
+}
+
+/// The refusing worlds draw every status and leave it off too.
+#[test]
+fn worlds_draw_provider_refusals() {
+    let mut r = sampler(7);
+    let strategy = world_with_provider_refusals();
+    let mut seen = std::collections::BTreeMap::new();
+    for _ in 0..256 {
+        let s = strategy.new_tree(&mut r).unwrap().current().scenario;
+        *seen
+            .entry(s.provider.duplicate_rejected_status)
+            .or_insert(0) += 1;
+    }
+    let drawn: Vec<_> = seen.keys().copied().collect();
+    assert_eq!(drawn, [None, Some(400), Some(409), Some(422), Some(500)]);
+    assert!(seen.values().all(|&n| n >= 10), "{seen:?}");
 }

@@ -23,6 +23,7 @@ const RECIPES: &[(&str, u64, u64)] = &[
     ("run-level-retry-replays-tools", 3, 3),
     ("duplicate-webhook-delivery", 3, 3),
     ("concurrent-handlers-same-key", 3, 3),
+    ("provider-errors-on-reused-key", 3, 3),
 ];
 
 #[test]

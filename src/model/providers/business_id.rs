@@ -17,4 +17,8 @@ impl Recognition for BusinessId {
     fn reused_with_other_params(&self, key: &str) -> String {
         format!("Business id '{key}' was already used with other parameters.")
     }
+
+    fn duplicate_rejected(&self, key: &str) -> String {
+        format!("Business id '{key}' was already used.")
+    }
 }

@@ -102,7 +102,19 @@ pub(crate) trait Recognition {
             "A duplicate of this request is still being processed.".to_owned(),
         )
     }
+
+    /// The message refusing a repeat of `key` after its first request finished
+    /// (`provider.duplicate_rejected_status`; code [`DUPLICATE_REJECTED_CODE`]). A gateway's
+    /// generic words by default.
+    fn duplicate_rejected(&self, _key: &str) -> String {
+        "A transaction with identical details has already been processed.".to_owned()
+    }
 }
+
+/// The error code of a provider's refusal of a finished duplicate
+/// (`provider.duplicate_rejected_status`): PayPal's `DUPLICATE_TRANSACTION`, in Stripe's
+/// snake_case.
+pub(crate) const DUPLICATE_REJECTED_CODE: &str = "duplicate_transaction";
 
 /// The rules of provider kind `kind`: one arm per kind.
 pub(crate) fn rules(kind: ProviderKind) -> &'static dyn Recognition {

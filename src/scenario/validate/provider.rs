@@ -1,4 +1,5 @@
-//! `provider`: the duplicate window, the in-flight duplicate status and refund settlement.
+//! `provider`: the duplicate window, the duplicate statuses, the balance condition and refund
+//! settlement.
 
 use crate::scenario::limits::MAX_DURATION;
 use crate::scenario::provider::Provider;
@@ -16,6 +17,17 @@ pub(super) fn validate(p: &Provider) -> Check {
                 p.in_flight_duplicate_status
             ),
         );
+    }
+    if let Some(status) = p.duplicate_rejected_status {
+        if !matches!(status, 400 | 409 | 422 | 500) {
+            return fail(
+                "provider.duplicate_rejected_status",
+                format!("invalid value: expected 400, 409, 422 or 500, got {status}"),
+            );
+        }
+    }
+    if let Some(until) = p.balance_insufficient_until {
+        at_most("provider.balance_insufficient_until", until, MAX_DURATION)?;
     }
     if let Some(r) = p.retry_after {
         at_most(
