@@ -205,12 +205,15 @@ fn sdk_retry_without_key(s: &Scenario, tool: &ToolFacts) -> Option<Finding> {
         SdkKey::Reuse => "reuse",
         SdkKey::NewPerRetry => "new_per_retry",
         SdkKey::None => "none",
+        SdkKey::ReplacePerCall => "replace_per_call",
     };
-    let network = c.max_network_retries > 0 && c.key != SdkKey::Reuse;
+    // `replace_per_call` sends one key per logical call on every try, as `reuse` does.
+    let stable = matches!(c.key, SdkKey::Reuse | SdkKey::ReplacePerCall);
+    let network = c.max_network_retries > 0 && !stable;
     let dropped = match c.retry_dropped_connection {
         DroppedConnectionRetry::Off => false,
         DroppedConnectionRetry::WithoutKey => true,
-        DroppedConnectionRetry::WithKey => c.key != SdkKey::Reuse,
+        DroppedConnectionRetry::WithKey => !stable,
     };
     let path = if network {
         "refunds_service.stripe_client.max_network_retries"
@@ -220,7 +223,7 @@ fn sdk_retry_without_key(s: &Scenario, tool: &ToolFacts) -> Option<Finding> {
         return None;
     };
     let what = sdk_retries_without_key(c, key, network, dropped);
-    let (hint, fix) = if network || c.key != SdkKey::Reuse {
+    let (hint, fix) = if network || !stable {
         (
             "set refunds_service.stripe_client.key to \"reuse\" (one key per logical call, as stripe-node and stripe-python do), or refunds_service.idempotency_key to \"per_ticket\"",
             "refunds_service.stripe_client.key=reuse",
@@ -339,6 +342,49 @@ fn sdk_resends_unrecognised(s: &Scenario, tool: &ToolFacts) -> Option<Finding> {
         )
         .with_fix(fix),
     )
+}
+
+/// `client-key-replaces-service-key`: the Stripe client sets its own key on every logical call
+/// (`stripe_client.key: replace_per_call`), replacing the key the service sends, and something
+/// above the service retries (`retried_above`: the model, the executor, a layer or a delivery):
+/// each retry is a new call under a new key, so a retry after an unknown outcome is a second
+/// refund although the service keys per ticket. Stripe only (other providers read no key).
+pub(crate) fn client_key_replaces_service_key(
+    s: &Scenario,
+    tool: &ToolFacts,
+    retried_above: bool,
+) -> Option<Finding> {
+    let svc = &s.refunds_service;
+    if s.provider.kind != ProviderKind::Stripe
+        || svc.stripe_client.key != SdkKey::ReplacePerCall
+        || svc.idempotency_key == KeyMode::None
+        || !retried_above
+    {
+        return None;
+    }
+    Some(
+        Finding::new(
+            "client-key-replaces-service-key",
+            Severity::Error,
+            "refunds_service.stripe_client.key",
+            format!(
+                "the service sends a {} idempotency key, but the Stripe client replaces it with its own key per call (key: replace_per_call), and `{}` is retried above the service: each retry goes out under a new key, so one that follows an unknown outcome is a second refund",
+                key_mode_name(svc.idempotency_key),
+                tool.name
+            ),
+            "let the service's key through: set refunds_service.stripe_client.key to \"reuse\" (the client generates a key only when the request has none)",
+        )
+        .with_fix(["refunds_service.stripe_client.key=reuse"]),
+    )
+}
+
+/// The `idempotency_key` spelling of a key mode.
+fn key_mode_name(m: KeyMode) -> &'static str {
+    match m {
+        KeyMode::None => "none",
+        KeyMode::PerAttempt => "per-attempt",
+        KeyMode::PerTicket => "per-ticket",
+    }
 }
 
 /// `key-rotated-on-unknown-outcome`: a key that changes after an error whose outcome is

@@ -78,6 +78,7 @@ pub const RULES: &[&str] = &[
     "business-id-not-stable",
     "pending-row-conflict",
     "duplicate-refused-read-as-failure",
+    "client-key-replaces-service-key",
     "stored-failure-replayed",
     "tool-annotations-missing",
 ];

@@ -8,8 +8,8 @@ use super::deliveries::{consumer_without_event_dedup, key_conflict_retried_under
 use super::finding::{Finding, Severity};
 use super::guard::{ticket_id_fix, ticket_id_recognised};
 use super::layers::{
-    key_rotated_on_unknown_outcome, layer_retry_without_stable_key, layer_timeout_below_p99,
-    proxy_retry_without_budget,
+    client_key_replaces_service_key, key_rotated_on_unknown_outcome,
+    layer_retry_without_stable_key, layer_timeout_below_p99, proxy_retry_without_budget,
 };
 use super::outcomes::{
     abort_in_flight, acquire_retries_past_timeout, sdk_timeout_probe_race,
@@ -59,6 +59,7 @@ pub fn scenario_rules(s: &Scenario) -> Vec<Finding> {
         };
         let retried_above = retriers.model || retriers.executor || !s.layers.is_empty();
         out.extend(unknown_outcome_as_failure(s, tool, retried_above));
+        out.extend(client_key_replaces_service_key(s, tool, retried_above));
         out.extend(provider_rules(s, tool, retried_above, retriers));
         out.extend(consumer_without_event_dedup(s, tool));
         out.extend(key_conflict_retried_under_new_key(s, tool));

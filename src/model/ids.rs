@@ -53,6 +53,12 @@ pub(crate) fn refund(n: u64) -> std::rc::Rc<str> {
     std::rc::Rc::from(std::str::from_utf8(&buf[..end]).unwrap_or("re_"))
 }
 
+/// The key a client that replaces the service's key sets on logical call `call` of ticket
+/// `ticket` (`stripe_client.key: replace_per_call`): `client-{ticket}-{call}`.
+pub(crate) fn client_key(ticket: u64, call: u64) -> String {
+    join("client-", &[ticket, call], '-')
+}
+
 /// The webhook event id of ticket `ticket`'s triggering event: `evt_{ticket}`.
 pub(crate) fn event(ticket: u64) -> String {
     join("evt_", &[ticket], '_')

@@ -107,7 +107,7 @@ fn sdk_key(
     match cfg.key {
         SdkKey::Reuse => Some(super::ids::sdk_key(ticket, call, None)),
         SdkKey::NewPerRetry => Some(super::ids::sdk_key(ticket, call, Some(try_no))),
-        SdkKey::None => None,
+        SdkKey::None | SdkKey::ReplacePerCall => None,
     }
 }
 
@@ -263,10 +263,14 @@ impl layers::Inner for SdkTry<'_> {
         let call = ids.call.unwrap_or(0);
         // Only stripe-node's retry of a dropped connection goes past `max_network_retries`.
         let dropped_retry = try_no > cfg.max_network_retries;
-        let key = self
-            .key
-            .clone()
-            .or_else(|| sdk_key(cfg, ticket, call, try_no, dropped_retry));
+        let key = if cfg.key == SdkKey::ReplacePerCall {
+            // The client's own key for this logical call, whatever the service sent.
+            Some(super::ids::client_key(ticket, call))
+        } else {
+            self.key
+                .clone()
+                .or_else(|| sdk_key(cfg, ticket, call, try_no, dropped_retry))
+        };
         let req = StripeRequest {
             idempotency_key: key,
             params: self.params.clone(),

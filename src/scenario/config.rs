@@ -1010,7 +1010,9 @@ pub struct StripeClient {
     /// The key the SDK sends on its network retries when the service sent none: `reuse` (one
     /// key generated per logical call and sent on every try, as stripe-node and stripe-python do
     /// today), `new_per_retry` (a fresh key on every try, as some older SDK versions did, which
-    /// protects nothing) or `none` (no key at all). A key the service sends is always reused.
+    /// protects nothing) or `none` (no key at all); with these three a key the service sends is
+    /// always reused. `replace_per_call`: a client or interceptor that sets its own key on every
+    /// logical call, replacing the service's key (see [`SdkKey::ReplacePerCall`]).
     /// Default: `reuse`.
     #[serde(default = "sdk_key_reuse")]
     pub key: SdkKey,
@@ -1038,6 +1040,14 @@ pub enum SdkKey {
     NewPerRetry,
     /// No generated key.
     None,
+    /// The client sets its own key on every logical call and it *replaces* the key the service
+    /// put on the request: one generated key per call, sent on each of the SDK's network tries,
+    /// whatever the service sent. What an HTTP interceptor does that sets `Idempotency-Key` with
+    /// replace semantics (OkHttp's `Request.Builder.header`, axios' `headers.set`, as opposed to
+    /// adding the header only when absent) and a UUID per request; also client wrappers that
+    /// take no key argument and generate one per call. A retry from above the service is a new
+    /// call, so it goes out under a new key: the service's per-ticket key protects nothing.
+    ReplacePerCall,
 }
 
 /// stripe-node's retry of a dropped connection (see `StripeClient::retry_dropped_connection`).

@@ -276,6 +276,11 @@ fn every_recipe_is_flagged_and_its_fix_clears_the_finding() {
             "duplicate-refused-read-as-failure",
             "provider.duplicate_rejected_status",
         ),
+        (
+            "client-replaces-service-key",
+            "client-key-replaces-service-key",
+            "refunds_service.stripe_client.key",
+        ),
     ];
     let mut shipped: Vec<String> = std::fs::read_dir("scenarios/recipes")
         .unwrap()

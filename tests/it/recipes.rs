@@ -24,6 +24,7 @@ const RECIPES: &[(&str, u64, u64)] = &[
     ("duplicate-webhook-delivery", 3, 3),
     ("concurrent-handlers-same-key", 3, 3),
     ("provider-errors-on-reused-key", 3, 3),
+    ("client-replaces-service-key", 3, 3),
 ];
 
 #[test]
@@ -468,4 +469,31 @@ fn deliveries_at_probability_zero_change_nothing() {
     }
     assert_eq!(plain, zero);
     assert!(plain.get("duplicate_deliveries").is_none());
+}
+
+/// The claim's premise (1) in `policies/keys-and-probe.json` needs the service's key to reach
+/// Stripe: a client that replaces it (`stripe_client.key: replace_per_call`) breaks the claim
+/// as soon as something above the service retries on its own, here the tool's own HTTP retry
+/// (a `retry` layer between the executor and the service, 2 retries), which the executor's
+/// status probe does not stop: it runs before the executor hears anything. Each retry is a new
+/// call under a new client key. The same world with the key let through (`reuse`) has none.
+#[test]
+fn keys_and_probe_break_when_the_client_replaces_the_service_key() {
+    let base = [
+        "scenarios/recipes/client-replaces-service-key.json",
+        "--policy",
+        "policies/keys-and-probe.json",
+        "--set",
+        r#"layers={"framework_retry":{"kind":"retry"}}"#,
+        "--set",
+        r#"stack=["model_retry","executor","framework_retry","refunds_service","sdk"]"#,
+    ];
+    let broken = run_json(&base);
+    assert_eq!(broken["duplicate_refund_tickets"], 3);
+    assert_eq!(broken["extra_refunds"], 6);
+    let mut with_reuse = base.to_vec();
+    with_reuse.extend(["--set", "refunds_service.stripe_client.key=reuse"]);
+    let kept = run_json(&with_reuse);
+    assert_eq!(kept["duplicate_refund_tickets"], 0);
+    assert_eq!(kept["refunds_created"], 3);
 }
