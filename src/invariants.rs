@@ -1158,6 +1158,7 @@ mod tests {
             (503, ProviderOutcome::ApiError, [0, 0, 0, 0, 1, 0]),
             (0, ProviderOutcome::SdkTimeout, [0, 0, 0, 0, 0, 1]),
             (0, ProviderOutcome::ConnectionLost, [0, 0, 0, 0, 0, 1]),
+            (0, ProviderOutcome::ConnectFailed, [0, 0, 0, 0, 0, 1]),
             (200, ProviderOutcome::Created, [0, 0, 0, 0, 0, 0]),
             (402, ProviderOutcome::InvalidRequest, [0, 0, 0, 0, 0, 0]),
         ];

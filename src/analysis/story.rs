@@ -304,7 +304,8 @@ fn human_line(kind: &EventKind) -> Option<String> {
 }
 
 /// `stripe: POST /v1/refunds for call #N (sdk try K, egress try J) → STATUS OUTCOME [REFUND]`:
-/// the SDK's try and the tries of the proxies after `sdk` (`via`), each when it is a retry.
+/// the SDK's try and the tries of the proxies after `sdk` (`via`), each when it is a retry. A
+/// connection never made says so: `→ could not connect, nothing sent (connect_failed)`.
 fn stripe_response(
     e: &Event,
     sdk_tries: &BTreeMap<u64, u32>,
@@ -327,6 +328,11 @@ fn stripe_response(
         Some(_) => format!("call #{call} ({})", tries.join(", ")),
         None => "the manual refund".into(),
     };
+    if outcome == ProviderOutcome::ConnectFailed {
+        return format!(
+            "stripe: POST /v1/refunds for {whose} → could not connect, nothing sent ({outcome})"
+        );
+    }
     let status = if status == 0 {
         "no response,".to_string()
     } else {

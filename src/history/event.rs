@@ -89,11 +89,14 @@ pub enum ProviderOutcome {
     SdkTimeout,
     /// No response: the caller aborted the call in flight (`abort_in_flight`, status 0).
     AbortedByCaller,
+    /// No response: the connection to the provider could not be made, so the request never
+    /// reached it (`stripe.faults.connect_failure`, status 0; Envoy's `connect-failure`).
+    ConnectFailed,
 }
 
 impl ProviderOutcome {
     /// Every outcome, in declaration order.
-    pub const ALL: [ProviderOutcome; 14] = [
+    pub const ALL: [ProviderOutcome; 15] = [
         ProviderOutcome::Created,
         ProviderOutcome::Replayed,
         ProviderOutcome::DuplicateInProgress,
@@ -108,6 +111,7 @@ impl ProviderOutcome {
         ProviderOutcome::ConnectionLost,
         ProviderOutcome::SdkTimeout,
         ProviderOutcome::AbortedByCaller,
+        ProviderOutcome::ConnectFailed,
     ];
 
     /// The snake_case name the trace and reports use.
@@ -127,6 +131,7 @@ impl ProviderOutcome {
             ProviderOutcome::ConnectionLost => "connection_lost",
             ProviderOutcome::SdkTimeout => "sdk_timeout",
             ProviderOutcome::AbortedByCaller => "aborted_by_caller",
+            ProviderOutcome::ConnectFailed => "connect_failed",
         }
     }
 

@@ -150,6 +150,9 @@ pub(crate) enum Delivered {
     Response(Response),
     /// The connection dropped; the client cannot know the outcome.
     ConnectionLost,
+    /// The connection could not be made (`stripe.faults.connect_failure`): the request never
+    /// reached Stripe, and the client knows nothing was done.
+    ConnectFailed,
 }
 
 impl Response {
@@ -1091,6 +1094,7 @@ mod tests {
         match d {
             Delivered::Response(r) => r,
             Delivered::ConnectionLost => panic!("expected a response, connection lost"),
+            Delivered::ConnectFailed => panic!("expected a response, could not connect"),
         }
     }
 

@@ -163,6 +163,14 @@ fn replayed(r: &crate::scenario::RecordedRequest) -> Draws {
 /// Stripe's side of one request: admission (rate limit, validation, idempotency), then the
 /// execution latency, then the commit. Records `refund_created` when a refund comes into being.
 /// Returns what the client receives. `key` names the request for a `script` latency.
+/// Whether the service's HTTP try `entity` of ticket `ticket` fails to connect
+/// (`stripe.faults.connect_failure`): drawn from its own stream (`connect`), and only when the
+/// probability is above 0, so no other draw moves.
+pub(crate) fn connect_fails(w: &World, ticket: u64, entity: &[u64]) -> bool {
+    let p = w.cfg.stripe.faults.connect_failure;
+    p > 0.0 && dist::chance(&mut w.ticket_stream("connect", ticket, entity), p)
+}
+
 pub(crate) async fn serve(
     w: Rc<World>,
     req: StripeRequest,

@@ -11,7 +11,7 @@ use super::dist;
 use super::layers::before_provider::{self, EgressAnswer, ToProvider};
 use super::layers::{self, via_ids, Via};
 use super::stripe::{Delivered, Origin, RefundParams, Response, StripeRequest};
-use super::stripe_api::{serve, Caller};
+use super::stripe_api::{connect_fails, serve, Caller};
 use super::stripe_trace::{classify, record_outcome, record_request};
 use super::world::{Ids, World};
 use crate::history::ProviderOutcome;
@@ -53,7 +53,7 @@ pub(crate) enum CallResult {
 /// false (a generic HTTP client) the header is not read: connection errors, 409 and ≥ 500.
 fn should_retry(d: Option<&Delivered>, honour_headers: bool) -> bool {
     match d {
-        None | Some(Delivered::ConnectionLost) => true,
+        None | Some(Delivered::ConnectionLost | Delivered::ConnectFailed) => true,
         Some(Delivered::Response(Response {
             should_retry: Some(h),
             ..
@@ -246,8 +246,13 @@ impl SdkTry<'_> {
             } else {
                 let rng = w.ticket_stream("stripe", ticket, entity);
                 let ww = w.clone();
-                Server::Task(w.spawn_for_with(ticket, move || {
-                    serve(ww, req, ids, Caller::Service, rng, script_key)
+                let connect_failed = connect_fails(w, ticket, entity);
+                Server::Task(w.spawn_for_with(ticket, move || async move {
+                    if connect_failed {
+                        Delivered::ConnectFailed
+                    } else {
+                        serve(ww, req, ids, Caller::Service, rng, script_key).await
+                    }
                 }))
             }
         })
@@ -311,7 +316,9 @@ impl layers::Inner for SdkTry<'_> {
             let answer = (status, outcome, refund_id.clone());
             record_outcome(w, ids, answer, start, &Via::new());
         }
-        self.uncertain |= status == 0 || status == 409 || status >= 500;
+        // A connection never made is a definite answer: nothing reached Stripe.
+        let unknown = status == 0 && outcome != ProviderOutcome::ConnectFailed;
+        self.uncertain |= unknown || status == 409 || status >= 500;
         layers::TryEnd::Answered {
             value: SdkAnswer {
                 got,
@@ -385,6 +392,8 @@ mod tests {
     fn retry_rules() {
         assert!(should_retry(None, true));
         assert!(should_retry(Some(&Delivered::ConnectionLost), true));
+        assert!(should_retry(Some(&Delivered::ConnectFailed), true));
+        assert!(should_retry(Some(&Delivered::ConnectFailed), false));
         let resp = |status, should_retry| {
             Delivered::Response(Response {
                 status,

@@ -56,6 +56,7 @@ pub(crate) fn record_outcome(
 pub(crate) fn classify(d: &Delivered) -> (u16, ProviderOutcome, Option<String>) {
     match d {
         Delivered::ConnectionLost => (0, ProviderOutcome::ConnectionLost, None),
+        Delivered::ConnectFailed => (0, ProviderOutcome::ConnectFailed, None),
         Delivered::Response(r) => {
             let outcome = match &r.body {
                 // A saved response replayed under its key (`Idempotent-Replayed: true`),
@@ -155,6 +156,7 @@ mod tests {
                 O::InvalidRequest,
             ),
             (Delivered::ConnectionLost, O::ConnectionLost),
+            (Delivered::ConnectFailed, O::ConnectFailed),
         ];
         for (d, want) in cases {
             let (status, got, id) = classify(&d);
@@ -162,7 +164,7 @@ mod tests {
             assert_eq!(id, None);
             let expected_status = match &d {
                 Delivered::Response(r) => r.status,
-                Delivered::ConnectionLost => 0,
+                Delivered::ConnectionLost | Delivered::ConnectFailed => 0,
             };
             assert_eq!(status, expected_status);
         }

@@ -1171,6 +1171,19 @@ pub struct Faults {
     /// The refund is created with status `failed` (no money moves).
     #[serde(default)]
     pub refund_failed: f64,
+    /// The service's request never reaches Stripe: the TCP connection cannot be made (refused
+    /// or reset during the handshake), so nothing runs and nothing is saved under the key, and
+    /// the client knows it at once (no latency). What Envoy's `retry_on: connect-failure`
+    /// matches and every HTTP client may retry safely; stripe-node retries it as a connection
+    /// error. Drawn per HTTP try (each proxy try too) from its own stream, so scenarios without
+    /// it draw nothing new. Applies to the service's requests, not a human's dashboard.
+    /// Default: 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub connect_failure: f64,
+}
+
+fn is_zero(p: &f64) -> bool {
+    *p == 0.0
 }
 
 fn ten() -> f64 {
@@ -1187,6 +1200,7 @@ impl Default for Faults {
             latency_spike_factor: ten(),
             refund_pending: 0.0,
             refund_failed: 0.0,
+            connect_failure: 0.0,
         }
     }
 }

@@ -525,6 +525,7 @@ mod tests {
             "latency_spike",
             "refund_pending",
             "refund_failed",
+            "connect_failure",
         ] {
             let text = with(&format!(r#"{{"stripe":{{"faults":{{"{fault}":1.01}}}}}}"#));
             rejects(

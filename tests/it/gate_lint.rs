@@ -281,6 +281,11 @@ fn every_recipe_is_flagged_and_its_fix_clears_the_finding() {
             "client-key-replaces-service-key",
             "refunds_service.stripe_client.key",
         ),
+        (
+            "egress-proxy-connect-failure",
+            "layer-retry-without-stable-key",
+            "layers.egress.max_retries",
+        ),
     ];
     let mut shipped: Vec<String> = std::fs::read_dir("scenarios/recipes")
         .unwrap()

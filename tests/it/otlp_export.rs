@@ -622,3 +622,20 @@ fn overlapping_egress_tries_each_end_at_their_own_answer() {
     }
     assert!(clients[1].0 - clients[0].0 >= 300_000_000, "{clients:?}");
 }
+
+/// A try that could not connect (`stripe.faults.connect_failure`) is exported as a client span
+/// with no status and its outcome, and the exact replay makes the same refunds: the connect
+/// failures are retried by the egress proxy, the resets after commit too.
+#[test]
+fn connect_failures_round_trip() {
+    let scenario = "scenarios/recipes/egress-proxy-connect-failure.json";
+    let dir = tempfile::tempdir().unwrap();
+    let run = export(dir.path(), scenario, &["--otlp-capture", "arguments"]);
+    let text = std::fs::read_to_string(&run.otlp).unwrap();
+    assert!(
+        text.matches("connect_failed").count() >= 1,
+        "no connect failure exported"
+    );
+    let c = assert_round_trips(scenario, "arguments");
+    assert_eq!(c["recorded_refunds"], 11);
+}

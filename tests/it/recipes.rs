@@ -25,6 +25,7 @@ const RECIPES: &[(&str, u64, u64)] = &[
     ("concurrent-handlers-same-key", 3, 3),
     ("provider-errors-on-reused-key", 3, 3),
     ("client-replaces-service-key", 3, 3),
+    ("egress-proxy-connect-failure", 3, 8),
 ];
 
 #[test]
@@ -496,4 +497,42 @@ fn keys_and_probe_break_when_the_client_replaces_the_service_key() {
     let kept = run_json(&with_reuse);
     assert_eq!(kept["duplicate_refund_tickets"], 0);
     assert_eq!(kept["refunds_created"], 3);
+}
+
+/// `stripe.faults.connect_failure` gives the proxy's `connect-failure` class something to
+/// match: under the recipe's fix (`retry_on: ["connect-failure"]`) a try that could not
+/// connect is retried, nothing reached Stripe for it, and the ticket has one refund; the reset
+/// after commit is passed up, not sent again.
+#[test]
+fn a_connect_failure_is_retried_and_nothing_reached_stripe() {
+    let out = refundsim()
+        .args([
+            "run",
+            "scenarios/recipes/egress-proxy-connect-failure.json",
+            "--policy",
+            "policies/recipes/egress-proxy-connect-failure.fix.json",
+            "--seed",
+            "5",
+            "--ticket",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let order = [
+        "00:00:00.038  stripe: POST /v1/refunds for call #1 → could not connect, nothing sent (connect_failed)",
+        "00:00:00.038  egress: connect-failure, retrying (try 2) after 0.016s",
+        "00:00:00.454  stripe: refund re_00000001 created, $42.00 succeeded (for the FIRST call)",
+        "00:00:00.454  stripe: POST /v1/refunds for call #1 (egress try 2) → no response, connection_lost",
+        "00:00:00.454  tool_result: { error: \"stripe connection_lost (HTTP 0)\" } [fail]",
+    ];
+    let mut at = 0;
+    for line in order {
+        let found = text[at..]
+            .find(line)
+            .unwrap_or_else(|| panic!("missing or out of order: {line}\n{text}"));
+        at += found + line.len();
+    }
+    assert_eq!(text.matches("created, $").count(), 1, "{text}");
+    assert_eq!(text.matches("retrying (try").count(), 1, "{text}");
 }

@@ -16,7 +16,7 @@ use std::rc::Rc;
 
 use super::{self as layers, Place, Via};
 use crate::model::stripe::{Body, Delivered, ErrorType, Response, StripeRequest};
-use crate::model::stripe_api::{serve, Caller};
+use crate::model::stripe_api::{connect_fails, serve, Caller};
 use crate::model::stripe_trace::{record_request, record_response};
 use crate::model::world::{Ids, World};
 use crate::scenario::{Position, ReportTimeout, RequestKey, RetryLayer, RetryOn};
@@ -84,11 +84,12 @@ impl EgressAnswer {
 }
 
 /// The class of what Stripe (or a proxy below) answered, for a proxy's `retry_on`: a dropped
-/// connection is a `reset`, a status its Envoy class (a proxy's own 504 is a `gateway-error`).
+/// connection is a `reset`, a connection never made a `connect-failure`, a status its Envoy class (a proxy's own 504 is a `gateway-error`).
 fn class_of(a: &EgressAnswer) -> Option<RetryOn> {
     match a {
         EgressAnswer::Stripe(Delivered::ConnectionLost)
         | EgressAnswer::Proxy { status: None, .. } => Some(RetryOn::Reset),
+        EgressAnswer::Stripe(Delivered::ConnectFailed) => Some(RetryOn::ConnectFailure),
         EgressAnswer::Stripe(Delivered::Response(r)) => layers::http_class(r.status),
         EgressAnswer::Proxy {
             status: Some(s), ..
@@ -146,8 +147,13 @@ impl Place for BeforeProvider {
         let (ww, req, ids, script_key) = (w.clone(), d.p.req, d.p.ids, d.p.script_key);
         record_request(&w, ids, &req, d.p.sdk_try, &d.via);
         let start = w.now();
+        let connect_failed = connect_fails(&w, ticket, &entity);
         Box::pin(w.spawn_for_with(ticket, move || async move {
-            let got = serve(ww.clone(), req, ids, Caller::Service, rng, script_key).await;
+            let got = if connect_failed {
+                Delivered::ConnectFailed
+            } else {
+                serve(ww.clone(), req, ids, Caller::Service, rng, script_key).await
+            };
             record_response(&ww, ids, &got, start, &d.via);
             EgressAnswer::Stripe(got)
         }))

@@ -20,6 +20,7 @@ pub(super) fn validate(st: &Stripe) -> Check {
         ("latency_spike", f.latency_spike),
         ("refund_pending", f.refund_pending),
         ("refund_failed", f.refund_failed),
+        ("connect_failure", f.connect_failure),
     ] {
         probability(&format!("stripe.faults.{name}"), p)?;
     }
