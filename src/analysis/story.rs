@@ -127,6 +127,28 @@ fn ticket_line(kind: &EventKind) -> Option<String> {
         EventKind::DeliveryDeduped { event_id } => {
             format!("webhook: ticket.created {event_id} delivered again, dropped (event id already seen)")
         }
+        EventKind::StalePendingClosed {
+            pending_for_ns,
+            refund_id,
+            key_rotated,
+        } => {
+            let pending = humantime::format_duration(std::time::Duration::from_secs(
+                pending_for_ns / 1_000_000_000,
+            ));
+            match refund_id {
+                Some(id) => format!(
+                    "stale-pending sweep: pending for {pending}; asked Stripe, found {id} and recorded it"
+                ),
+                None => format!(
+                    "stale-pending sweep: pending for {pending}, marked FAILED without asking Stripe{}",
+                    if *key_rotated {
+                        "; the service writes a new key for the next request"
+                    } else {
+                        ""
+                    }
+                ),
+            }
+        }
         _ => return None,
     })
 }

@@ -495,6 +495,21 @@ pub enum EventKind {
         /// What Stripe's rules would have answered, e.g. `200 as an idempotent replay`.
         rules: String,
     },
+    /// The stale-pending sweep (`reconciliation.stale_pending`) closed the ticket's pending
+    /// ledger row: recorded the provider's refund it found (`refund_id`), or marked the row
+    /// failed (`refund_id` absent), writing a new key when the service's `rotate_key` rule
+    /// rotates after a definite failure.
+    StalePendingClosed {
+        /// How long the row had been pending, ns.
+        pending_for_ns: u64,
+        /// The provider's refund recorded as the ticket's (`check_provider`); absent when the
+        /// row was marked failed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        refund_id: Option<String>,
+        /// Whether the service wrote a new idempotency key for the ticket.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        key_rotated: bool,
+    },
     /// The reconciliation job found tickets with more than one refund.
     ReconciliationAlert {
         /// Newly found tickets.

@@ -80,6 +80,7 @@ pub const RULES: &[&str] = &[
     "duplicate-refused-read-as-failure",
     "client-key-replaces-service-key",
     "stored-failure-replayed",
+    "stale-pending-marked-failed",
     "tool-annotations-missing",
 ];
 

@@ -17,7 +17,7 @@ use super::outcomes::{
 };
 use super::providers::{provider_rules, Retriers};
 use super::tools::{tool_rules, ToolFacts};
-use crate::scenario::{AppliesTo, KeyMode, OnTimeout, ProviderKind, Scenario, Stack};
+use crate::scenario::{AppliesTo, KeyMode, KeyRotation, OnTimeout, ProviderKind, Scenario, Stack};
 
 /// Every rule over `s`, in a fixed order: tool rules for each tool, then the rules on the
 /// agent's tool path.
@@ -63,6 +63,7 @@ pub fn scenario_rules(s: &Scenario) -> Vec<Finding> {
         out.extend(provider_rules(s, tool, retried_above, retriers));
         out.extend(consumer_without_event_dedup(s, tool));
         out.extend(key_conflict_retried_under_new_key(s, tool));
+        out.extend(stale_pending_marked_failed(s, tool));
     }
     out.extend(timeout_below_burst(s));
     out.extend(layer_timeout_below_p99(s));
@@ -218,6 +219,47 @@ fn timeout_reports_error(s: &Scenario, tool: &ToolFacts) -> Option<Finding> {
         )
         .with_fix(["executor.on_timeout=probe_status"])
     })
+}
+
+/// `stale-pending-marked-failed`: the stale-pending sweep closes rows without asking the
+/// provider (`reconciliation.stale_pending.check_provider: false`). A row pending that long is
+/// most often a request whose outcome was lost, and its refund may exist: marked failed, the
+/// service's status says `none` to whoever looks next, and with a per-ticket key that the
+/// service rotates after a definite failure, the next request goes out under a new key. An
+/// error in that case, a warning otherwise.
+fn stale_pending_marked_failed(s: &Scenario, tool: &ToolFacts) -> Option<Finding> {
+    let sp = s.reconciliation.stale_pending.as_ref()?;
+    if sp.check_provider {
+        return None;
+    }
+    let svc = &s.refunds_service;
+    let rotates = svc.idempotency_key == KeyMode::PerTicket
+        && (svc.new_nonce_after_error || svc.rotate_key != KeyRotation::Never);
+    let (severity, then) = if rotates {
+        (
+            Severity::Error,
+            "the service counts that as a definite failure and writes a new key for the ticket, so the next `{tool}` request (a human's re-run, a retry) is a second refund",
+        )
+    } else {
+        (
+            Severity::Warning,
+            "the service's status then says `none` to whoever looks next (a probe, a human), who may refund again",
+        )
+    };
+    Some(
+        Finding::new(
+            "stale-pending-marked-failed",
+            severity,
+            "reconciliation.stale_pending.check_provider",
+            format!(
+                "the stale-pending sweep marks a refund pending for {} as failed without asking the provider, although a request pending that long most often lost its response after the provider committed; {}",
+                s_(sp.after),
+                then.replace("{tool}", &tool.name)
+            ),
+            "list the charge's refunds at the provider before closing a stale row (reconciliation.stale_pending.check_provider: true)",
+        )
+        .with_fix(["reconciliation.stale_pending.check_provider=true"]),
+    )
 }
 
 fn timeout_below_burst(s: &Scenario) -> Option<Finding> {

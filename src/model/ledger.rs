@@ -2,6 +2,7 @@
 
 use crate::history::TicketStatus;
 use crate::id_map::IdMap;
+use crate::sim::SimTime;
 
 /// One ticket's row.
 #[derive(Clone, Debug, Default)]
@@ -20,6 +21,12 @@ pub(crate) struct TicketRow {
     /// A call for this ticket ended without a definite answer and was recorded as unknown
     /// (`sdk_timeout_recorded_as: unknown`).
     pub unknown_outcome: bool,
+    /// Since when the row has been pending (the start of the request that found it neither
+    /// pending nor refunded); `None` when it is not. Read by the stale-pending sweep only.
+    pub pending_since: Option<SimTime>,
+    /// The stale-pending sweep marked the row failed (`reconciliation.stale_pending`); cleared
+    /// by the next request for the ticket.
+    pub marked_failed: bool,
 }
 
 impl TicketRow {
@@ -60,6 +67,19 @@ impl Ledger {
         true
     }
 
+    /// The tickets whose rows have been pending since `cutoff` or earlier and hold no refund,
+    /// in ticket order (the map itself is never iterated into output).
+    pub(crate) fn pending_since(&self, cutoff: SimTime) -> Vec<u64> {
+        let mut out: Vec<u64> = self
+            .rows
+            .iter()
+            .filter(|(_, r)| r.refund_id.is_none() && r.pending_since.is_some_and(|t| t <= cutoff))
+            .map(|(id, _)| *id)
+            .collect();
+        out.sort_unstable();
+        out
+    }
+
     /// Rows held now (for tests of eviction).
     pub(crate) fn len(&self) -> usize {
         self.rows.len()
@@ -80,6 +100,8 @@ impl Ledger {
                 refund_id: id.clone(),
             },
             _ if completed_only => TicketStatus::None,
+            // Marked failed by the stale-pending sweep: `none`, whatever is still in flight.
+            r if r.marked_failed => TicketStatus::None,
             r if r.in_flight > 0 => TicketStatus::Pending,
             r if r.unknown_outcome => TicketStatus::Unknown,
             _ => TicketStatus::None,

@@ -158,6 +158,10 @@ fn simulate_limited(
         background::start(&w);
     }
     sim.spawn(reconciliation::run(w.clone()));
+    // Spawned only when set, so scenarios without it schedule exactly what they did.
+    if w.cfg.reconciliation.stale_pending.is_some() {
+        sim.spawn(reconciliation::sweep_stale_pending(w.clone()));
+    }
     if let Some(limits) = limits {
         let held = Rc::downgrade(&w);
         sim.set_limits(limits(Box::new(move || {

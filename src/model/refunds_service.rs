@@ -65,7 +65,7 @@ pub(crate) enum ServiceResult {
 }
 
 impl ServiceResult {
-    fn error(status: u16, text: impl Into<String>) -> Self {
+    pub(crate) fn error(status: u16, text: impl Into<String>) -> Self {
         ServiceResult::Error {
             status,
             text: text.into(),
@@ -118,7 +118,16 @@ pub(crate) async fn issue(
 ) -> ServiceResult {
     let ids = Ids::call(req.ticket, req.attempt, req.call);
     let start = w.now();
-    w.ledger.borrow_mut().row(req.ticket).in_flight += 1;
+    {
+        let mut ledger = w.ledger.borrow_mut();
+        let row = ledger.row(req.ticket);
+        row.in_flight += 1;
+        // A new request for a row the sweep marked failed starts it over.
+        row.marked_failed = false;
+        if row.refund_id.is_none() && row.pending_since.is_none() {
+            row.pending_since = Some(w.now());
+        }
+    }
     let result = handle(&w, &req, ids, &caller).await;
     {
         let mut ledger = w.ledger.borrow_mut();
@@ -130,6 +139,7 @@ pub(crate) async fn issue(
         match &result {
             ServiceResult::Refunded(id) => {
                 row.refund_id.get_or_insert_with(|| id.clone());
+                row.pending_since = None;
             }
             failed => {
                 if rotates_key(&w.cfg.refunds_service, failed) {
@@ -139,6 +149,10 @@ pub(crate) async fn issue(
                     && is_unknown_outcome(failed)
                 {
                     row.unknown_outcome = true;
+                }
+                // Pending no more once nothing is in flight and nothing is unknown.
+                if row.in_flight == 0 && !row.unknown_outcome {
+                    row.pending_since = None;
                 }
             }
         }
@@ -180,7 +194,7 @@ pub(crate) fn is_unknown_outcome(answer: &ServiceResult) -> bool {
 /// (`rotate_key`, or the older `new_nonce_after_error`, which means `after_error`). A 502
 /// (Stripe failed or went silent: the refund may exist) and a 409 (a request with the key is
 /// still executing) are unknown outcomes; every other error is a definite failure.
-fn rotates_key(cfg: &RefundsService, answer: &ServiceResult) -> bool {
+pub(crate) fn rotates_key(cfg: &RefundsService, answer: &ServiceResult) -> bool {
     let rotation = if cfg.new_nonce_after_error {
         KeyRotation::AfterError
     } else {

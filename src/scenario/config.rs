@@ -1263,6 +1263,43 @@ pub struct Reconciliation {
     #[serde(default = "default_recon", with = "humantime_serde")]
     #[schemars(with = "String")]
     pub interval: Duration,
+    /// A sweep of the refunds service's own ledger for refunds stuck pending (a request still
+    /// in flight, or an outcome recorded as unknown) longer than `after`, as payment systems
+    /// run to close "stuck in processing" records. Runs whether or not `enabled` is set (that
+    /// is the duplicate alert). Default: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stale_pending: Option<StalePending>,
+}
+
+/// The stale-pending sweep (`reconciliation.stale_pending`): every `every`, each ledger row
+/// pending for at least `after` is closed. With `check_provider: false` it is marked failed
+/// without asking the provider: the service's status then says `none`, and the service
+/// treats it as a definite failure, so its `rotate_key` rule writes a new key for the next
+/// request — if the pending request had in fact committed, that request is a second refund.
+/// With `check_provider: true` the sweep first lists the charge's refunds at the provider
+/// (`GET /v1/refunds?charge=…`) and records one that moves money as the ticket's refund (Stripe's
+/// guidance for an unknown outcome: look the object up before trying again); only a ticket
+/// with none is marked failed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct StalePending {
+    /// How long a row must have been pending, measured from the request that made it pending;
+    /// > 0. Required.
+    #[serde(with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub after: Duration,
+    /// Time between sweeps; the first at one `every`. At least 1 s. Default: 1 min.
+    #[serde(default = "default_sweep", with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub every: Duration,
+    /// Ask the provider before marking a row failed. Default: false (the bug).
+    #[serde(default)]
+    pub check_provider: bool,
+}
+
+fn default_sweep() -> Duration {
+    Duration::from_secs(60)
 }
 
 fn default_recon() -> Duration {
@@ -1274,6 +1311,7 @@ impl Default for Reconciliation {
         Reconciliation {
             enabled: false,
             interval: default_recon(),
+            stale_pending: None,
         }
     }
 }

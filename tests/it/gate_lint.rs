@@ -286,6 +286,11 @@ fn every_recipe_is_flagged_and_its_fix_clears_the_finding() {
             "layer-retry-without-stable-key",
             "layers.egress.max_retries",
         ),
+        (
+            "stale-pending-marked-failed",
+            "stale-pending-marked-failed",
+            "reconciliation.stale_pending.check_provider",
+        ),
     ];
     let mut shipped: Vec<String> = std::fs::read_dir("scenarios/recipes")
         .unwrap()

@@ -26,6 +26,7 @@ const RECIPES: &[(&str, u64, u64)] = &[
     ("provider-errors-on-reused-key", 3, 3),
     ("client-replaces-service-key", 3, 3),
     ("egress-proxy-connect-failure", 3, 8),
+    ("stale-pending-marked-failed", 3, 3),
 ];
 
 #[test]
@@ -535,4 +536,47 @@ fn a_connect_failure_is_retried_and_nothing_reached_stripe() {
     }
     assert_eq!(text.matches("created, $").count(), 1, "{text}");
     assert_eq!(text.matches("retrying (try").count(), 1, "{text}");
+}
+
+/// The stale-pending sweep (`reconciliation.stale_pending`): marked failed without asking
+/// Stripe, the ticket's key is rotated and the human's re-run is a second refund; asking Stripe
+/// first records the refund, and the re-run is replayed under the kept key.
+#[test]
+fn the_stale_pending_sweep_rotates_the_key_unless_it_asks_the_provider() {
+    let story = |policy: Option<&str>| {
+        let mut args = vec![
+            "run",
+            "scenarios/recipes/stale-pending-marked-failed.json",
+            "--ticket",
+            "1",
+        ];
+        if let Some(p) = policy {
+            args.extend(["--policy", p]);
+        }
+        let out = refundsim().args(&args).output().unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let broken = story(None);
+    for line in [
+        "00:16:00.000  stale-pending sweep: pending for 15m 59s, marked FAILED without asking Stripe; the service writes a new key for the next request",
+        "00:31:53.731  stripe: refund re_00000004 created, $42.00 succeeded (for the HUMAN'S call)",
+    ] {
+        assert!(broken.contains(line), "missing: {line}\n{broken}");
+    }
+    let fixed = story(Some(
+        "policies/recipes/stale-pending-marked-failed.fix.json",
+    ));
+    for line in [
+        "00:16:00.000  stale-pending sweep: pending for 15m 59s; asked Stripe, found re_00000001 and recorded it",
+        "00:31:53.361  stripe: POST /v1/refunds for call #4 → 200 replayed re_00000001",
+    ] {
+        assert!(fixed.contains(line), "missing: {line}\n{fixed}");
+    }
+    // Without the sweep the key is never rotated and the re-run is replayed too.
+    let none = run_json(&[
+        "scenarios/recipes/stale-pending-marked-failed.json",
+        "--set",
+        "reconciliation.stale_pending=null",
+    ]);
+    assert_eq!(none["duplicate_refund_tickets"], 0);
 }

@@ -589,6 +589,20 @@ fn agent_point(kind: &EventKind) -> Option<Point> {
         EventKind::Escalation { reason } => {
             ("escalated".into(), "agent", a.s("reason", reason.as_str()))
         }
+        EventKind::StalePendingClosed {
+            pending_for_ns,
+            refund_id,
+            key_rotated,
+        } => (
+            match refund_id {
+                Some(_) => "stale-pending sweep: found at Stripe".into(),
+                None => "stale-pending sweep: marked failed".into(),
+            },
+            "service",
+            a.u("pending_for_ns", *pending_for_ns)
+                .opt("refund_id", refund_id.as_deref())
+                .b("key_rotated", *key_rotated),
+        ),
         EventKind::Human { action } => (
             format!(
                 "human: {}",

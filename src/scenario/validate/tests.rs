@@ -217,6 +217,18 @@ mod limits {
             &["reconciliation.interval", "at least 1s"],
         );
         rejects(
+            &with(r#""reconciliation":{"stale_pending":{"after":"15m","every":"10ms"}}"#),
+            &["reconciliation.stale_pending.every", "at least 1s"],
+        );
+        rejects(
+            &with(r#""reconciliation":{"stale_pending":{"after":"0s"}}"#),
+            &["reconciliation.stale_pending.after"],
+        );
+        rejects(
+            &with(r#""reconciliation":{"stale_pending":{"every":"1m"}}"#),
+            &["reconciliation.stale_pending", "after"],
+        );
+        rejects(
             &with(r#""stripe":{"faults":{"latency_spike_factor":1e308}}"#),
             &["latency_spike_factor", "from 1 to 1000"],
         );
