@@ -6,7 +6,7 @@ use crate::sim::SimTime;
 
 /// The jitter applied to an exponential or constant delay `d`, in AWS's names ("Exponential
 /// Backoff And Jitter", AWS Architecture Blog, 2015).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum Jitter {
     /// `d`.
     None,
@@ -14,6 +14,9 @@ pub(crate) enum Jitter {
     Full,
     /// `d/2 + U(0, d/2)`.
     Equal,
+    /// `d · U(1 − f, 1 + f)`: ±f around the delay (Polly v8's `UseJitter`, resilience4j's
+    /// `randomizationFactor`).
+    Proportional(f64),
 }
 
 /// Envoy's retry backoff (`base_interval`, `max_interval`): `base · 2^(n−1)` (or a constant
@@ -39,6 +42,7 @@ pub(crate) fn envoy(
         Jitter::None => d,
         Jitter::Full => d * u,
         Jitter::Equal => d / 2.0 + d / 2.0 * u,
+        Jitter::Proportional(f) => d * (1.0 - f + 2.0 * f * u),
     };
     secs(jittered)
 }
@@ -94,6 +98,11 @@ mod tests {
         assert_eq!(s(envoy(true, 2.0, 60.0, Jitter::Full, 1, 0.25)), 0.5);
         assert_eq!(s(envoy(true, 2.0, 60.0, Jitter::Equal, 1, 0.5)), 1.5);
         assert_eq!(s(envoy(false, 0.3, 60.0, Jitter::None, 7, 0.9)), 0.3);
+        // ±25 % (Polly v8): u = 0 is 0.75 d, u = 0.5 is d, u → 1 is 1.25 d.
+        let p = Jitter::Proportional(0.25);
+        assert_eq!(s(envoy(false, 2.0, 60.0, p, 1, 0.0)), 1.5);
+        assert_eq!(s(envoy(false, 2.0, 60.0, p, 1, 0.5)), 2.0);
+        assert_eq!(s(envoy(true, 2.0, 60.0, p, 2, 0.75)), 4.5);
         // LangChain: 1 s · 2^(n−1), cap 60 s, ±jitter.
         assert_eq!(s(langchain(1.0, 2.0, 60.0, 0.0, 3, 0.9)), 4.0);
         assert_eq!(s(langchain(1.0, 2.0, 60.0, 0.5, 1, 0.0)), 0.5);

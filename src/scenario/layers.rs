@@ -14,7 +14,7 @@
 use super::config::Scenario;
 pub use super::retry_layer::{
     Backoff, BackoffKind, Jitter, LayerKind, Layers, Position, ReportTimeout, RetryBudget,
-    RetryLayer, RetryOn,
+    RetryLayer, RetryOn, DEFAULT_JITTER_FACTOR,
 };
 
 /// The built-in layers, top to bottom: the default stack.

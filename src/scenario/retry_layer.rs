@@ -98,6 +98,10 @@ pub enum Jitter {
     Full,
     /// `d/2 + U(0, d/2)` (AWS "equal jitter").
     Equal,
+    /// `d · U(1 − f, 1 + f)` with `f` = `backoff.jitter_factor`: ±N % around the delay, as
+    /// Polly v8's `UseJitter` for constant and linear backoff (±25 %), resilience4j's
+    /// `randomizationFactor` (0.5 by default) and gRPC's connection backoff (`JITTER` 0.2) do.
+    Proportional,
 }
 
 /// A retry layer's backoff. Defaults depend on the layer's kind (see [`LayerKind`]).
@@ -128,7 +132,15 @@ pub struct Backoff {
     /// Jitter. Default: `full`.
     #[serde(default = "full")]
     pub jitter: Jitter,
+    /// With `jitter: proportional`, the factor `f` of `d · U(1 − f, 1 + f)`, in `[0, 1]`.
+    /// Default: 0.5 (resilience4j's `randomizationFactor`); Polly v8 uses 0.25, gRPC 0.2.
+    /// Only with `proportional`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter_factor: Option<f64>,
 }
+
+/// resilience4j's default `randomizationFactor` (`IntervalFunction.DEFAULT_RANDOMIZATION_FACTOR`).
+pub const DEFAULT_JITTER_FACTOR: f64 = 0.5;
 
 fn exponential() -> BackoffKind {
     BackoffKind::Exponential
@@ -144,6 +156,7 @@ impl Default for Backoff {
             base: None,
             max: None,
             jitter: Jitter::Full,
+            jitter_factor: None,
         }
     }
 }

@@ -209,6 +209,8 @@ fn bad_stacks_are_refused_with_the_field_named() {
         ("layers.framework_retry.backoff={\"base\":\"10s\",\"max\":\"1s\"}", "layers.framework_retry.backoff.max: invalid value: expected a cap ≥ backoff.base (10s), got 1s"),
         ("layers.framework_retry={\"kind\":\"proxy\",\"applies_to\":\"idempotent_tools\"}", "layers.framework_retry.applies_to: `applies_to` is the tool filter of a framework `retry` layer"),
         ("layers={\"\":{\"kind\":\"retry\"}}", "invalid layer name \"\""),
+        ("layers.framework_retry.backoff={\"jitter\":\"proportional\",\"jitter_factor\":1.5}", "layers.framework_retry.backoff.jitter_factor: invalid value: expected a number in [0, 1], got 1.5"),
+        ("layers.framework_retry.backoff={\"jitter\":\"full\",\"jitter_factor\":0.2}", "layers.framework_retry.backoff.jitter_factor: `jitter_factor` is the factor of `jitter: \"proportional\"`"),
     ];
     for (set, want) in cases {
         let out = refundsim()
@@ -579,4 +581,42 @@ fn the_stale_pending_sweep_rotates_the_key_unless_it_asks_the_provider() {
         "reconciliation.stale_pending=null",
     ]);
     assert_eq!(none["duplicate_refund_tickets"], 0);
+}
+
+/// `backoff.jitter: proportional` spreads each delay ±`jitter_factor` around it (Polly v8's
+/// ±25 %): the framework layer's 1 s delay before its first retry lands in [0.75 s, 1.25 s]
+/// on every seed, and not always at the same point (so the draw is used).
+#[test]
+fn proportional_jitter_keeps_each_delay_within_its_band() {
+    let mut seen = std::collections::BTreeSet::new();
+    for seed in 1..=8 {
+        let out = refundsim()
+            .args([
+                "run",
+                "scenarios/recipes/framework-retry-middleware.json",
+                "--seed",
+                &seed.to_string(),
+                "--ticket",
+                "1",
+                "--set",
+                r#"layers.framework_retry.backoff={"kind":"constant","base":"1s","jitter":"proportional","jitter_factor":0.25}"#,
+            ])
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.contains("framework_retry:") && l.contains("retrying (try 2) after"))
+            .unwrap_or_else(|| panic!("no retry line on seed {seed}:\n{text}"));
+        let secs: f64 = line
+            .rsplit("after ")
+            .next()
+            .unwrap()
+            .trim_end_matches('s')
+            .parse()
+            .unwrap();
+        assert!((0.75..=1.25).contains(&secs), "seed {seed}: {line}");
+        seen.insert((secs * 1000.0) as u64);
+    }
+    assert!(seen.len() > 4, "{seen:?}");
 }

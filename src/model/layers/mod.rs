@@ -90,13 +90,19 @@ pub(crate) fn decide(layer: &RetryLayer, n: u32, class: Option<RetryOn>, load: &
 }
 
 /// The delay before retry `n` (1-based) with uniform draw `u` in [0, 1): constant `base`, or
-/// `base · 2^(n−1)` capped at `max`; then full jitter `U(0, d)` or equal jitter
-/// `d/2 + U(0, d/2)`.
+/// `base · 2^(n−1)` capped at `max`; then full jitter `U(0, d)`, equal jitter
+/// `d/2 + U(0, d/2)` or proportional jitter `d · U(1 − f, 1 + f)` (`backoff.jitter_factor`).
 pub(crate) fn backoff(layer: &RetryLayer, n: u32, u: f64) -> SimTime {
     let jitter = match layer.backoff.jitter {
         Jitter::None => super::backoff::Jitter::None,
         Jitter::Full => super::backoff::Jitter::Full,
         Jitter::Equal => super::backoff::Jitter::Equal,
+        Jitter::Proportional => super::backoff::Jitter::Proportional(
+            layer
+                .backoff
+                .jitter_factor
+                .unwrap_or(crate::scenario::DEFAULT_JITTER_FACTOR),
+        ),
     };
     super::backoff::envoy(
         layer.backoff.kind == BackoffKind::Exponential,

@@ -4,7 +4,7 @@
 
 use crate::scenario::config::Scenario;
 use crate::scenario::layer_kinds::defaults;
-use crate::scenario::layers::{layers_at, stack_of, Position, RetryLayer, BUILT_IN_LAYERS};
+use crate::scenario::layers::{layers_at, stack_of, Jitter, Position, RetryLayer, BUILT_IN_LAYERS};
 use crate::scenario::limits::{MAX_DURATION, MAX_RETRIES, MAX_TRIES_PER_TOOL_CALL};
 use crate::scenario::modes::{AppliesTo, Cancellation};
 use crate::scenario::rules::{at_most, fail, positive, Check};
@@ -227,6 +227,21 @@ fn validate_layer(path: &str, name: &str, l: &RetryLayer) -> Check {
     if let Some(t) = l.per_try_timeout {
         positive(&format!("{path}.per_try_timeout"), t)?;
         at_most(&format!("{path}.per_try_timeout"), t, MAX_DURATION)?;
+    }
+    match (l.backoff.jitter, l.backoff.jitter_factor) {
+        (Jitter::Proportional, Some(f)) if !(f.is_finite() && (0.0..=1.0).contains(&f)) => {
+            return fail(
+                format!("{path}.backoff.jitter_factor"),
+                format!("invalid value: expected a number in [0, 1], got {f}"),
+            );
+        }
+        (Jitter::Proportional, _) | (_, None) => {}
+        (_, Some(_)) => {
+            return fail(
+                format!("{path}.backoff.jitter_factor"),
+                "`jitter_factor` is the factor of `jitter: \"proportional\"`; expected none with another jitter",
+            );
+        }
     }
     at_most(&format!("{path}.backoff.base"), l.base(), MAX_DURATION)?;
     at_most(&format!("{path}.backoff.max"), l.max_delay(), MAX_DURATION)?;
