@@ -17,7 +17,7 @@ use crate::sim::SimTime;
 fn ordinal(attempt: u32) -> String {
     use crate::model::deliveries::DUPLICATE_ATTEMPT_BASE;
     match attempt {
-        n if n >= DUPLICATE_ATTEMPT_BASE => ordinal(n - DUPLICATE_ATTEMPT_BASE),
+        n if n >= DUPLICATE_ATTEMPT_BASE => ordinal(n % DUPLICATE_ATTEMPT_BASE),
         0 => "FIRST".into(),
         1 => "SECOND".into(),
         2 => "THIRD".into(),
@@ -115,16 +115,28 @@ fn ticket_line(kind: &EventKind) -> Option<String> {
         ),
         EventKind::Delivered {
             event_id,
+            duplicate,
+            delivery_id: Some(id),
+            receive: Some(n),
+            reason,
+        } => consumer_delivery_line(event_id, *duplicate, id, *n, reason.as_ref()),
+        EventKind::Delivered {
+            event_id,
             duplicate: false,
+            ..
         } => format!("webhook: ticket.created {event_id} delivered, agent started"),
         EventKind::Delivered {
             event_id,
             duplicate: true,
+            ..
         } => format!(
             "webhook: ticket.created {event_id} delivered AGAIN (at-least-once), \
              a second agent handler started"
         ),
-        EventKind::DeliveryDeduped { event_id } => {
+        EventKind::DeliveryDeduped {
+            event_id,
+            record_deleted: false,
+        } => {
             format!("webhook: ticket.created {event_id} delivered again, dropped (event id already seen)")
         }
         EventKind::StalePendingClosed {
@@ -149,8 +161,74 @@ fn ticket_line(kind: &EventKind) -> Option<String> {
                 ),
             }
         }
+        EventKind::DeliveryDeduped {
+            event_id,
+            record_deleted: true,
+        } => format!(
+            "{event_id} delivered again, dropped (event id already seen); dedup record DELETED, \
+             a further copy will run"
+        ),
+        EventKind::DeliveryAcked {
+            delivery_id,
+            receive,
+        } => format!("{delivery_id} acked (receive #{receive}): deleted from the queue"),
+        EventKind::ConsumerCrashed {
+            delivery_id,
+            receive,
+        } => format!(
+            "consumer CRASHED before acking {delivery_id} (receive #{receive}): it will be \
+             received again when its visibility timeout expires"
+        ),
+        EventKind::DeadLettered {
+            delivery_id,
+            receives,
+        } => format!("{delivery_id} moved to the dead-letter queue after {receives} receives"),
         _ => return None,
     })
+}
+
+/// A duration for a story: whole hours, minutes or seconds when it is one (`30 s`, `5 min`,
+/// `1 h`), else milliseconds.
+fn span(ns: u64) -> String {
+    const S: u64 = 1_000_000_000;
+    match ns {
+        n if n >= 3600 * S && n % (3600 * S) == 0 => format!("{} h", n / (3600 * S)),
+        n if n >= 60 * S && n % (60 * S) == 0 => format!("{} min", n / (60 * S)),
+        n if n % S == 0 => format!("{} s", n / S),
+        n => format!("{} ms", n / 1_000_000),
+    }
+}
+
+/// A delivery as the consumer model of `deliveries.queue`, `rebalance`, `brokers` or
+/// `dedup_record` records it: which message, which receive, and why it came again.
+fn consumer_delivery_line(
+    event_id: &str,
+    duplicate: bool,
+    id: &str,
+    n: u32,
+    reason: Option<&crate::history::RedeliveryReason>,
+) -> String {
+    use crate::history::RedeliveryReason as R;
+    let why = match reason {
+        None => "delivered".to_string(),
+        Some(R::VisibilityTimeout { timeout_ns }) => format!(
+            "REDELIVERED (receive #{n}, visibility timeout {} expired)",
+            span(*timeout_ns)
+        ),
+        Some(R::Rebalance { drain_ns }) => format!(
+            "REDELIVERED (receive #{n}, consumer-group rebalance: not committed within the {} \
+             drain deadline)",
+            span(*drain_ns)
+        ),
+        Some(R::SecondBroker) => "delivered AGAIN (published to a second broker)".to_string(),
+        Some(R::SenderResent) => "delivered AGAIN (the sender resent it)".to_string(),
+    };
+    let handler = if duplicate {
+        "another agent handler started"
+    } else {
+        "agent started"
+    };
+    format!("{event_id} as {id} {why}, {handler}")
 }
 
 /// The agent's lines: the model's tool call, the tool executor's timeout and status probe, the
@@ -433,8 +511,11 @@ pub(crate) fn story_as(
         if let Some(l) = line(e, shown, &attempts, &sdk_tries, &gave_up) {
             // The second handler's lines (a duplicate delivery's agent run) are marked.
             let mark = match e.attempt {
-                Some(a) if a >= crate::model::deliveries::DUPLICATE_ATTEMPT_BASE => "[handler 2] ",
-                _ => "",
+                Some(a) if a >= crate::model::deliveries::DUPLICATE_ATTEMPT_BASE => format!(
+                    "[handler {}] ",
+                    a / crate::model::deliveries::DUPLICATE_ATTEMPT_BASE + 1
+                ),
+                _ => String::new(),
             };
             lines.push(format!("{}  {mark}{l}", clock_time(origin, e.t_ns)));
         }

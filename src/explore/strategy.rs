@@ -541,3 +541,129 @@ pub fn world_with_provider_refusals() -> impl Strategy<Value = Case> {
         c
     })
 }
+
+// ---- Redelivery that depends on the ack (issue 29, item 4) ------------------------------------
+// Drawn apart from `world()` and `world_with_deliveries()`, so their worlds, and every search
+// pinned on them, stay as they were; `world_with_redelivery()` adds the draw on top.
+
+/// How a generated world's consumer receives each ticket's event: a queue with a visibility
+/// timeout, a rebalance, two brokers, and dedup records with a lifetime.
+#[derive(Clone, Debug)]
+pub(crate) struct RedeliveryDraw {
+    /// 0: pushed (no queue, no rebalance); 1: a queue; 2: a consumer group with a rebalance.
+    pub mode: u8,
+    /// Queue: visibility timeout, ms (often shorter than one agent run).
+    pub visibility_ms: u64,
+    /// Queue: `max_receives` (bounded so a run stays small; always set).
+    pub max_receives: u32,
+    /// Queue: ack before the handler.
+    pub ack_before: bool,
+    /// Queue: crash before the ack, probability.
+    pub crash: f64,
+    /// Queue: extend visibility while the handler runs.
+    pub extend: bool,
+    /// Rebalance: start and drain deadline, ms.
+    pub rebalance_ms: (u64, u64),
+    /// Two brokers.
+    pub two_brokers: bool,
+    /// `consumer_dedup: event_id`.
+    pub dedup: bool,
+    /// Dedup record lifetime, ms (`None`: for ever).
+    pub lifetime_ms: Option<u64>,
+    /// Delete the record at the second copy.
+    pub delete_on_duplicate: bool,
+    /// Record at the ack rather than at the handler's start.
+    pub record_at_ack: bool,
+}
+
+/// The draw of [`world_with_redelivery`].
+pub(crate) fn redelivery_draw() -> impl Strategy<Value = RedeliveryDraw> {
+    (
+        (
+            0u8..=2,
+            1u64..=60_000,
+            1u32..=4,
+            any::<bool>(),
+            prop_oneof![Just(0.0), Just(1.0), 0.0f64..=1.0],
+            any::<bool>(),
+        ),
+        (
+            (0u64..=60_000, 1u64..=60_000),
+            any::<bool>(),
+            any::<bool>(),
+            prop_oneof![Just(None), (1u64..=60_000).prop_map(Some)],
+            any::<bool>(),
+            any::<bool>(),
+        ),
+    )
+        .prop_map(
+            |(
+                (mode, visibility_ms, max_receives, ack_before, crash, extend),
+                (rebalance_ms, two_brokers, dedup, lifetime_ms, delete_on_duplicate, record_at_ack),
+            )| RedeliveryDraw {
+                mode,
+                visibility_ms,
+                max_receives,
+                ack_before,
+                crash,
+                extend,
+                rebalance_ms,
+                two_brokers,
+                dedup,
+                lifetime_ms,
+                delete_on_duplicate,
+                record_at_ack,
+            },
+        )
+}
+
+/// Writes `d` into `s`.
+pub(crate) fn apply_redelivery(s: &mut Scenario, d: &RedeliveryDraw) {
+    use crate::scenario::{AckAt, ConsumerDedup, DedupRecord, QueueDelivery, Rebalance, RecordAt};
+    let dl = &mut s.deliveries;
+    dl.queue = (d.mode == 1).then(|| QueueDelivery {
+        visibility_timeout: millis(d.visibility_ms),
+        max_receives: Some(d.max_receives),
+        ack: if d.ack_before {
+            AckAt::BeforeHandler
+        } else {
+            AckAt::AfterHandler
+        },
+        crash_before_ack_probability: d.crash,
+        extend_visibility: d.extend,
+        ..QueueDelivery::default()
+    });
+    dl.rebalance = (d.mode == 2).then(|| Rebalance {
+        at: millis(d.rebalance_ms.0),
+        drain_deadline: millis(d.rebalance_ms.1),
+    });
+    dl.brokers = if d.two_brokers { 2 } else { 1 };
+    dl.consumer_dedup = if d.dedup {
+        ConsumerDedup::EventId
+    } else {
+        ConsumerDedup::None
+    };
+    dl.dedup_record = DedupRecord {
+        lifetime: d.lifetime_ms.map(millis),
+        delete_on_duplicate: d.delete_on_duplicate,
+        recorded_at: if d.record_at_ack {
+            RecordAt::Ack
+        } else {
+            RecordAt::HandlerStart
+        },
+        ..DedupRecord::default()
+    };
+}
+
+/// [`world`] plus a [`redelivery_draw`]: each ticket's event read from a queue whose
+/// visibility timeout (1 ms to 60 s) is often shorter than the agent run, up to 4 receives,
+/// acked before or after the handler, a crash before the ack; or from a consumer group
+/// rebalanced in the first minute with a drain deadline up to 60 s; published to one or two
+/// brokers; deduped or not, with a record kept for ever or 1 ms to 60 s, deleted at the
+/// second copy or not, written at the handler's start or at the ack.
+pub fn world_with_redelivery() -> impl Strategy<Value = Case> {
+    (world(), redelivery_draw()).prop_map(|(mut c, d)| {
+        apply_redelivery(&mut c.scenario, &d);
+        c
+    })
+}

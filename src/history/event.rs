@@ -266,6 +266,27 @@ pub enum HumanAction {
     RerunTool,
 }
 
+/// Why a message reaches the consumer again.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RedeliveryReason {
+    /// Its visibility timeout expired before an ack (`deliveries.queue`).
+    VisibilityTimeout {
+        /// The visibility timeout, ns.
+        timeout_ns: u64,
+    },
+    /// A consumer-group rebalance gave its partition to the next owner, which consumed it
+    /// again from the last committed offset (`deliveries.rebalance`).
+    Rebalance {
+        /// The drain deadline the revoked consumer had, ns.
+        drain_ns: u64,
+    },
+    /// The producer published it to a second broker (`deliveries.brokers: 2`).
+    SecondBroker,
+    /// The sender delivered the event again (`deliveries.duplicate_probability`).
+    SenderResent,
+}
+
 /// Event kinds and their details.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -289,12 +310,52 @@ pub enum EventKind {
         /// Whether this is the sender's second delivery of the event (at-least-once delivery):
         /// a second, concurrent agent run on the ticket.
         duplicate: bool,
+        /// The message's own id (`msg_{ticket}_{copy}`): each broker's copy, and the sender's
+        /// resend, has its own; every receive of one message shares it. Only with the
+        /// consumer model of `deliveries.queue`, `rebalance`, `brokers` or `dedup_record`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        delivery_id: Option<String>,
+        /// The message's receive count, from 1 (SQS `ApproximateReceiveCount`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        receive: Option<u32>,
+        /// Why the message arrives again, when it does.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<RedeliveryReason>,
     },
     /// The consumer dropped a second delivery of an event it had seen
     /// (`deliveries.consumer_dedup: event_id`).
     DeliveryDeduped {
         /// The event's id.
         event_id: String,
+        /// Whether the consumer deleted its dedup record on seeing this copy
+        /// (`deliveries.dedup_record.delete_on_duplicate`): a further copy runs again.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        record_deleted: bool,
+    },
+    /// The consumer acked a message (SQS `DeleteMessage`, a committed offset): it is not
+    /// received again.
+    DeliveryAcked {
+        /// The message's id.
+        delivery_id: String,
+        /// The receive whose handler acked it.
+        receive: u32,
+    },
+    /// The consumer crashed after the handler of a receive ended and before its ack
+    /// (`deliveries.queue.crash_before_ack_probability`): the message is received again
+    /// when its visibility timeout expires.
+    ConsumerCrashed {
+        /// The message's id.
+        delivery_id: String,
+        /// The receive whose ack was lost.
+        receive: u32,
+    },
+    /// A message received `receives` times without an ack went to the dead-letter queue
+    /// (`deliveries.queue.max_receives`, SQS `maxReceiveCount`).
+    DeadLettered {
+        /// The message's id.
+        delivery_id: String,
+        /// Receives it had.
+        receives: u32,
     },
     /// The model called the tool.
     ToolCall {

@@ -6,8 +6,8 @@ mod trace;
 
 pub(crate) use event::Text;
 pub use event::{
-    Caller, Decision, Event, EventKind, HumanAction, Outcome, ProviderOutcome, RefundStatus,
-    TicketStatus,
+    Caller, Decision, Event, EventKind, HumanAction, Outcome, ProviderOutcome, RedeliveryReason,
+    RefundStatus, TicketStatus,
 };
 pub(crate) use observer::TraceStream;
 pub use observer::{Keep, Observer};

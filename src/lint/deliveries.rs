@@ -5,10 +5,11 @@
 use super::finding::{Finding, Severity};
 use super::guard::ticket_id_recognised;
 use super::tools::ToolFacts;
-use crate::scenario::{ConsumerDedup, KeyMode, OnKeyConflict, ProviderKind, Scenario};
+use crate::scenario::{AckAt, ConsumerDedup, KeyMode, OnKeyConflict, ProviderKind, Scenario};
 
 /// `consumer-without-event-dedup`: deliveries are at least once
-/// (`deliveries.duplicate_probability` > 0) and the consumer does not dedup on the event id.
+/// (`deliveries.duplicate_probability` > 0, two brokers, a rebalance, a queue acked after the
+/// handler) and the consumer does not dedup on the event id.
 ///
 /// Fires whatever the key mode, because a per-ticket key covers a second delivery only in part:
 /// a redelivery after Stripe's key retention (24 h; webhook senders retry for days, Stripe's
@@ -19,9 +20,23 @@ use crate::scenario::{ConsumerDedup, KeyMode, OnKeyConflict, ProviderKind, Scena
 /// warning when it does.
 pub(crate) fn consumer_without_event_dedup(s: &Scenario, tool: &ToolFacts) -> Option<Finding> {
     let d = &s.deliveries;
-    if !d.at_least_once() || d.consumer_dedup == ConsumerDedup::EventId {
+    let again = d.brokers > 1
+        || d.rebalance.is_some()
+        || d.queue
+            .as_ref()
+            .is_some_and(|q| q.ack == AckAt::AfterHandler);
+    if !(d.at_least_once() || again) || d.consumer_dedup == ConsumerDedup::EventId {
         return None;
     }
+    let how = if d.at_least_once() {
+        format!("duplicate_probability {}", d.duplicate_probability)
+    } else if d.brokers > 1 {
+        "published to two brokers".to_string()
+    } else if d.rebalance.is_some() {
+        "a rebalance redelivers un-committed messages".to_string()
+    } else {
+        "the queue redelivers a message not acked within its visibility timeout".to_string()
+    };
     // Whether the provider recognises the second run's refund as the first one's: a per-ticket
     // key on Stripe, a per-ticket business id on a business-id provider. A key sent to a
     // provider that ignores keys (or dedups only within a window) covers nothing.
@@ -51,9 +66,9 @@ pub(crate) fn consumer_without_event_dedup(s: &Scenario, tool: &ToolFacts) -> Op
         severity,
         "deliveries.consumer_dedup",
         format!(
-            "the ticket's event is delivered at least once (duplicate_probability {}) and every \
+            "the ticket's event is delivered at least once ({how}) and every \
              delivery starts `{}` again: {consequence}",
-            d.duplicate_probability, tool.name
+            tool.name
         ),
         "set deliveries.consumer_dedup to \"event_id\" (record event ids, drop a delivery seen before)",
     )

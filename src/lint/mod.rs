@@ -17,7 +17,10 @@
 //! (`src/lint/outcomes.rs`) `abort-in-flight`, `acquire-retries-past-timeout`,
 //! `unknown-outcome-as-failure`, `sdk-timeout-probe-race`; on deliveries and racing handlers
 //! (`src/lint/deliveries.rs`) `consumer-without-event-dedup`,
-//! `key-conflict-retried-under-new-key`; and on tools alone
+//! `key-conflict-retried-under-new-key`; on deliveries that come again because of the ack
+//! (`src/lint/redelivery.rs`) `visibility-timeout-below-handler`,
+//! `rebalance-drain-below-handler`, `dedup-record-lifetime-too-short`,
+//! `dedup-record-deleted-on-duplicate`; and on tools alone
 //! `tool-annotations-missing`. A tool list alone only gets tool rules; a policy alone is linted
 //! over the defaults ([`DEFAULTS_BASE`]); a scenario with `--policy`/`--set`
 //! ([`lint_files_with`]) is linted merged, as `refundsim show` prints it.
@@ -35,6 +38,7 @@ mod input;
 pub(crate) mod layers;
 mod outcomes;
 mod providers;
+mod redelivery;
 mod rules;
 mod spans;
 mod tools;
@@ -73,6 +77,10 @@ pub const RULES: &[&str] = &[
     "sdk-timeout-probe-race",
     "consumer-without-event-dedup",
     "key-conflict-retried-under-new-key",
+    "visibility-timeout-below-handler",
+    "rebalance-drain-below-handler",
+    "dedup-record-lifetime-too-short",
+    "dedup-record-deleted-on-duplicate",
     "provider-ignores-keys",
     "retry-outside-dedup-window",
     "business-id-not-stable",

@@ -16,6 +16,10 @@ use super::outcomes::{
     unknown_outcome_as_failure,
 };
 use super::providers::{provider_rules, Retriers};
+use super::redelivery::{
+    dedup_record_deleted_on_duplicate, dedup_record_lifetime_too_short,
+    rebalance_drain_below_handler, visibility_timeout_below_handler,
+};
 use super::tools::{tool_rules, ToolFacts};
 use crate::scenario::{AppliesTo, KeyMode, KeyRotation, OnTimeout, ProviderKind, Scenario, Stack};
 
@@ -64,6 +68,10 @@ pub fn scenario_rules(s: &Scenario) -> Vec<Finding> {
         out.extend(consumer_without_event_dedup(s, tool));
         out.extend(key_conflict_retried_under_new_key(s, tool));
         out.extend(stale_pending_marked_failed(s, tool));
+        out.extend(visibility_timeout_below_handler(s, &tool.name));
+        out.extend(rebalance_drain_below_handler(s, &tool.name));
+        out.extend(dedup_record_lifetime_too_short(s, &tool.name));
+        out.extend(dedup_record_deleted_on_duplicate(s, &tool.name));
     }
     out.extend(timeout_below_burst(s));
     out.extend(layer_timeout_below_p99(s));

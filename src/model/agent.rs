@@ -26,23 +26,28 @@ pub(crate) fn retry_eligible(w: &World) -> bool {
     }
 }
 
+/// Opens ticket `t`: its charge at Stripe, and `ticket_opened`.
+pub(crate) fn open_ticket(w: &World, t: &Ticket) {
+    w.stripe
+        .borrow_mut()
+        .add_charge(&w.charge_of(t.id), t.charge_amount_cents);
+    w.record(
+        Ids::ticket(t.id),
+        EventKind::TicketOpened {
+            amount_cents: t.amount_cents,
+            charge_amount_cents: t.charge_amount_cents,
+            phase: t.phase.clone(),
+        },
+    );
+}
+
 /// One agent run on a ticket, started by delivery `d` of its triggering event. The first
 /// delivery opens the ticket (its charge, `ticket_opened`); a duplicate delivery's run is a
 /// second, concurrent handler for the same ticket, with attempts from
 /// [`Delivery::attempt_base`] and its own agent stream.
 pub(crate) async fn handle_delivery(w: Rc<World>, t: Ticket, d: Delivery) {
-    if d.index == 0 {
-        w.stripe
-            .borrow_mut()
-            .add_charge(&w.charge_of(t.id), t.charge_amount_cents);
-        w.record(
-            Ids::ticket(t.id),
-            EventKind::TicketOpened {
-                amount_cents: t.amount_cents,
-                charge_amount_cents: t.charge_amount_cents,
-                phase: t.phase.clone(),
-            },
-        );
+    if d.opens {
+        open_ticket(&w, &t);
     }
     if d.traced {
         w.record(
@@ -50,6 +55,9 @@ pub(crate) async fn handle_delivery(w: Rc<World>, t: Ticket, d: Delivery) {
             EventKind::Delivered {
                 event_id: event_id(t.id),
                 duplicate: d.index > 0,
+                delivery_id: None,
+                receive: None,
+                reason: None,
             },
         );
     }

@@ -31,6 +31,9 @@ pub(crate) use super::ticket::DUPLICATE_ATTEMPT_BASE;
 /// a second agent run on the ticket.
 pub(crate) fn deliver(w: &Rc<World>, t: Ticket) {
     let cfg = &w.cfg.deliveries;
+    if cfg.redelivers() {
+        return super::redelivery::deliver(w, t);
+    }
     let traced = cfg.at_least_once();
     let again = if traced {
         let mut rng = w.ticket_stream("delivery", t.id, &[]);
@@ -56,7 +59,13 @@ async fn redeliver(w: Rc<World>, t: Ticket, delay: SimTime, d: Delivery) {
     w.sim.sleep(delay).await;
     let event_id = event_id(t.id);
     if w.cfg.deliveries.consumer_dedup == ConsumerDedup::EventId {
-        w.record(Ids::ticket(t.id), EventKind::DeliveryDeduped { event_id });
+        w.record(
+            Ids::ticket(t.id),
+            EventKind::DeliveryDeduped {
+                event_id,
+                record_deleted: false,
+            },
+        );
         return;
     }
     handle_delivery(w, t, d).await;

@@ -16,6 +16,7 @@ pub(crate) mod ledger;
 pub(crate) mod pool;
 pub(crate) mod providers;
 pub(crate) mod reconciliation;
+pub(crate) mod redelivery;
 pub(crate) mod refunds_service;
 pub(crate) mod service_call;
 pub(crate) mod stripe;

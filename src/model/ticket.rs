@@ -27,10 +27,15 @@ pub(crate) const DUPLICATE_ATTEMPT_BASE: u32 = 2000;
 /// One delivery of a ticket's event, as the agent run it starts sees it.
 #[derive(Clone, Debug)]
 pub(crate) struct Delivery {
-    /// 0 for the first delivery, 1 for the duplicate.
+    /// 0 for the first delivery, 1 for the duplicate; with the consumer model of
+    /// `model::redelivery`, the handler run's number on the ticket (0, 1, 2, …).
     pub index: u32,
-    /// Whether deliveries are traced (`duplicate_probability` > 0).
+    /// Whether the run records its delivery (`duplicate_probability` > 0; the consumer model
+    /// records deliveries itself).
     pub traced: bool,
+    /// Whether the run opens the ticket (its charge, `ticket_opened`): the first delivery's,
+    /// unless the consumer model opened it already.
+    pub opens: bool,
     /// Shared by both deliveries of one ticket: whether a human has been handed the ticket.
     /// A helpdesk ticket has one assignee, so a second escalation of it starts no second human.
     human_assigned: Rc<Cell<bool>>,
@@ -42,7 +47,19 @@ impl Delivery {
         Delivery {
             index: 0,
             traced,
+            opens: true,
             human_assigned: Rc::default(),
+        }
+    }
+
+    /// Handler run `index` of a ticket the consumer model opened and whose deliveries it
+    /// records; shares `first`'s human assignment.
+    pub(crate) fn run(first: &Delivery, index: u32) -> Self {
+        Delivery {
+            index,
+            traced: false,
+            opens: false,
+            human_assigned: first.human_assigned.clone(),
         }
     }
 
@@ -51,21 +68,19 @@ impl Delivery {
         Delivery {
             index: 1,
             traced: true,
+            opens: false,
             human_assigned: first.human_assigned.clone(),
         }
     }
 
-    /// The run's first model attempt number (0, or [`DUPLICATE_ATTEMPT_BASE`]).
+    /// The run's first model attempt number: 0, [`DUPLICATE_ATTEMPT_BASE`] for the second
+    /// run, and that times the run's index after (run 2 from 4000, …).
     pub(crate) fn attempt_base(&self) -> u32 {
-        if self.index == 0 {
-            0
-        } else {
-            DUPLICATE_ATTEMPT_BASE
-        }
+        DUPLICATE_ATTEMPT_BASE.saturating_mul(self.index)
     }
 
     /// Ids appended to the run's own stream keys (agent think times, run-level backoff): none
-    /// for the first delivery, `(tag("delivery"), 1)` for the duplicate.
+    /// for the first delivery, `(tag("delivery"), index)` for a later run.
     pub(crate) fn stream_ids(&self) -> Vec<u64> {
         if self.index == 0 {
             Vec::new()

@@ -196,6 +196,9 @@ pub(crate) struct World {
     /// recorded answer, the run follows the recording and records
     /// [`EventKind::RecordingDisagrees`](crate::history::EventKind::RecordingDisagrees).
     pub recording_wins: bool,
+    /// The consumer group's offsets before its rebalance (`deliveries.rebalance`; empty
+    /// without one).
+    pub group: super::redelivery::GroupCell,
 }
 
 /// The scenario's latency distributions that are drawn per request or per model decision,
@@ -288,6 +291,7 @@ impl World {
             stack,
             latencies,
             replays_pool,
+            group: RefCell::default(),
             reach_scale,
             recording_wins,
         })

@@ -291,6 +291,26 @@ fn every_recipe_is_flagged_and_its_fix_clears_the_finding() {
             "stale-pending-marked-failed",
             "reconciliation.stale_pending.check_provider",
         ),
+        (
+            "redelivery-while-unacked",
+            "visibility-timeout-below-handler",
+            "deliveries.queue.visibility_timeout",
+        ),
+        (
+            "redelivery-while-unacked",
+            "consumer-without-event-dedup",
+            "deliveries.consumer_dedup",
+        ),
+        (
+            "rebalance-redelivers-batch",
+            "rebalance-drain-below-handler",
+            "deliveries.rebalance.drain_deadline",
+        ),
+        (
+            "dedup-record-deleted-on-second-copy",
+            "dedup-record-deleted-on-duplicate",
+            "deliveries.dedup_record.delete_on_duplicate",
+        ),
     ];
     let mut shipped: Vec<String> = std::fs::read_dir("scenarios/recipes")
         .unwrap()

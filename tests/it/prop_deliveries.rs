@@ -10,12 +10,14 @@
 use proptest::strategy::Strategy;
 use proptest::test_runner::TestCaseError;
 
-use refundsim::explore::strategy::{world, world_with_deliveries};
+use proptest::strategy::ValueTree;
+
+use refundsim::explore::strategy::{world, world_with_deliveries, world_with_redelivery};
 use refundsim::explore::{check_case, check_case_claim, policy, Case};
 use refundsim::run::run;
 use refundsim::scenario::{ConsumerDedup, KeyMode, LatencyDist, OnKeyConflict, Scenario};
 
-use crate::common::prop::{counterexample_in, runner};
+use crate::common::prop::{counterexample_in, runner, sampler};
 
 /// The claim (`policies/keys-and-probe.json`) over worlds that also deliver events twice, with
 /// or without consumer dedup and with every `on_key_conflict` the claim allows: the per-ticket
@@ -155,4 +157,121 @@ fn dedup_gives_back_the_incident_draw_for_draw() {
         (677, 43)
     );
     assert_eq!(deduped.over_refund_cents, bare.over_refund_cents);
+}
+
+/// The redelivery worlds draw every mode: a queue (with receives past the first, crashes
+/// before the ack, extended visibility, early acks), a rebalance, two brokers, and dedup
+/// records with a lifetime, deleted at the second copy, or written at the ack.
+#[test]
+fn covers_the_redelivery_modes_the_worlds_draw() {
+    let mut r = sampler(29);
+    let strategy = world_with_redelivery();
+    let (mut queue, mut crash, mut extend, mut early, mut rebalance) = (0, 0, 0, 0, 0);
+    let (mut brokers, mut lifetime, mut deleted, mut at_ack) = (0, 0, 0, 0);
+    for _ in 0..256 {
+        let d = strategy
+            .new_tree(&mut r)
+            .unwrap()
+            .current()
+            .scenario
+            .deliveries;
+        if let Some(q) = &d.queue {
+            queue += 1;
+            crash += usize::from(q.crash_before_ack_probability > 0.0);
+            extend += usize::from(q.extend_visibility);
+            early += usize::from(q.ack == refundsim::scenario::AckAt::BeforeHandler);
+        }
+        rebalance += usize::from(d.rebalance.is_some());
+        brokers += usize::from(d.brokers == 2);
+        lifetime += usize::from(d.dedup_record.lifetime.is_some());
+        deleted += usize::from(d.dedup_record.delete_on_duplicate);
+        at_ack += usize::from(d.dedup_record.recorded_at == refundsim::scenario::RecordAt::Ack);
+    }
+    eprintln!(
+        "of 256 worlds: queue {queue} (crash {crash}, extend {extend}, early ack {early}), \
+         rebalance {rebalance}, two brokers {brokers}, record lifetime {lifetime}, deleted \
+         {deleted}, at ack {at_ack}"
+    );
+    for n in [
+        queue, crash, extend, early, rebalance, brokers, lifetime, deleted, at_ack,
+    ] {
+        assert!(n > 10, "a mode drawn too rarely: {n}");
+    }
+}
+
+/// The claim over worlds whose events are redelivered because of the ack: handlers longer
+/// than the visibility timeout, crashes before the ack, rebalances, two brokers, dedup
+/// records that expire or are deleted. Every redelivery these worlds draw comes within
+/// minutes, inside Stripe's 24 h key retention, so the per-ticket key replays it (or a
+/// concurrent run's 409 is probed or looked up): the claim holds, and runs beyond the first
+/// did happen.
+#[test]
+fn holds_keys_and_probe_with_redelivery() {
+    let mut r = runner(128, 93);
+    let extra_runs = std::cell::Cell::new(0u64);
+    let result = r.run(&world_with_redelivery(), |mut case: Case| {
+        policy::keys_and_probe(&mut case.scenario);
+        let m = run(&case.scenario, case.scenario.seed, &Default::default())
+            .report
+            .metrics;
+        extra_runs.set(extra_runs.get() + m.duplicate_deliveries - m.deliveries_deduped);
+        check_case_claim(&case)
+            .map_err(|v| TestCaseError::fail(format!("{v}\n{}", v.story.join("\n"))))
+    });
+    if let Err(e) = result {
+        panic!("the claim has a counterexample with redelivery: {e}");
+    }
+    assert!(
+        extra_runs.get() > 50,
+        "handlers ran again: {}",
+        extra_runs.get()
+    );
+}
+
+/// Where the claim's premise ends: a redelivery later than Stripe's key retention. A queue
+/// with SQS's longest visibility timeout (12 h) and a consumer that crashes before every ack
+/// receives the message at 0, 12 h and 24 h; at 24 h the per-ticket key has expired, and the
+/// third run's refund is a second refund, under the claim's own policy. Consumer dedup by
+/// event id, kept for the redelivery horizon (here for ever), closes it.
+#[test]
+fn breaks_claim_when_a_redelivery_outlives_the_key_and_event_dedup_closes_it() {
+    let at = |sets: &[&str]| {
+        let mut all = vec![
+            "deliveries.queue.visibility_timeout=12h",
+            "deliveries.queue.crash_before_ack_probability=1",
+            "deliveries.queue.max_receives=3",
+            "agent.think_time.value=1s",
+        ];
+        all.extend_from_slice(sets);
+        let sets: Vec<String> = all.iter().map(|s| s.to_string()).collect();
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let sc = refundsim::scenario::load(
+            &root.join("scenarios/recipes/redelivery-while-unacked.json"),
+            &[root.join("policies/keys-and-probe.json")],
+            &sets,
+        )
+        .unwrap();
+        run(&sc, sc.seed, &Default::default()).report.metrics
+    };
+    let m = at(&[]);
+    assert_eq!(
+        (
+            m.duplicate_deliveries,
+            m.stripe_replays,
+            m.duplicate_refund_tickets
+        ),
+        (6, 3, 3),
+        "receive #2 (12 h) is replayed by the key, receive #3 (24 h) refunds again"
+    );
+    let kept = at(&["deliveries.queue.visibility_timeout=11h"]);
+    assert_eq!(
+        kept.duplicate_refund_tickets, 0,
+        "within 24 h the key replays every run"
+    );
+    let deduped = at(&["deliveries.consumer_dedup=event_id"]);
+    assert_eq!(
+        (deduped.deliveries_deduped, deduped.duplicate_refund_tickets),
+        (3, 0),
+        "receive #2 is dropped and acked: no receive #3"
+    );
 }

@@ -27,6 +27,9 @@ const RECIPES: &[(&str, u64, u64)] = &[
     ("client-replaces-service-key", 3, 3),
     ("egress-proxy-connect-failure", 3, 8),
     ("stale-pending-marked-failed", 3, 3),
+    ("redelivery-while-unacked", 3, 6),
+    ("rebalance-redelivers-batch", 3, 3),
+    ("dedup-record-deleted-on-second-copy", 3, 3),
 ];
 
 #[test]
@@ -619,4 +622,77 @@ fn proportional_jitter_keeps_each_delay_within_its_band() {
         seen.insert((secs * 1000.0) as u64);
     }
     assert!(seen.len() > 4, "{seen:?}");
+}
+
+/// Redelivery that depends on the ack, as the story prints it: an SQS message received again
+/// each time its 30 s visibility timeout expires while the agent run still works, until
+/// `maxReceiveCount` 3 dead-letters it; a Kafka rebalance that redelivers the batch after its
+/// 5 min drain deadline; a dedup record deleted at the second broker's copy, so the sender's
+/// resend runs again. Each fix leaves one run per ticket.
+#[test]
+fn redelivery_stories_show_receives_rebalances_and_deleted_records() {
+    let story = |args: &[&str]| {
+        let out = refundsim().args(args).output().unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let unacked = "scenarios/recipes/redelivery-while-unacked.json";
+    let text = story(&["run", unacked, "--ticket", "1"]);
+    for l in [
+        "00:00:00.000  evt_1 as msg_1_0 delivered, agent started",
+        "00:00:30.000  evt_1 as msg_1_0 REDELIVERED (receive #2, visibility timeout 30 s expired), another agent handler started",
+        "00:01:00.000  evt_1 as msg_1_0 REDELIVERED (receive #3, visibility timeout 30 s expired), another agent handler started",
+        "00:01:30.000  msg_1_0 moved to the dead-letter queue after 3 receives",
+        "00:01:40.424  [handler 3] stripe: refund re_00000004 created, $42.00 succeeded (for the FIRST call)",
+    ] {
+        assert!(text.contains(l), "{l}\n{text}");
+    }
+    assert!(
+        !text.contains("acked (receive"),
+        "a dead-lettered message is gone: {text}"
+    );
+    let fixed = story(&[
+        "run",
+        unacked,
+        "--policy",
+        "policies/recipes/redelivery-while-unacked.fix.json",
+        "--ticket",
+        "1",
+    ]);
+    assert!(
+        fixed.contains("00:00:40.424  msg_1_0 acked (receive #1): deleted from the queue"),
+        "{fixed}"
+    );
+    assert!(!fixed.contains("REDELIVERED"), "{fixed}");
+
+    let batch = "scenarios/recipes/rebalance-redelivers-batch.json";
+    let text = story(&["run", batch, "--ticket", "2"]);
+    assert!(text.contains(
+        "00:06:00.000  evt_2 as msg_2_0 REDELIVERED (receive #2, consumer-group rebalance: not committed within the 5 min drain deadline), another agent handler started"
+    ), "{text}");
+    assert!(
+        text.contains("00:12:00.424  [handler 2] stripe: refund"),
+        "{text}"
+    );
+
+    let deleted = "scenarios/recipes/dedup-record-deleted-on-second-copy.json";
+    let text = story(&["run", deleted, "--ticket", "1"]);
+    for l in [
+        "00:00:00.000  evt_1 delivered again, dropped (event id already seen); dedup record DELETED, a further copy will run",
+        "00:00:30.000  evt_1 as msg_1_2 delivered AGAIN (the sender resent it), another agent handler started",
+    ] {
+        assert!(text.contains(l), "{l}\n{text}");
+    }
+    let fixed = run_json(&[
+        deleted,
+        "--policy",
+        "policies/recipes/dedup-record-deleted-on-second-copy.fix.json",
+    ]);
+    assert_eq!(
+        (
+            fixed["duplicate_deliveries"].clone(),
+            fixed["deliveries_deduped"].clone(),
+            fixed["refunds_created"].clone()
+        ),
+        (6.into(), 6.into(), 3.into())
+    );
 }

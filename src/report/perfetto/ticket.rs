@@ -469,22 +469,81 @@ fn ticket_point(kind: &EventKind) -> Option<Point> {
         EventKind::Delivered {
             event_id,
             duplicate,
+            delivery_id,
+            receive,
+            reason,
         } => (
-            if *duplicate {
-                format!("duplicate delivery {event_id}")
-            } else {
-                format!("delivered {event_id}")
+            match (receive, reason) {
+                (Some(n), Some(_)) if *n > 1 => format!("redelivered {event_id} (receive #{n})"),
+                _ if *duplicate => format!("duplicate delivery {event_id}"),
+                _ => format!("delivered {event_id}"),
             },
             "ticket",
-            a.b("duplicate", *duplicate),
+            delivery_args(a.b("duplicate", *duplicate), delivery_id, receive, reason),
         ),
-        EventKind::DeliveryDeduped { event_id } => (
+        EventKind::DeliveryDeduped {
+            event_id,
+            record_deleted,
+        } => (
             format!("duplicate delivery {event_id} dropped"),
             "ticket",
-            a,
+            if *record_deleted {
+                a.b("record_deleted", true)
+            } else {
+                a
+            },
+        ),
+        EventKind::DeliveryAcked {
+            delivery_id,
+            receive,
+        } => (
+            format!("acked {delivery_id}"),
+            "ticket",
+            a.u("receive", u64::from(*receive)),
+        ),
+        EventKind::ConsumerCrashed {
+            delivery_id,
+            receive,
+        } => (
+            format!("consumer crashed before ack {delivery_id}"),
+            "ticket",
+            a.u("receive", u64::from(*receive)),
+        ),
+        EventKind::DeadLettered {
+            delivery_id,
+            receives,
+        } => (
+            format!("dead-lettered {delivery_id}"),
+            "ticket",
+            a.u("receives", u64::from(*receives)),
         ),
         _ => return None,
     })
+}
+
+/// A consumer-model delivery's args: its message id, receive count and why it came again.
+fn delivery_args(
+    a: Args,
+    delivery_id: &Option<String>,
+    receive: &Option<u32>,
+    reason: &Option<crate::history::RedeliveryReason>,
+) -> Args {
+    use crate::history::RedeliveryReason as R;
+    let (Some(id), Some(n)) = (delivery_id, receive) else {
+        return a;
+    };
+    let a = a.s("delivery_id", id.as_str()).u("receive", u64::from(*n));
+    match reason {
+        None => a,
+        Some(R::VisibilityTimeout { timeout_ns }) => a
+            .s("reason", "visibility_timeout")
+            .u("visibility_timeout_ns", *timeout_ns),
+        Some(R::Rebalance { drain_ns }) => {
+            a.s("reason", "rebalance").u("drain_deadline_ns", *drain_ns)
+        }
+        Some(R::SecondBroker) => a.s("reason", "second_broker"),
+        Some(R::SenderResent) => a.s("reason", "sender_resent"),
+    }
 }
 
 /// The call path's points: an added layer's retry, spent retry budget and per-try timeout, a

@@ -318,3 +318,89 @@ fn deliveries_are_checked_by_path() {
     let shown = serde_json::to_value(&plain).unwrap();
     assert!(shown.get("deliveries").is_none());
 }
+
+#[test]
+fn redelivery_fields_are_checked_by_path_and_default_to_the_real_systems() {
+    rejects(
+        &with(r#"{"deliveries":{"queue":{"visibility_timeout":"13h"}}}"#),
+        &["deliveries.queue.visibility_timeout", "at most 12h"],
+    );
+    rejects(
+        &with(r#"{"deliveries":{"queue":{"visibility_timeout":"0s"}}}"#),
+        &["deliveries.queue.visibility_timeout", "> 0"],
+    );
+    rejects(
+        &with(r#"{"deliveries":{"queue":{"max_receives":1001}}}"#),
+        &["deliveries.queue.max_receives", "1 to 1000", "got 1001"],
+    );
+    rejects(
+        &with(r#"{"deliveries":{"queue":{"max_receives":0}}}"#),
+        &["deliveries.queue.max_receives", "≥ 1"],
+    );
+    rejects(
+        &with(r#"{"deliveries":{"queue":{"crash_before_ack_probability":2}}}"#),
+        &["deliveries.queue.crash_before_ack_probability", "[0, 1]"],
+    );
+    rejects(
+        &with(r#"{"deliveries":{"queue":{},"rebalance":{"at":"1m"}}}"#),
+        &[
+            "deliveries.rebalance",
+            "either deliveries.queue or deliveries.rebalance",
+        ],
+    );
+    rejects(
+        &with(r#"{"deliveries":{"rebalance":{}}}"#),
+        &["deliveries.rebalance", "at"],
+    );
+    rejects(
+        &with(r#"{"deliveries":{"brokers":3}}"#),
+        &["deliveries.brokers", "expected 1 or 2, got 3"],
+    );
+    rejects(
+        &with(r#"{"deliveries":{"queue":{"ack":"later"}}}"#),
+        &[
+            "deliveries.queue.ack",
+            "`after_handler`",
+            "`before_handler`",
+        ],
+    );
+    rejects(
+        &with(r#"{"deliveries":{"dedup_record":{"lifetime":"0s"}}}"#),
+        &["deliveries.dedup_record.lifetime", "> 0"],
+    );
+    let s = load_str(
+        &with(r#"{"deliveries":{"queue":{},"dedup_record":{"recorded_at":"ack"}}}"#),
+        "x.json",
+    )
+    .unwrap();
+    let q = s.deliveries.queue.as_ref().unwrap();
+    // SQS: 30 s visibility, no redrive policy, 4-day retention; ack after the handler.
+    assert_eq!(q.visibility_timeout, std::time::Duration::from_secs(30));
+    assert_eq!(q.max_receives, None);
+    assert_eq!(q.message_retention, std::time::Duration::from_secs(345_600));
+    assert_eq!(q.ack, crate::scenario::AckAt::AfterHandler);
+    assert!(s.deliveries.redelivers());
+    let r = load_str(
+        &with(r#"{"deliveries":{"rebalance":{"at":"1m"}}}"#),
+        "x.json",
+    )
+    .unwrap();
+    // Kafka: max.poll.interval.ms 300 000.
+    assert_eq!(
+        r.deliveries.rebalance.unwrap().drain_deadline,
+        std::time::Duration::from_secs(300)
+    );
+    // The old fields alone keep the push model (and the old outputs).
+    let old = load_str(
+        &with(r#"{"deliveries":{"duplicate_probability":1,"consumer_dedup":"event_id"}}"#),
+        "x.json",
+    )
+    .unwrap();
+    assert!(!old.deliveries.redelivers());
+    let shown = serde_json::to_value(&old).unwrap();
+    assert_eq!(
+        shown["deliveries"].as_object().unwrap().len(),
+        3,
+        "new fields left out at their defaults: {shown}"
+    );
+}
