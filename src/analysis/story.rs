@@ -63,7 +63,10 @@ fn gave_up(history: &History, ticket: u64) -> BTreeMap<u64, String> {
             (EventKind::ExecutorTimeout { .. }, _, Some(a)) => ("executor", a),
             // A layer below the service (after `sdk`) records with the call's ids: its timeout
             // drops a Stripe request, not the service call.
-            (EventKind::LayerTimeout { layer, .. }, None, Some(a)) => (layer.as_str(), a),
+            (EventKind::LayerTimeout { layer, .. }, None, Some(a))
+            | (EventKind::LayerDeadlineExceeded { layer, .. }, None, Some(a)) => {
+                (layer.as_str(), a)
+            }
             _ => continue,
         };
         for (call, a) in &open {
@@ -379,6 +382,19 @@ fn layer_line(kind: &EventKind) -> Option<String> {
             "{layer}: try {} timed out after {}ms; its work keeps running",
             layer_try + 1,
             after_ns / 1_000_000
+        ),
+        EventKind::WorkAfterRefund { refund_id, work_ns } => format!(
+            "refunds-service: refund {refund_id} recorded in the ledger; the run goes on {}ms before answering (work after the refund)",
+            work_ns / 1_000_000
+        ),
+        EventKind::LayerDeadlineExceeded {
+            layer,
+            layer_try,
+            deadline_ns,
+        } => format!(
+            "{layer}: deadline of {}ms over all tries passed after try {}; not retrying (a try still running keeps running)",
+            deadline_ns / 1_000_000,
+            layer_try + 1
         ),
         _ => return None,
     })

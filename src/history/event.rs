@@ -401,6 +401,25 @@ pub enum EventKind {
         /// The per-try timeout, ns.
         after_ns: u64,
     },
+    /// An added layer's `deadline` over all its tries passed: the try in flight was given up
+    /// (its work keeps running), or the next retry would have started after it; the layer
+    /// reports its last answer upward (Temporal's `ScheduleToCloseTimeout`).
+    LayerDeadlineExceeded {
+        /// The layer's name in `stack`.
+        layer: String,
+        /// The last try the layer made (0 = first try).
+        layer_try: u32,
+        /// The deadline, ns from the start of the layer's first try.
+        deadline_ns: u64,
+    },
+    /// The service recorded a committed refund in its ledger and goes on working before it
+    /// answers (`refunds_service.work_after_refund`): the effect is done, the run is not.
+    WorkAfterRefund {
+        /// The refund just recorded.
+        refund_id: String,
+        /// How long the run goes on before answering, ns.
+        work_ns: u64,
+    },
     /// A refunds-service request started waiting for a pool connection.
     PoolWait {
         /// Waiters in the pool queue including this one (ticket and background requests).

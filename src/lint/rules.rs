@@ -49,6 +49,7 @@ pub fn scenario_rules(s: &Scenario) -> Vec<Finding> {
         out.extend(idempotent_claim_unbacked(s, tool));
         out.extend(key_mode(s, tool));
         out.extend(timeout_reports_error(s, tool));
+        out.extend(work_after_refund_past_timeout(s, tool));
         out.extend(sdk_retries(s, tool));
         out.extend(key_retention(s));
         out.extend(layer_retry_without_stable_key(s, tool));
@@ -227,6 +228,45 @@ fn timeout_reports_error(s: &Scenario, tool: &ToolFacts) -> Option<Finding> {
         )
         .with_fix(["executor.on_timeout=probe_status"])
     })
+}
+
+/// `work-after-refund-past-timeout`: the tool run goes on after its refund commits
+/// (`refunds_service.work_after_refund`) past the executor's timeout, and the executor reports
+/// a timeout as a failure: every call that commits is told to the model as failed. An error
+/// when the model or the executor retries the tool, a warning otherwise.
+fn work_after_refund_past_timeout(s: &Scenario, tool: &ToolFacts) -> Option<Finding> {
+    let svc = &s.refunds_service;
+    if svc.work_after_refund.is_zero() || s.executor.on_timeout != OnTimeout::ReportError {
+        return None;
+    }
+    let run = svc.overhead + s.stripe.latency.median() + svc.work_after_refund;
+    if run <= s.executor.timeout {
+        return None;
+    }
+    let retried = model_retries(s, tool) || executor_retries(s);
+    let severity = if retried {
+        Severity::Error
+    } else {
+        Severity::Warning
+    };
+    Some(
+        Finding::new(
+            "work-after-refund-past-timeout",
+            severity,
+            "refunds_service.work_after_refund",
+            format!(
+                "`{}` keeps running {} after its refund commits, so a typical call (overhead {} + provider p50 {} + that work) outlives the executor's {} timeout and is reported to the model as failed although the refund was made{}",
+                tool.name,
+                s_(svc.work_after_refund),
+                s_(svc.overhead),
+                s_(s.stripe.latency.median()),
+                s_(s.executor.timeout),
+                if retried { "; the retry refunds again" } else { "" }
+            ),
+            "probe the ticket's status before reporting a timeout (executor.on_timeout: probe_status: the ledger records the refund when it commits), or answer once the refund commits and do the rest in the background (refunds_service.work_after_refund: 0s)",
+        )
+        .with_fix(["executor.on_timeout=probe_status"]),
+    )
 }
 
 /// `stale-pending-marked-failed`: the stale-pending sweep closes rows without asking the

@@ -434,6 +434,26 @@ async fn answer(
                 "connection reset: the refunds service failed after Stripe's 200, before its ledger write".into(),
             )
         }
+        CallResult::Refunded(id) if !cfg.work_after_refund.is_zero() => {
+            // The refund is recorded as soon as it commits; the run goes on before answering.
+            {
+                let mut ledger = w.ledger.borrow_mut();
+                let row = ledger.row(req.ticket);
+                row.refund_id.get_or_insert_with(|| id.clone());
+                row.pending_since = None;
+            }
+            w.record(
+                ids,
+                EventKind::WorkAfterRefund {
+                    refund_id: id.clone(),
+                    work_ns: cfg.work_after_refund.as_nanos() as u64,
+                },
+            );
+            w.sim
+                .sleep(SimTime::from_duration(cfg.work_after_refund))
+                .await;
+            ServiceResult::Refunded(id)
+        }
         CallResult::Refunded(id) => ServiceResult::Refunded(id),
         CallResult::Failed(status, e)
             if upstream_status(status) == 502

@@ -868,6 +868,15 @@ pub struct RefundsService {
     /// Default: 0.
     #[serde(default)]
     pub crash_after_provider_ok: f64,
+    /// Work the tool run still does after its refund has committed at the provider and been
+    /// written to the ledger, before the service answers its caller (rendering and emailing a
+    /// credit note, syncing a CRM, a second API call): the effect commits part-way through the
+    /// run while the run goes on. A caller that times out in this window is told of a failure
+    /// for a refund that exists; a status probe finds it (the ledger already records it).
+    /// Default: 0 (the service answers as soon as the refund is recorded).
+    #[serde(default, with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub work_after_refund: Duration,
     /// The Stripe SDK inside the service.
     #[serde(default)]
     pub stripe_client: StripeClient,
@@ -988,6 +997,7 @@ impl Default for RefundsService {
             lookup_before_create: false,
             on_pending_row: OnPendingRow::Wait,
             crash_after_provider_ok: 0.0,
+            work_after_refund: Duration::ZERO,
             stripe_client: StripeClient::default(),
         }
     }

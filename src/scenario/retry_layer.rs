@@ -217,6 +217,18 @@ pub struct RetryLayer {
     )]
     #[schemars(with = "Option<String>")]
     pub per_try_timeout: Option<Duration>,
+    /// Time limit over all the layer's tries, counted from the start of its first try
+    /// (Temporal's `ScheduleToCloseTimeout` beside `StartToCloseTimeout`, the per-try limit; an
+    /// outer timeout around a Polly v8 retry; a durable step's overall timeout). A try still
+    /// running when it passes is given up as at its `per_try_timeout` (its work keeps running),
+    /// and no retry starts whose backoff would end after it (Temporal's rule). Default: none.
+    #[serde(
+        default,
+        with = "humantime_serde::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub deadline: Option<Duration>,
     /// Outcomes that are retried. Default: every failure and timeout (`retry`: `reset`,
     /// `connect-failure`, `5xx`, `retriable-4xx`, `429`, `timeout`, `pool-exhausted`);
     /// `reset`, `connect-failure`, `5xx` (`proxy`).
@@ -260,6 +272,7 @@ impl RetryLayer {
             kind,
             max_retries: None,
             per_try_timeout: None,
+            deadline: None,
             retry_on: None,
             backoff: Backoff::default(),
             budget: None,

@@ -152,6 +152,13 @@ const LAYER_RULES: &[(&str, &str, &str, &str, &str)] = &[
         "warning",
         "refunds_service.rotate_key",
     ),
+    (
+        "work-after-refund",
+        "work-after-refund",
+        "work-after-refund-past-timeout",
+        "error",
+        "refunds_service.work_after_refund",
+    ),
 ];
 
 #[test]
@@ -310,6 +317,16 @@ fn every_recipe_is_flagged_and_its_fix_clears_the_finding() {
             "dedup-record-deleted-on-second-copy",
             "dedup-record-deleted-on-duplicate",
             "deliveries.dedup_record.delete_on_duplicate",
+        ),
+        (
+            "deadline-across-tries",
+            "layer-retry-without-stable-key",
+            "layers.activity_retry.max_retries",
+        ),
+        (
+            "effect-commits-before-run-ends",
+            "work-after-refund-past-timeout",
+            "refunds_service.work_after_refund",
         ),
     ];
     let mut shipped: Vec<String> = std::fs::read_dir("scenarios/recipes")

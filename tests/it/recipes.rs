@@ -30,6 +30,8 @@ const RECIPES: &[(&str, u64, u64)] = &[
     ("redelivery-while-unacked", 3, 6),
     ("rebalance-redelivers-batch", 3, 3),
     ("dedup-record-deleted-on-second-copy", 3, 3),
+    ("deadline-across-tries", 3, 9),
+    ("effect-commits-before-run-ends", 3, 3),
 ];
 
 #[test]
@@ -695,4 +697,38 @@ fn redelivery_stories_show_receives_rebalances_and_deleted_records() {
         ),
         (6.into(), 6.into(), 3.into())
     );
+}
+
+/// The effect commits part-way through the run: the story shows the refund recorded at 1 s,
+/// the run going on, the executor's timeout at 15 s reported as a failure and the model's
+/// retry making a second refund; under the fix the probe finds the first refund in the ledger.
+#[test]
+fn effect_commits_before_run_ends_story_shows_the_run_going_on() {
+    let story = |args: &[&str]| {
+        let out = refundsim().args(args).output().unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let recipe = "scenarios/recipes/effect-commits-before-run-ends.json";
+    let text = story(&["run", recipe, "--ticket", "1"]);
+    for l in [
+        "00:00:01.044  refunds-service: refund re_00000001 recorded in the ledger; the run goes on 20000ms before answering (work after the refund)",
+        "00:00:15.024  tool_result: { error: \"timeout after 15000ms\" } [fail]",
+        "00:00:16.109  stripe: refund re_00000002 created, $42.00 succeeded (for the SECOND call)",
+        "00:00:21.044  [async, arrives after executor gave up] refunds-service response for the FIRST call: { status: \"refunded\", refund_id: \"re_00000001\" }",
+    ] {
+        assert!(text.contains(l), "{l}\n{text}");
+    }
+    let fixed = story(&[
+        "run",
+        recipe,
+        "--policy",
+        "policies/recipes/effect-commits-before-run-ends.fix.json",
+        "--ticket",
+        "1",
+    ]);
+    assert!(
+        fixed.contains("00:00:15.086  tool_executor: get_status(ticket=1) → refunded re_00000001"),
+        "{fixed}"
+    );
+    assert!(!fixed.contains("re_00000002"), "{fixed}");
 }

@@ -283,3 +283,44 @@ fn cancellation_on_an_egress_proxy_is_refused() {
     assert!(String::from_utf8_lossy(&ok.stdout)
         .contains("refunds created                            3"));
 }
+
+/// A `deadline` over all of a layer's tries (Temporal's `ScheduleToCloseTimeout`) is not its
+/// per-try timeout: on the recipe (5 s per try, 30 s in all, backoff 1, 2, 4, 8 s) the fourth
+/// try times out at 27 s and the next retry would start after 30 s, so it is not made; a
+/// deadline of 8 s cuts the second try in flight after 2 s (its work keeps running and
+/// commits). Without the deadline the layer's 100 retries would all be made.
+#[test]
+fn a_deadline_over_all_tries_stops_retries_and_cuts_the_try_in_flight() {
+    let recipe = "scenarios/recipes/deadline-across-tries.json";
+    let sc: Value = serde_json::from_str(&std::fs::read_to_string(recipe).unwrap()).unwrap();
+    let whole = kinds(&sc, &[]);
+    assert_eq!(count(&whole, "layer_timeout"), 12, "{whole:?}");
+    assert_eq!(count(&whole, "layer_retry"), 9, "{whole:?}");
+    assert_eq!(count(&whole, "layer_deadline_exceeded"), 3, "{whole:?}");
+    assert_eq!(count(&whole, "refund_created"), 12, "{whole:?}");
+
+    let cut = kinds(&sc, &["layers.activity_retry.deadline=8s"]);
+    assert_eq!(count(&cut, "layer_timeout"), 3, "only first tries: {cut:?}");
+    assert_eq!(count(&cut, "layer_retry"), 3, "{cut:?}");
+    assert_eq!(count(&cut, "layer_deadline_exceeded"), 3, "{cut:?}");
+    assert_eq!(
+        count(&cut, "refund_created"),
+        6,
+        "a cut try still commits: {cut:?}"
+    );
+
+    let out = refundsim()
+        .args(["run", recipe, "--ticket", "1", "--set"])
+        .arg("layers.activity_retry.deadline=8s")
+        .output()
+        .unwrap();
+    let story = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        story.contains("activity_retry: deadline of 8000ms over all tries passed after try 2"),
+        "{story}"
+    );
+    assert!(
+        story.contains(r#"tool_result: { error: "timeout after 2000ms (activity_retry)" } [fail]"#),
+        "{story}"
+    );
+}

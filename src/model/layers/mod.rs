@@ -161,6 +161,11 @@ pub(crate) trait Policy<I: Inner> {
     fn per_try_timeout(&self) -> Option<SimTime> {
         None
     }
+    /// How long the try about to start may run: [`Policy::per_try_timeout`], shortened to what
+    /// is left of a deadline over all tries (an added layer's `deadline`).
+    fn try_limit(&self) -> Option<SimTime> {
+        self.per_try_timeout()
+    }
     /// What try `n` is marked with in its requests ([`Via`]); empty by default.
     fn via(&self, _n: u32) -> Via {
         Via::new()
@@ -197,7 +202,8 @@ pub(crate) async fn retry_loop<I: Inner, P: Policy<I>>(
     loop {
         policy.starting(n);
         let one = inner.try_once(n, policy.via(n));
-        let end = match policy.per_try_timeout() {
+        let limit = policy.try_limit();
+        let end = match limit {
             Some(t) => w.sim.timeout(t, one).await.unwrap_or(TryEnd::TimedOut),
             None => one.await,
         };
@@ -214,9 +220,7 @@ pub(crate) async fn retry_loop<I: Inner, P: Policy<I>>(
             Next::Report => {
                 return match end {
                     TryEnd::Answered { value, .. } => value,
-                    TryEnd::TimedOut => {
-                        inner.timed_out(policy.per_try_timeout().unwrap_or_default())
-                    }
+                    TryEnd::TimedOut => inner.timed_out(limit.unwrap_or_default()),
                 }
             }
         }
@@ -234,6 +238,8 @@ pub(crate) struct LayerPolicy<'a> {
     ticket: u64,
     via: &'a Via,
     load: Rc<LayerLoad>,
+    /// When the layer's `deadline` passes: set when its first try starts.
+    deadline_at: Option<SimTime>,
 }
 
 impl<'a> LayerPolicy<'a> {
@@ -246,13 +252,27 @@ impl<'a> LayerPolicy<'a> {
             ticket,
             via,
             load,
+            deadline_at: None,
         }
+    }
+
+    /// Whether the layer's `deadline` has passed, or would have by `at`.
+    fn past_deadline(&self, at: SimTime) -> bool {
+        self.deadline_at.is_some_and(|d| at >= d)
     }
 }
 
 impl<I: Inner> Policy<I> for LayerPolicy<'_> {
     fn per_try_timeout(&self) -> Option<SimTime> {
         self.layer.cfg.per_try_timeout.map(SimTime::from_duration)
+    }
+    fn try_limit(&self) -> Option<SimTime> {
+        let per_try = self.layer.cfg.per_try_timeout.map(SimTime::from_duration);
+        let Some(at) = self.deadline_at else {
+            return per_try;
+        };
+        let left = at.saturating_sub(self.w.sim.now());
+        Some(per_try.map_or(left, |t| t.min(left)))
     }
     fn via(&self, n: u32) -> Via {
         let mut here = self.via.clone();
@@ -262,6 +282,13 @@ impl<I: Inner> Policy<I> for LayerPolicy<'_> {
         here
     }
     fn starting(&mut self, n: u32) {
+        if n == 0 {
+            self.deadline_at = self
+                .layer
+                .cfg
+                .deadline
+                .map(|d| self.w.sim.now() + SimTime::from_duration(d));
+        }
         self.load.active.set(self.load.active.get() + 1);
         if n > 0 {
             self.load.retrying.set(self.load.retrying.get() + 1);
@@ -277,6 +304,20 @@ impl<I: Inner> Policy<I> for LayerPolicy<'_> {
         let (w, name, cfg) = (self.w, self.layer.name, self.layer.cfg);
         let class = end.class();
         let ids = inner.ids();
+        let deadline = |w: &World| {
+            w.record(
+                ids,
+                EventKind::LayerDeadlineExceeded {
+                    layer: name.to_string(),
+                    layer_try: n,
+                    deadline_ns: cfg.deadline.map_or(0, |d| d.as_nanos() as u64),
+                },
+            );
+            Next::Report
+        };
+        if matches!(end, TryEnd::TimedOut) && self.past_deadline(w.sim.now()) {
+            return deadline(w);
+        }
         if matches!(end, TryEnd::TimedOut) {
             let after_ns = cfg.per_try_timeout.map_or(0, |d| d.as_nanos() as u64);
             w.record(
@@ -303,6 +344,9 @@ impl<I: Inner> Policy<I> for LayerPolicy<'_> {
         inner.retrying(n + 1);
         let mut rng = w.ticket_stream("layer_backoff", self.ticket, &inner.backoff_key(n + 1));
         let delay = backoff(cfg, n + 1, dist::uniform(&mut rng, 0.0, 1.0));
+        if self.past_deadline(w.sim.now() + delay) {
+            return deadline(w);
+        }
         w.record(
             ids,
             EventKind::LayerRetry {

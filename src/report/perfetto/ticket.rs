@@ -577,6 +577,21 @@ fn call_path_point(kind: &EventKind) -> Option<Point> {
             a.u("layer_try", u64::from(*layer_try))
                 .u("after_ns", *after_ns),
         ),
+        EventKind::WorkAfterRefund { refund_id, work_ns } => (
+            format!("refund recorded, {} ms of work left", millis(*work_ns)),
+            "service",
+            a.s("refund_id", refund_id.as_str()).u("work_ns", *work_ns),
+        ),
+        EventKind::LayerDeadlineExceeded {
+            layer,
+            layer_try,
+            deadline_ns,
+        } => (
+            format!("{layer} deadline {} ms passed", millis(*deadline_ns)),
+            "layer",
+            a.u("layer_try", u64::from(*layer_try))
+                .u("deadline_ns", *deadline_ns),
+        ),
         EventKind::RequestDropped => ("dropped: deadline passed".into(), "service", a),
         EventKind::ServiceCrash { refund_id } => (
             "service crashed after Stripe's 200".into(),

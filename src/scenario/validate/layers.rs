@@ -228,6 +228,10 @@ fn validate_layer(path: &str, name: &str, l: &RetryLayer) -> Check {
         positive(&format!("{path}.per_try_timeout"), t)?;
         at_most(&format!("{path}.per_try_timeout"), t, MAX_DURATION)?;
     }
+    if let Some(t) = l.deadline {
+        positive(&format!("{path}.deadline"), t)?;
+        at_most(&format!("{path}.deadline"), t, MAX_DURATION)?;
+    }
     match (l.backoff.jitter, l.backoff.jitter_factor) {
         (Jitter::Proportional, Some(f)) if !(f.is_finite() && (0.0..=1.0).contains(&f)) => {
             return fail(

@@ -37,6 +37,11 @@ pub(super) fn validate(svc: &RefundsService) -> Check {
         at_most("refunds_service.pool_wait_threshold", t, MAX_DURATION)?;
     }
     at_most("refunds_service.overhead", svc.overhead, MAX_DURATION)?;
+    at_most(
+        "refunds_service.work_after_refund",
+        svc.work_after_refund,
+        MAX_DURATION,
+    )?;
     probability(
         "refunds_service.crash_after_provider_ok",
         svc.crash_after_provider_ok,
