@@ -383,6 +383,14 @@ fn layer_line(kind: &EventKind) -> Option<String> {
             layer_try + 1,
             after_ns / 1_000_000
         ),
+        EventKind::StepReplayed { step, from_attempt } => format!(
+            "durable step {}: completed in an earlier run (attempt {from_attempt}); its checkpointed result is replayed, no request",
+            step + 1
+        ),
+        EventKind::StepInterrupted { step, from_attempt } => format!(
+            "durable step {}: started in an earlier run (attempt {from_attempt}) and never completed; at-most-once: StepInterruptedError, not run again",
+            step + 1
+        ),
         EventKind::WorkAfterRefund { refund_id, work_ns } => format!(
             "refunds-service: refund {refund_id} recorded in the ledger; the run goes on {}ms before answering (work after the refund)",
             work_ns / 1_000_000

@@ -420,6 +420,22 @@ pub enum EventKind {
         /// How long the run goes on before answering, ns.
         work_ns: u64,
     },
+    /// A replayed turn's tool call answered from the checkpoint of an earlier turn's call
+    /// (a run-level retry's `checkpoint`): no request was made.
+    StepReplayed {
+        /// The step: the call's index within its turn (0 = the turn's first call).
+        step: u32,
+        /// The model attempt whose result was checkpointed.
+        from_attempt: u32,
+    },
+    /// A replayed turn's tool call whose earlier run started and never completed, answered
+    /// `StepInterruptedError` (`checkpoint: at_most_once_per_retry`): not run again.
+    StepInterrupted {
+        /// The step: the call's index within its turn.
+        step: u32,
+        /// The model attempt that started it.
+        from_attempt: u32,
+    },
     /// A refunds-service request started waiting for a pool connection.
     PoolWait {
         /// Waiters in the pool queue including this one (ticket and background requests).

@@ -11,7 +11,9 @@ use super::layers::{self, Via};
 use super::ticket::{event_id, Delivery};
 use super::world::{Ids, World};
 use crate::history::{Decision, EventKind, Outcome, Text};
-use crate::scenario::{AppliesTo, Cancellation, Position, ReportTimeout, RetryLayer, RetryOn};
+use crate::scenario::{
+    AppliesTo, Cancellation, Checkpoint, Position, ReportTimeout, RetryLayer, RetryOn,
+};
 use crate::sim::{tag, SimTime, StreamRng};
 
 // The ticket lives in `ticket`, below everyone who handles it; its old path stays.
@@ -66,6 +68,8 @@ pub(crate) async fn handle_delivery(w: Rc<World>, t: Ticket, d: Delivery) {
         attempt: d.attempt_base(),
         amount: t.amount_cents,
         awaiting_result: false,
+        steps: Vec::new(),
+        checkpoint: Checkpoint::None,
     };
     let run = w
         .layers_at(Position::AboveModel)
@@ -84,6 +88,7 @@ pub(crate) async fn handle_delivery(w: Rc<World>, t: Ticket, d: Delivery) {
         .await;
         return finish(&w, &t, end, &d).await;
     };
+    turn.checkpoint = layer.checkpoint;
     let mut turns = Turns {
         w: &w,
         t: &t,
@@ -201,6 +206,19 @@ struct TurnState {
     /// A tool call of `attempt` is out and its result not yet recorded (when a run-level
     /// timeout drops the turn, the run records that call's result itself).
     awaiting_result: bool,
+    /// The checkpoint of each step (a call's index within its turn) across turns, kept only
+    /// under a run-level retry's `checkpoint`.
+    steps: Vec<Step>,
+    /// The run-level retry's `checkpoint` (`none` without one).
+    checkpoint: Checkpoint,
+}
+
+/// A step's checkpoint (durable execution): started by model attempt `.0` (`u32::MAX`: not
+/// started, or failed and to be run again), or its successful result once it came back.
+#[derive(Clone)]
+enum Step {
+    Started(u32),
+    Completed(u32, ToolReply),
 }
 
 /// How one agent turn ended.
@@ -374,8 +392,8 @@ struct ModelCalls<'a> {
 impl layers::Inner for ModelCalls<'_> {
     type Answer = ModelStep;
 
-    async fn try_once(&mut self, _n: u32, _via: Via) -> layers::TryEnd<ModelStep> {
-        let step = self.call_and_think().await;
+    async fn try_once(&mut self, n: u32, _via: Via) -> layers::TryEnd<ModelStep> {
+        let step = self.call_and_think(n).await;
         layers::TryEnd::Answered {
             value: step,
             class: None,
@@ -384,27 +402,12 @@ impl layers::Inner for ModelCalls<'_> {
 }
 
 impl ModelCalls<'_> {
-    /// One tool call of the turn, its result shown to the model, and (after a failure) the
-    /// model's thinking before it decides.
-    async fn call_and_think(&mut self) -> ModelStep {
-        let (w, t, turn) = (self.w, self.t, &mut *self.turn);
-        let cfg = &w.cfg.agent;
-        let overhead = SimTime::from_duration(cfg.call_overhead);
-        w.sim
-            .sleep(replayed_call_after(w, t.id, turn.attempt).unwrap_or(overhead))
-            .await;
-        let ids = Ids::attempt(t.id, turn.attempt);
-        w.record(
-            ids,
-            EventKind::ToolCall {
-                tool: cfg.tool.clone(),
-                amount_cents: turn.amount,
-            },
-        );
-        turn.awaiting_result = true;
-        // Without framework layers the call goes straight to the executor (what `call_via`
-        // does then too), without boxing a future per call.
-        let reply = if w.layers_at(Position::AroundTool).is_empty() {
+    /// The turn's tool call through the framework layers and the executor. Without framework
+    /// layers the call goes straight to the executor (what `call_via` does then too), without
+    /// boxing a future per call.
+    async fn call(&mut self) -> ToolReply {
+        let (w, t, turn) = (self.w, self.t, &*self.turn);
+        if w.layers_at(Position::AroundTool).is_empty() {
             call_tool(
                 w.clone(),
                 t.id,
@@ -424,7 +427,45 @@ impl ModelCalls<'_> {
                 self.cancel,
             )
             .await
+        }
+    }
+
+    /// One tool call of the turn, its result shown to the model, and (after a failure) the
+    /// model's thinking before it decides.
+    async fn call_and_think(&mut self, n: u32) -> ModelStep {
+        let (w, t, turn) = (self.w, self.t, &mut *self.turn);
+        let cfg = &w.cfg.agent;
+        let overhead = SimTime::from_duration(cfg.call_overhead);
+        w.sim
+            .sleep(replayed_call_after(w, t.id, turn.attempt).unwrap_or(overhead))
+            .await;
+        let ids = Ids::attempt(t.id, turn.attempt);
+        w.record(
+            ids,
+            EventKind::ToolCall {
+                tool: cfg.tool.clone(),
+                amount_cents: turn.amount,
+            },
+        );
+        turn.awaiting_result = true;
+        let checkpoint = turn.checkpoint;
+        let reply = match checkpointed(w, ids, turn, n, checkpoint) {
+            Some(reply) => reply,
+            None => {
+                let reply = self.call().await;
+                if checkpoint != Checkpoint::None {
+                    let turn = &mut *self.turn;
+                    // A result that came back is checkpointed; a failure is run again.
+                    turn.steps[n as usize] = if reply.outcome == Outcome::Ok {
+                        Step::Completed(turn.attempt, reply.clone())
+                    } else {
+                        Step::Started(u32::MAX)
+                    };
+                }
+                reply
+            }
         };
+        let (w, turn) = (self.w, &mut *self.turn);
         turn.awaiting_result = false;
         if reply.outcome == Outcome::Ok {
             return ModelStep::End(succeeded(w, ids, reply, self.run));
@@ -456,6 +497,53 @@ impl ModelCalls<'_> {
             drifts,
         }
     }
+}
+
+/// Step `n` of a turn under a run-level retry's `checkpoint`: the answer from an earlier turn's
+/// checkpoint (a completed step replays its result; under `at_most_once_per_retry` a step that
+/// started and never completed answers `StepInterruptedError`), or `None` to run the call, the
+/// step then marked started by this attempt. AWS Lambda durable functions' replay rule.
+fn checkpointed(
+    w: &World,
+    ids: Ids,
+    turn: &mut TurnState,
+    n: u32,
+    checkpoint: Checkpoint,
+) -> Option<ToolReply> {
+    if checkpoint == Checkpoint::None {
+        return None;
+    }
+    let at = n as usize;
+    if turn.steps.len() <= at {
+        turn.steps.resize(at + 1, Step::Started(u32::MAX));
+    }
+    match &turn.steps[at] {
+        Step::Completed(from, reply) => {
+            w.record(
+                ids,
+                EventKind::StepReplayed {
+                    step: n,
+                    from_attempt: *from,
+                },
+            );
+            return Some(reply.clone());
+        }
+        Step::Started(from)
+            if *from != u32::MAX && checkpoint == Checkpoint::AtMostOncePerRetry =>
+        {
+            w.record(
+                ids,
+                EventKind::StepInterrupted {
+                    step: n,
+                    from_attempt: *from,
+                },
+            );
+            return Some(ToolReply::interrupted());
+        }
+        Step::Started(_) => {}
+    }
+    turn.steps[at] = Step::Started(turn.attempt);
+    None
 }
 
 /// A successful tool call shown to the model: the turn is done, unless the model's LLM call

@@ -47,6 +47,19 @@ pub(crate) struct ToolReply {
 }
 
 impl ToolReply {
+    /// A replayed step that started in an earlier run and never completed, under
+    /// `checkpoint: at_most_once_per_retry`: AWS's `StepInterruptedError`, an unknown outcome
+    /// the model is told not to retry.
+    pub(crate) fn interrupted() -> Self {
+        ToolReply {
+            outcome: Outcome::Info,
+            shown: "{ error: \"step interrupted: it started in an earlier run and did not complete; outcome unknown, do not retry\" }".into(),
+            refund_id: None,
+            timed_out: false,
+            class: None,
+        }
+    }
+
     fn ok(id: String) -> Self {
         ToolReply {
             outcome: Outcome::Ok,

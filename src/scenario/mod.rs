@@ -44,7 +44,7 @@ pub use gate_config::{
 };
 pub use gate_expect::ExpectSource;
 pub use layers::{
-    compiled, layers_at, stack_of, Backoff, BackoffKind, Jitter, LayerKind, Position,
+    compiled, layers_at, stack_of, Backoff, BackoffKind, Checkpoint, Jitter, LayerKind, Position,
     ReportTimeout, RetryBudget, RetryLayer, RetryOn, DEFAULT_JITTER_FACTOR,
 };
 pub(crate) use limits::MAX_TRIES_PER_TOOL_CALL;

@@ -192,6 +192,25 @@ pub enum ReportTimeout {
     Unknown,
 }
 
+/// What a run-level retry (`run_retry`) remembers of the tool calls of the turns it replays:
+/// the step semantics of a durable-execution SDK (AWS Lambda durable functions'
+/// `StepSemantics`), where each tool call of a turn is a checkpointed step.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Checkpoint {
+    /// Nothing: every replayed turn runs its tool calls again (a job runner's retry).
+    #[default]
+    None,
+    /// A step whose result came back is replayed from its checkpoint (no request); one that
+    /// started and never completed (the turn was dropped mid-call) runs again. AWS's default,
+    /// `AT_LEAST_ONCE_PER_RETRY`.
+    AtLeastOncePerRetry,
+    /// As `at_least_once_per_retry`, but a step that started and never completed is not run
+    /// again: the replay answers `StepInterruptedError` (an unknown outcome, not retried).
+    /// AWS's `AT_MOST_ONCE_PER_RETRY`.
+    AtMostOncePerRetry,
+}
+
 /// One added layer of `layers`: a framework retry middleware or a proxy. Every field but `kind`
 /// is optional; each default depends on the kind and is written beside the field.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -253,6 +272,15 @@ pub struct RetryLayer {
     /// does not know tools. Default: `any_tool`.
     #[serde(default = "any_tool")]
     pub applies_to: AppliesTo,
+    /// Only for `run_retry`: what a replayed turn does with the tool calls of earlier turns
+    /// (`none`, `at_least_once_per_retry`, `at_most_once_per_retry`; see [`Checkpoint`]).
+    /// Default: `none`.
+    #[serde(default, skip_serializing_if = "is_no_checkpoint")]
+    pub checkpoint: Checkpoint,
+}
+
+fn is_no_checkpoint(c: &Checkpoint) -> bool {
+    *c == Checkpoint::None
 }
 
 fn cancel_none() -> Cancellation {
@@ -279,6 +307,7 @@ impl RetryLayer {
             on_timeout: ReportTimeout::Error,
             cancellation: Cancellation::None,
             applies_to: AppliesTo::AnyTool,
+            checkpoint: Checkpoint::None,
         }
     }
 }

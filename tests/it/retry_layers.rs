@@ -324,3 +324,55 @@ fn a_deadline_over_all_tries_stops_retries_and_cuts_the_try_in_flight() {
         "{story}"
     );
 }
+
+/// A run-level retry's `checkpoint` (AWS Lambda durable functions' step semantics): a turn
+/// dropped by its 5 s `per_try_timeout` while its call is at Stripe (10 s) leaves a step that
+/// started and never completed. Without checkpoints and `at_least_once_per_retry`, each of the
+/// three turns runs it again (9 refunds over 3 tickets); `at_most_once_per_retry` answers the
+/// replayed step `StepInterruptedError` (an unknown outcome) instead: one refund per ticket. A
+/// step whose result came back is replayed from its checkpoint under either semantics
+/// (`run-level-retry-replays-tools`: no second refund).
+#[test]
+fn a_checkpointed_run_level_retry_replays_completed_steps_and_interrupts_started_ones() {
+    let sc = json!({
+        "schema_version": 2,
+        "name": "run-retry-checkpoint",
+        "horizon": "10m",
+        "arrivals": {"tickets": (0..3).map(|i| json!({"id": i + 1, "opened_at": format!("{i}m"),
+            "amount_cents": 4200, "charge_amount_cents": 100000})).collect::<Vec<_>>()},
+        "agent": {"retry": {"max_retries": 0}},
+        "layers": {"agent_run": {"kind": "run_retry", "max_retries": 2, "retry_on": ["timeout"],
+                                 "per_try_timeout": "5s"}},
+        "stack": ["agent_run", "model_retry", "executor", "refunds_service", "sdk"],
+        "executor": {"timeout": "30s"},
+        "stripe": {"latency": {"p50": "10s", "p99": "10s"}},
+        "humans": {"enabled": false}
+    });
+    let none = kinds(&sc, &[]);
+    assert_eq!(count(&none, "refund_created"), 9, "{none:?}");
+    let least = kinds(
+        &sc,
+        &["layers.agent_run.checkpoint=at_least_once_per_retry"],
+    );
+    assert_eq!(count(&least, "refund_created"), 9, "{least:?}");
+    assert_eq!(count(&least, "step_interrupted"), 0, "{least:?}");
+    let most = kinds(&sc, &["layers.agent_run.checkpoint=at_most_once_per_retry"]);
+    assert_eq!(count(&most, "refund_created"), 3, "{most:?}");
+    assert_eq!(count(&most, "step_interrupted"), 3, "{most:?}");
+    assert_eq!(count(&most, "service_request"), 3, "{most:?}");
+
+    let replays = kinds(
+        &serde_json::from_str(&std::fs::read_to_string(RUN_LEVEL).unwrap()).unwrap(),
+        &["layers.agent_run.checkpoint=at_least_once_per_retry"],
+    );
+    assert_eq!(count(&replays, "step_replayed"), 3, "{replays:?}");
+    assert_eq!(count(&replays, "refund_created"), 3, "{replays:?}");
+
+    let out = refundsim()
+        .args(["run", "--ticket", "1", "--set"])
+        .arg("layers.agent_run.checkpoint=sometimes")
+        .arg(RUN_LEVEL)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+}

@@ -577,6 +577,16 @@ fn call_path_point(kind: &EventKind) -> Option<Point> {
             a.u("layer_try", u64::from(*layer_try))
                 .u("after_ns", *after_ns),
         ),
+        EventKind::StepReplayed { step, from_attempt } => (
+            format!("step {} replayed from checkpoint", step + 1),
+            "layer",
+            a.u("from_attempt", u64::from(*from_attempt)),
+        ),
+        EventKind::StepInterrupted { step, from_attempt } => (
+            format!("step {} interrupted (at-most-once)", step + 1),
+            "layer",
+            a.u("from_attempt", u64::from(*from_attempt)),
+        ),
         EventKind::WorkAfterRefund { refund_id, work_ns } => (
             format!("refund recorded, {} ms of work left", millis(*work_ns)),
             "service",

@@ -189,6 +189,12 @@ fn validate_layer(path: &str, name: &str, l: &RetryLayer) -> Check {
             ),
         );
     }
+    if l.checkpoint != crate::scenario::Checkpoint::None && !defaults(l.kind).above_model {
+        return fail(
+            format!("{path}.checkpoint"),
+            "`checkpoint` is the step semantics of a run-level retry that replays whole turns; expected none on a retry or proxy layer".to_string(),
+        );
+    }
     if l.applies_to != AppliesTo::AnyTool && !defaults(l.kind).tool_filter {
         return fail(
             format!("{path}.applies_to"),
