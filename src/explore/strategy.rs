@@ -542,6 +542,35 @@ pub fn world_with_provider_refusals() -> impl Strategy<Value = Case> {
     })
 }
 
+// ---- Time limits across tries and effects that commit early (issue 29, item 6) -------------
+// Drawn apart from `world()`, so its worlds stay as they were.
+
+/// [`world`] plus, on each added layer the world drew, a `deadline` over all its tries (none
+/// half the time, else 1 ms to 30 s: often shorter than the tries it bounds); on a run-level
+/// retry, any `checkpoint`; and the service's `work_after_refund` (none half the time, else
+/// 1 ms to 30 s: often past the executor's timeout). Shrinks toward none of them.
+pub fn world_with_time_limits() -> impl Strategy<Value = Case> {
+    use crate::scenario::Checkpoint;
+    let deadlines = prop::collection::vec(prop::option::weighted(0.5, 1u64..30_000), 3);
+    let work = prop::option::weighted(0.5, 1u64..30_000);
+    let checkpoint = prop_oneof![
+        Just(Checkpoint::None),
+        Just(Checkpoint::AtLeastOncePerRetry),
+        Just(Checkpoint::AtMostOncePerRetry),
+    ];
+    (world(), deadlines, work, checkpoint).prop_map(|(mut c, deadlines, work, checkpoint)| {
+        let s = &mut c.scenario;
+        for (layer, d) in s.layers.values_mut().zip(deadlines) {
+            layer.deadline = d.map(millis);
+            if layer.kind == crate::scenario::LayerKind::RunRetry {
+                layer.checkpoint = checkpoint;
+            }
+        }
+        s.refunds_service.work_after_refund = work.map_or(Duration::ZERO, millis);
+        c
+    })
+}
+
 // ---- Redelivery that depends on the ack (issue 29, item 4) ------------------------------------
 // Drawn apart from `world()` and `world_with_deliveries()`, so their worlds, and every search
 // pinned on them, stay as they were; `world_with_redelivery()` adds the draw on top.

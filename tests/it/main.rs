@@ -38,6 +38,7 @@ mod prop_holes;
 mod prop_providers;
 mod prop_round_trip;
 mod prop_safety;
+mod prop_time_limits;
 mod queueing;
 mod recipes;
 mod recording_wins;
