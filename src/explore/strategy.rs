@@ -548,7 +548,8 @@ pub fn world_with_provider_refusals() -> impl Strategy<Value = Case> {
 /// [`world`] plus, on each added layer the world drew, a `deadline` over all its tries (none
 /// half the time, else 1 ms to 30 s: often shorter than the tries it bounds); on a run-level
 /// retry, any `checkpoint`; and the service's `work_after_refund` (none half the time, else
-/// 1 ms to 30 s: often past the executor's timeout). Shrinks toward none of them.
+/// 1 ms to 30 s: often past the executor's timeout); and 1–2 uncounted `timeout_retries` on a
+/// layer 30 % of the time. Shrinks toward none of them.
 pub fn world_with_time_limits() -> impl Strategy<Value = Case> {
     use crate::scenario::Checkpoint;
     let deadlines = prop::collection::vec(prop::option::weighted(0.5, 1u64..30_000), 3);
@@ -558,10 +559,13 @@ pub fn world_with_time_limits() -> impl Strategy<Value = Case> {
         Just(Checkpoint::AtLeastOncePerRetry),
         Just(Checkpoint::AtMostOncePerRetry),
     ];
-    (world(), deadlines, work, checkpoint).prop_map(|(mut c, deadlines, work, checkpoint)| {
+    let reruns = prop::collection::vec(prop::option::weighted(0.3, 1u32..=2), 3);
+    let draws = (world(), deadlines, work, checkpoint, reruns);
+    draws.prop_map(|(mut c, deadlines, work, checkpoint, reruns)| {
         let s = &mut c.scenario;
-        for (layer, d) in s.layers.values_mut().zip(deadlines) {
+        for ((layer, d), r) in s.layers.values_mut().zip(deadlines).zip(reruns) {
             layer.deadline = d.map(millis);
+            layer.timeout_retries = r;
             if layer.kind == crate::scenario::LayerKind::RunRetry {
                 layer.checkpoint = checkpoint;
             }

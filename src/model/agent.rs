@@ -131,7 +131,7 @@ impl layers::Inner for Turns<'_> {
 
     async fn try_once(&mut self, n: u32, via: Via) -> layers::TryEnd<TurnEnd> {
         // On its last try the run layer raises nothing: the failure goes to the model as usual.
-        let raising = (n < self.layer.retries()).then_some(self.layer);
+        let raising = (n < self.layer.all_retries()).then_some(self.layer);
         let end = run_turn(
             self.w,
             self.t,

@@ -227,6 +227,13 @@ pub struct RetryLayer {
         skip_serializing_if = "Option::is_none"
     )]
     pub max_retries: Option<u32>,
+    /// Retries after a timed-out try that do not count against `max_retries`: a runtime that
+    /// re-runs a step whose invocation timed out, outside the step's own retry budget and
+    /// whatever its `retry_on` says (AWS Lambda durable functions' backend retries of a
+    /// timed-out invocation beside the step's retry strategy). At most 100. Default: none (a
+    /// timed-out try counts as any other).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_retries: Option<u32>,
     /// Time limit of one try; the try's work keeps running when the layer gives up on it.
     /// Default: none (the layer waits as long as the layer below does).
     #[serde(
@@ -299,6 +306,7 @@ impl RetryLayer {
         RetryLayer {
             kind,
             max_retries: None,
+            timeout_retries: None,
             per_try_timeout: None,
             deadline: None,
             retry_on: None,

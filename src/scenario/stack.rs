@@ -140,7 +140,7 @@ impl Stack {
     /// leaves, when one try lasts `per_try` (what the caller knows a try waits on): per retry,
     /// `per_try` and the backoff at its largest ([`largest_backoff`]).
     pub fn layer_retries_span(l: &RetryLayer, per_try: Duration) -> Duration {
-        (1..=l.retries()).fold(Duration::ZERO, |t, n| {
+        (1..=l.all_retries()).fold(Duration::ZERO, |t, n| {
             t.saturating_add(per_try)
                 .saturating_add(largest_backoff(l, n))
         })
@@ -152,7 +152,7 @@ impl Stack {
             for (name, l) in self.layers_at(p) {
                 out.push(LayerTries {
                     field: format!("layers.{name}.max_retries"),
-                    tries: l.retries().saturating_add(1),
+                    tries: l.all_retries().saturating_add(1),
                 });
             }
         };

@@ -36,11 +36,16 @@ fn holds_keys_and_probe_with_deadlines_checkpoints_and_late_work() {
 fn worlds_draw_deadlines_checkpoints_and_late_work() {
     let mut r = sampler(7);
     let strategy = world_with_time_limits();
-    let (mut deadlines, mut late) = (0, 0);
+    let (mut deadlines, mut late, mut reruns) = (0, 0, 0);
     let mut checkpoints = std::collections::BTreeMap::new();
     for _ in 0..512 {
         let s = strategy.new_tree(&mut r).unwrap().current().scenario;
         deadlines += s.layers.values().filter(|l| l.deadline.is_some()).count();
+        reruns += s
+            .layers
+            .values()
+            .filter(|l| l.timeout_retries.is_some())
+            .count();
         late += usize::from(!s.refunds_service.work_after_refund.is_zero());
         for l in s.layers.values().filter(|l| l.kind == LayerKind::RunRetry) {
             *checkpoints
@@ -50,6 +55,7 @@ fn worlds_draw_deadlines_checkpoints_and_late_work() {
     }
     assert!(deadlines >= 20, "deadlines: {deadlines}");
     assert!(late >= 100, "late work: {late} of 512");
+    assert!(reruns >= 10, "timeout_retries: {reruns}");
     assert_eq!(
         checkpoints.len(),
         3,

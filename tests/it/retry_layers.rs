@@ -376,3 +376,28 @@ fn a_checkpointed_run_level_retry_replays_completed_steps_and_interrupts_started
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{out:?}");
 }
+
+/// `timeout_retries`: re-runs of a timed-out try that the layer never counts against
+/// `max_retries` and makes whatever its `retry_on` says (a durable runtime re-running a step
+/// whose invocation timed out). On the deadline recipe with no counted retries and `retry_on`
+/// without `timeout`, two uncounted re-runs make three tries per ticket (three refunds each,
+/// no key); without them, one.
+#[test]
+fn timeout_retries_rerun_timed_out_tries_outside_the_retry_budget() {
+    let recipe = "scenarios/recipes/deadline-across-tries.json";
+    let sc: Value = serde_json::from_str(&std::fs::read_to_string(recipe).unwrap()).unwrap();
+    let base = [
+        "layers.activity_retry.max_retries=0",
+        r#"layers.activity_retry.retry_on=["5xx"]"#,
+    ];
+    let none = kinds(&sc, &base);
+    assert_eq!(count(&none, "refund_created"), 3, "{none:?}");
+    assert_eq!(count(&none, "layer_retry"), 0, "{none:?}");
+    let rerun = kinds(
+        &sc,
+        &[base[0], base[1], "layers.activity_retry.timeout_retries=2"],
+    );
+    assert_eq!(count(&rerun, "layer_retry"), 6, "{rerun:?}");
+    assert_eq!(count(&rerun, "refund_created"), 9, "{rerun:?}");
+    assert_eq!(count(&rerun, "layer_deadline_exceeded"), 0, "{rerun:?}");
+}

@@ -240,6 +240,8 @@ pub(crate) struct LayerPolicy<'a> {
     load: Rc<LayerLoad>,
     /// When the layer's `deadline` passes: set when its first try starts.
     deadline_at: Option<SimTime>,
+    /// Retries made under `timeout_retries`, which do not count against `max_retries`.
+    uncounted: u32,
 }
 
 impl<'a> LayerPolicy<'a> {
@@ -253,6 +255,7 @@ impl<'a> LayerPolicy<'a> {
             via,
             load,
             deadline_at: None,
+            uncounted: 0,
         }
     }
 
@@ -329,13 +332,19 @@ impl<I: Inner> Policy<I> for LayerPolicy<'_> {
                 },
             );
         }
-        if !decide(cfg, n, class, &self.load) {
-            if class.is_some_and(|c| cfg.retries_on(c)) && n < cfg.retries() {
+        // A timed-out try is re-run from `timeout_retries` first, outside the retry budget.
+        let uncounted =
+            matches!(end, TryEnd::TimedOut) && self.uncounted < cfg.timeout_retries.unwrap_or(0);
+        let counted = n - self.uncounted;
+        if uncounted {
+            self.uncounted += 1;
+        } else if !decide(cfg, counted, class, &self.load) {
+            if class.is_some_and(|c| cfg.retries_on(c)) && counted < cfg.retries() {
                 w.record(
                     ids,
                     EventKind::LayerBudgetExhausted {
                         layer: name.to_string(),
-                        layer_try: n + 1,
+                        layer_try: counted + 1,
                     },
                 );
             }

@@ -54,6 +54,12 @@ impl RetryLayer {
         self.max_retries.unwrap_or(defaults(self.kind).max_retries)
     }
 
+    /// Every retry the layer can make: `max_retries` plus the uncounted `timeout_retries`.
+    pub fn all_retries(&self) -> u32 {
+        self.retries()
+            .saturating_add(self.timeout_retries.unwrap_or(0))
+    }
+
     /// Whether this layer retries `outcome`, with the kind's default `retry_on`. As in Envoy,
     /// `5xx` covers `gateway-error` (502–504), and both cover `pool-exhausted` (a 503).
     pub fn retries_on(&self, outcome: RetryOn) -> bool {

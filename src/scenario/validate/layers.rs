@@ -230,6 +230,15 @@ fn validate_layer(path: &str, name: &str, l: &RetryLayer) -> Check {
             ),
         );
     }
+    if l.timeout_retries.is_some_and(|n| n > MAX_RETRIES) {
+        return fail(
+            format!("{path}.timeout_retries"),
+            format!(
+                "invalid value: expected at most {MAX_RETRIES} retries, got {}",
+                l.timeout_retries.unwrap_or(0)
+            ),
+        );
+    }
     if let Some(t) = l.per_try_timeout {
         positive(&format!("{path}.per_try_timeout"), t)?;
         at_most(&format!("{path}.per_try_timeout"), t, MAX_DURATION)?;
