@@ -76,6 +76,11 @@ pub enum RetryOn {
     /// e.g. a 529 overloaded): only a `run_retry` layer sees it, and its retry replays the
     /// turn, tool calls included.
     LlmError,
+    /// An answer whose HTTP status is one of the layer's `retriable_status_codes` (Envoy
+    /// `retriable-status-codes` with `retriable_status_codes`): retry by exact status, e.g.
+    /// 503 only. Seen only where the layer reads an HTTP status: a layer between `executor` and
+    /// `refunds_service` (the service's status), or after `sdk` (Stripe's or the proxy's).
+    RetriableStatusCodes,
 }
 
 /// How the delay before retry `n` grows.
@@ -260,6 +265,11 @@ pub struct RetryLayer {
     /// `reset`, `connect-failure`, `5xx` (`proxy`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_on: Option<Vec<RetryOn>>,
+    /// The exact HTTP statuses retried when `retry_on` lists `retriable-status-codes` (Envoy's
+    /// `retriable_status_codes`, e.g. `[503]`), whatever class they belong to. Each in
+    /// 100–599. Default: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retriable_status_codes: Option<Vec<u16>>,
     /// Delay between tries.
     #[serde(default)]
     pub backoff: Backoff,
@@ -310,6 +320,7 @@ impl RetryLayer {
             per_try_timeout: None,
             deadline: None,
             retry_on: None,
+            retriable_status_codes: None,
             backoff: Backoff::default(),
             budget: None,
             on_timeout: ReportTimeout::Error,

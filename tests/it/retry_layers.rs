@@ -401,3 +401,67 @@ fn timeout_retries_rerun_timed_out_tries_outside_the_retry_budget() {
     assert_eq!(count(&rerun, "refund_created"), 9, "{rerun:?}");
     assert_eq!(count(&rerun, "layer_deadline_exceeded"), 0, "{rerun:?}");
 }
+
+/// `retry_on: ["retriable-status-codes"]` with `retriable_status_codes: [503]` retries by exact
+/// status (Envoy's rule): the pool's 503s, which never reached Stripe, are retried; the 502s
+/// of lost responses, whose refunds exist, are not. With `5xx` the 502s are retried too and a
+/// ticket is refunded twice. Codes without the `retry_on` entry, or the entry without codes,
+/// are refused.
+#[test]
+fn retriable_status_codes_retry_by_exact_status() {
+    let fixture = "tests/fixtures/layers/retriable-status-codes.json";
+    let sc: Value = serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let reasons = |sets: &[&str]| {
+        let (file, trace) = (dir.path().join("s.json"), dir.path().join("t.jsonl"));
+        std::fs::write(&file, sc.to_string()).unwrap();
+        let mut cmd = refundsim();
+        cmd.arg("run").arg(&file).arg("--trace").arg(&trace);
+        for s in sets {
+            cmd.args(["--set", s]);
+        }
+        assert!(matches!(cmd.output().unwrap().status.code(), Some(0 | 1)));
+        let mut n = std::collections::BTreeMap::<String, u64>::new();
+        for line in std::fs::read_to_string(&trace).unwrap().lines() {
+            let e: Value = serde_json::from_str(line).unwrap();
+            match e["kind"].as_str().unwrap() {
+                "layer_retry" => {
+                    *n.entry(e["reason"].as_str().unwrap().to_string())
+                        .or_default() += 1
+                }
+                "refund_created" => *n.entry("refunds".into()).or_default() += 1,
+                _ => {}
+            }
+        }
+        n
+    };
+    let any5xx = reasons(&[]);
+    assert_eq!(any5xx.get("gateway-error"), Some(&3), "{any5xx:?}");
+    assert_eq!(any5xx.get("refunds"), Some(&4), "{any5xx:?}");
+    let exact = reasons(&[
+        r#"layers.sidecar.retry_on=["retriable-status-codes"]"#,
+        "layers.sidecar.retriable_status_codes=[503]",
+    ]);
+    assert_eq!(exact.get("retriable-status-codes"), Some(&3), "{exact:?}");
+    assert_eq!(exact.get("gateway-error"), None, "{exact:?}");
+    assert_eq!(exact.get("refunds"), Some(&3), "one per ticket: {exact:?}");
+
+    for (set, path) in [
+        (
+            "layers.sidecar.retriable_status_codes=[503]",
+            "layers.sidecar.retry_on",
+        ),
+        (
+            r#"layers.sidecar.retry_on=["retriable-status-codes"]"#,
+            "layers.sidecar.retriable_status_codes",
+        ),
+    ] {
+        let out = refundsim()
+            .args(["run", fixture, "--set", set])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{set}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&format!("{path}:")), "{set}: {err}");
+    }
+}

@@ -161,6 +161,13 @@ impl Place for BeforeProvider {
     fn class(a: &EgressAnswer) -> Option<RetryOn> {
         class_of(a)
     }
+    fn status(a: &EgressAnswer) -> Option<u16> {
+        match a {
+            EgressAnswer::Stripe(Delivered::Response(r)) => Some(r.status),
+            EgressAnswer::Proxy { status, .. } => *status,
+            _ => None,
+        }
+    }
     fn gave_up(name: &str, layer: &RetryLayer, after: SimTime) -> EgressAnswer {
         let (status, text) = match layer.on_timeout {
             ReportTimeout::Error => (

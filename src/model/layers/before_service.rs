@@ -75,6 +75,12 @@ impl Place for BeforeService {
             ServiceResult::Refunded(_) | ServiceResult::Unknown(_) => None,
         }
     }
+    fn status(value: &ServiceResult) -> Option<u16> {
+        match value {
+            ServiceResult::Error { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
     fn gave_up(name: &str, layer: &RetryLayer, after: SimTime) -> ServiceResult {
         let text = format!("upstream request timeout after {after} ({name})");
         match layer.on_timeout {

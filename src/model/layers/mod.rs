@@ -473,6 +473,11 @@ pub(crate) trait Place: 'static {
     fn below(w: Rc<World>, req: Self::Req) -> Pin<Box<dyn Future<Output = Self::Answer>>>;
     /// The retryable class of an answer (`None`: a success, or a failure no `retry_on` names).
     fn class(answer: &Self::Answer) -> Option<RetryOn>;
+    /// The HTTP status of an answer, where the position reads one (for `retriable_status_codes`);
+    /// `None` by default.
+    fn status(_answer: &Self::Answer) -> Option<u16> {
+        None
+    }
     /// What layer `name` reports upward when its last try timed out after `after`
     /// (`on_timeout`).
     fn gave_up(name: &str, layer: &RetryLayer, after: SimTime) -> Self::Answer;
@@ -505,7 +510,7 @@ pub(crate) fn through<P: Place>(
             };
             async move {
                 let value = inner.await;
-                let class = P::class(&value);
+                let class = cfg.status_class(P::status(&value), P::class(&value));
                 TryEnd::Answered { value, class }
             }
         };
@@ -527,6 +532,7 @@ pub(crate) fn retry_on_name(c: RetryOn) -> &'static str {
         RetryOn::Timeout => "timeout",
         RetryOn::PoolExhausted => "pool-exhausted",
         RetryOn::LlmError => "llm-error",
+        RetryOn::RetriableStatusCodes => "retriable-status-codes",
     }
 }
 

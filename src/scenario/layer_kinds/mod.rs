@@ -54,6 +54,24 @@ impl RetryLayer {
         self.max_retries.unwrap_or(defaults(self.kind).max_retries)
     }
 
+    /// The class a layer retries an answer with HTTP `status` by: `retriable-status-codes` when
+    /// `retry_on` lists it and the status is one of `retriable_status_codes` (Envoy's rule),
+    /// else `class`, the status's own class.
+    pub fn status_class(&self, status: Option<u16>, class: Option<RetryOn>) -> Option<RetryOn> {
+        let listed = self
+            .retry_on
+            .as_deref()
+            .unwrap_or(defaults(self.kind).retry_on);
+        match (status, &self.retriable_status_codes) {
+            (Some(s), Some(codes))
+                if codes.contains(&s) && listed.contains(&RetryOn::RetriableStatusCodes) =>
+            {
+                Some(RetryOn::RetriableStatusCodes)
+            }
+            _ => class,
+        }
+    }
+
     /// Every retry the layer can make: `max_retries` plus the uncounted `timeout_retries`.
     pub fn all_retries(&self) -> u32 {
         self.retries()
@@ -97,6 +115,7 @@ fn covered_by(c: RetryOn) -> &'static [RetryOn] {
         TooManyRequests => &[TooManyRequests],
         Timeout => &[Timeout],
         LlmError => &[LlmError],
+        RetriableStatusCodes => &[RetriableStatusCodes],
     }
 }
 

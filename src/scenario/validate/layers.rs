@@ -4,7 +4,9 @@
 
 use crate::scenario::config::Scenario;
 use crate::scenario::layer_kinds::defaults;
-use crate::scenario::layers::{layers_at, stack_of, Jitter, Position, RetryLayer, BUILT_IN_LAYERS};
+use crate::scenario::layers::{
+    layers_at, stack_of, Jitter, Position, RetryLayer, RetryOn, BUILT_IN_LAYERS,
+};
 use crate::scenario::limits::{MAX_DURATION, MAX_RETRIES, MAX_TRIES_PER_TOOL_CALL};
 use crate::scenario::modes::{AppliesTo, Cancellation};
 use crate::scenario::rules::{at_most, fail, positive, Check};
@@ -229,6 +231,40 @@ fn validate_layer(path: &str, name: &str, l: &RetryLayer) -> Check {
                 l.retries()
             ),
         );
+    }
+    let lists_codes = l
+        .retry_on
+        .as_deref()
+        .is_some_and(|r| r.contains(&RetryOn::RetriableStatusCodes));
+    match &l.retriable_status_codes {
+        Some(codes) => {
+            if let Some((i, c)) = codes
+                .iter()
+                .enumerate()
+                .find(|(_, c)| !(100..=599).contains(*c))
+            {
+                return fail(
+                    format!("{path}.retriable_status_codes.{i}"),
+                    format!("invalid value: expected an HTTP status in 100–599, got {c}"),
+                );
+            }
+            if !lists_codes {
+                return fail(
+                    format!("{path}.retry_on"),
+                    "`retriable_status_codes` is set but `retry_on` does not list \
+                     \"retriable-status-codes\", so no status would be retried by it (Envoy's rule); \
+                     expected it in retry_on",
+                );
+            }
+        }
+        None if lists_codes => {
+            return fail(
+                format!("{path}.retriable_status_codes"),
+                "`retry_on` lists \"retriable-status-codes\"; expected the statuses to retry, \
+                 e.g. [503]",
+            );
+        }
+        None => {}
     }
     if l.timeout_retries.is_some_and(|n| n > MAX_RETRIES) {
         return fail(
