@@ -87,6 +87,22 @@ impl ToolReply {
             Self::fail(text, true, 0)
         }
     }
+    /// What an `mcp_client` reports when a response stream broke and it does not re-issue
+    /// (or has no re-issue left): the response is lost, a failure of class `reset`.
+    pub(crate) fn stream_broken(request_id: u64, layer: &str) -> Self {
+        Self::reset(format!(
+            "MCP response stream broken ({layer}, request {request_id}); response lost"
+        ))
+    }
+    /// The tool server's rejection of a `tools/call` by its idempotency key (SEP-3182's
+    /// `idempotency_key_in_progress` or `idempotency_key_conflict`): a JSON-RPC error, a
+    /// failure no `retry_on` class names.
+    pub(crate) fn rejected(text: &str) -> Self {
+        ToolReply {
+            class: None,
+            ..Self::fail(text.to_string(), false, 0)
+        }
+    }
     /// An unknown outcome reported from below (a layer with `on_timeout: unknown`).
     fn unknown(text: String) -> Self {
         ToolReply {
