@@ -27,6 +27,7 @@ mod incident;
 mod invariants;
 mod latency_script;
 mod lint_fixes;
+mod mcp_client;
 mod otlp_export;
 mod perfetto;
 mod pinned_outcomes;
