@@ -266,8 +266,8 @@ pub struct RetryLayer {
     pub stream_break_requests: Option<Vec<u32>>,
     /// `mcp_client` only: whether a broken response stream is re-issued as a new request with
     /// a new request id (the 2026-07-28 specification's MUST, SEP-2575), up to `max_retries`
-    /// times; `false` reports the lost response to the model as a failure (class `reset`).
-    /// Default: true.
+    /// times; `false` reports the lost response as the layer's `on_timeout` says: a failure
+    /// (class `reset`) or an unknown outcome. Default: true.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reissue_on_stream_break: Option<bool>,
     /// `mcp_client` only: how long the client waits for a `tools/call` response before it

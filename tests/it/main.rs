@@ -36,6 +36,7 @@ mod prop_deliveries;
 mod prop_exhaustive;
 mod prop_format_equivalence;
 mod prop_holes;
+mod prop_mcp_client;
 mod prop_providers;
 mod prop_round_trip;
 mod prop_safety;

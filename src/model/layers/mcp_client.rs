@@ -23,7 +23,10 @@
 //! adopted) every request of one tool call carries one idempotency key, and the server answers
 //! a key it has seen without running the tool: a call still running is rejected
 //! (`idempotency_key_in_progress`), a finished one's result is returned again, other arguments
-//! under the key are rejected (`idempotency_key_conflict`).
+//! under the key are rejected (`idempotency_key_conflict`). The client reports an in-progress
+//! rejection as what it says, an unknown outcome (the request holding the key may still
+//! refund), never as a failure: shown as a failure, the model would call the tool again under a
+//! new key.
 //!
 //! Draws: `mcp_stream_break` once per request and `mcp_duplicate_send` once per tool call, each
 //! only when its probability is above 0, keyed by (ticket, layer name, model attempt, the tries
@@ -123,12 +126,7 @@ fn answer_from_key(w: &World, k: &Key, id: u64) -> Option<ToolReply> {
     } else {
         match r.done {
             Some((reply, _)) => ("replayed", reply),
-            None => (
-                "in_progress",
-                ToolReply::rejected(
-                    "idempotency_key_in_progress: a request with this key is still running",
-                ),
-            ),
+            None => ("in_progress", ToolReply::in_progress()),
         }
     };
     w.record(
@@ -270,7 +268,8 @@ pub(crate) fn call(
                 n += 1;
                 continue;
             }
-            return ToolReply::stream_broken(id, &name);
+            let unknown = cfg.on_timeout == ReportTimeout::Unknown;
+            return ToolReply::stream_broken(id, &name, unknown);
         }
     })
 }
