@@ -303,3 +303,34 @@ fn a_stream_break_probability_draws_deterministically() {
     let refunds: usize = refunds_per_ticket(&a).iter().map(|(_, n)| n).sum();
     assert_eq!(refunds, 3 + broken.min(3), "one extra run per re-issue");
 }
+
+/// The client's events are Perfetto points of category `mcp`, with the JSON-RPC ids in args.
+#[test]
+fn perfetto_shows_the_break_the_reissue_and_the_servers_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.perfetto.json");
+    let out = refundsim()
+        .args(["run", REISSUE, "--set", "executor.request_idempotency={}"])
+        .arg("--perfetto")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let doc: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let events = doc["traceEvents"].as_array().unwrap();
+    let point = |name: &str| {
+        events
+            .iter()
+            .find(|e| e["name"] == name)
+            .unwrap_or_else(|| panic!("no {name}"))
+    };
+    let broken = point("mcp stream broken (id 1)");
+    assert_eq!(
+        (&broken["cat"], &broken["args"]["request_id"]),
+        (&"mcp".into(), &1.into())
+    );
+    let reissued = point("mcp re-issued as id 2 (stream_broken)");
+    assert_eq!(reissued["args"]["previous_id"], 1);
+    let replayed = point("tool server idempotency key: replayed (id 2)");
+    assert_eq!(replayed["args"]["first_id"], 1);
+}

@@ -335,3 +335,81 @@ fn send_copy(
         let _ = serve(ww, key, id, run).await;
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::{History, Outcome};
+    use crate::sim::Sim;
+
+    fn world() -> Rc<World> {
+        let text = r#"{"name":"t","horizon":"1h",
+            "arrivals":{"tickets":[{"id":1,"opened_at":"0s","amount_cents":4200,"charge_amount_cents":4200}]},
+            "executor":{"request_idempotency":{"retention":"10s"}}}"#;
+        let cfg = crate::scenario::load_text(text, "t.json", &[], &[], &Default::default())
+            .expect("valid");
+        let observer: Rc<RefCell<dyn crate::history::Observer>> =
+            Rc::new(RefCell::new(History::default()));
+        World::new(Sim::new(), Rc::new(cfg), 1, observer)
+    }
+
+    fn key(args: u64) -> Key {
+        Key {
+            key: vec![1, 0],
+            args,
+            retention: SimTime::from_duration(std::time::Duration::from_secs(10)),
+            ids: Ids::attempt(1, 0),
+        }
+    }
+
+    /// SEP-3182's three answers: in progress → rejected (reported as unknown), finished → the
+    /// stored result, other arguments → rejected (`idempotency_key_conflict`); and a result past
+    /// its retention runs the tool again.
+    #[test]
+    fn a_seen_key_is_rejected_replayed_or_refused_as_sep_3182_proposes() {
+        let w = world();
+        assert!(
+            answer_from_key(&w, &key(4200), 1).is_none(),
+            "a new key runs"
+        );
+        let running = answer_from_key(&w, &key(4200), 2).expect("in progress");
+        assert_eq!(running.outcome, Outcome::Info);
+        assert!(running.shown.contains("idempotency_key_in_progress"));
+        let other = answer_from_key(&w, &key(9900), 3).expect("conflict");
+        assert_eq!((other.outcome, other.class), (Outcome::Fail, None));
+        assert!(other.shown.contains("idempotency_key_conflict"));
+
+        let done = ToolReply::layer_timeout(SimTime::from_millis(5), "x", false);
+        w.mcp
+            .keys
+            .borrow_mut()
+            .get_mut(&key(4200).key)
+            .unwrap()
+            .done = Some((done.clone(), SimTime::ZERO));
+        assert_eq!(
+            answer_from_key(&w, &key(4200), 4),
+            Some(done),
+            "an error replayed too"
+        );
+        assert_eq!(w.mcp.keys.borrow()[&key(4200).key].first_id, 1);
+
+        // Past the retention (10 s after it finished, at 0), the key is new again.
+        w.mcp
+            .keys
+            .borrow_mut()
+            .get_mut(&key(4200).key)
+            .unwrap()
+            .done = Some((ToolReply::in_progress(), SimTime::ZERO));
+        let sim = w.sim.clone();
+        let (ww, ran) = (w.clone(), Rc::new(Cell::new(false)));
+        let seen = ran.clone();
+        sim.spawn_detached(async move {
+            ww.sim.sleep(SimTime::from_millis(10_001)).await;
+            assert!(answer_from_key(&ww, &key(4200), 5).is_none());
+            assert_eq!(ww.mcp.keys.borrow()[&key(4200).key].first_id, 5);
+            seen.set(true);
+        });
+        sim.run();
+        assert!(ran.get());
+    }
+}
