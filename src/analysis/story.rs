@@ -101,6 +101,7 @@ fn line(
         .or_else(|| service_line(kind, call, &which, gave_up))
         .or_else(|| stripe_line(e, &which, sdk_tries))
         .or_else(|| layer_line(kind))
+        .or_else(|| mcp_line(kind))
         .or_else(|| human_line(kind))
 }
 
@@ -404,6 +405,76 @@ fn layer_line(kind: &EventKind) -> Option<String> {
             deadline_ns / 1_000_000,
             layer_try + 1
         ),
+        _ => return None,
+    })
+}
+
+/// An `mcp_client` layer's lines (a broken response stream, a re-issue with a new request id,
+/// a duplicated `tools/call`, a request timeout) and the tool server's answers from its
+/// request idempotency key.
+fn mcp_line(kind: &EventKind) -> Option<String> {
+    Some(match kind {
+        EventKind::McpStreamBroken { layer, request_id } => format!(
+            "{layer}: response stream of tools/call id {request_id} BROKEN after the tool ran; \
+             response lost"
+        ),
+        EventKind::McpReissued {
+            layer,
+            request_id,
+            previous_id,
+            reason,
+        } => {
+            let why = match reason.as_ref() {
+                "timeout" => "after its request timeout".to_string(),
+                "stream_broken" => "as the spec requires after a broken stream".to_string(),
+                other => format!("after {other}"),
+            };
+            format!(
+                "{layer}: tools/call RE-ISSUED as id {request_id} (was id {previous_id}), {why}"
+            )
+        }
+        EventKind::McpDuplicateSent {
+            layer,
+            request_id,
+            original_id,
+            gap_ns,
+        } => format!(
+            "{layer}: tools/call sent TWICE: id {request_id} {} after id {original_id}, both \
+             run on the server",
+            span(*gap_ns)
+        ),
+        EventKind::McpRequestTimeout {
+            layer,
+            request_id,
+            after_ns,
+            cancelled,
+        } => format!(
+            "{layer}: tools/call id {request_id} timed out after {}; {}",
+            span(*after_ns),
+            if *cancelled {
+                "notifications/cancelled sent, the server cancels the tool run"
+            } else {
+                "no cancellation sent, the tool run keeps going"
+            }
+        ),
+        EventKind::McpKeyAnswered {
+            request_id,
+            first_id,
+            outcome,
+        } => match outcome.as_ref() {
+            "replayed" => format!(
+                "tool server: tools/call id {request_id} carries the idempotency key of id \
+                 {first_id}: stored result returned, the tool did not run"
+            ),
+            "in_progress" => format!(
+                "tool server: tools/call id {request_id} rejected, idempotency_key_in_progress \
+                 (id {first_id} still running)"
+            ),
+            _ => format!(
+                "tool server: tools/call id {request_id} rejected, idempotency_key_conflict \
+                 (id {first_id} had other arguments)"
+            ),
+        },
         _ => return None,
     })
 }

@@ -700,3 +700,116 @@ pub fn world_with_redelivery() -> impl Strategy<Value = Case> {
         c
     })
 }
+
+// ---- An MCP client (issue 29 item 3) ----------------------------------------------------------
+// Drawn apart from `world()`, so the worlds `world()` generates stay as they were;
+// `world_with_mcp_client()` adds the layer on top.
+
+/// The name of a generated world's `mcp_client` layer.
+pub const MCP_LAYER: &str = "mcp";
+
+/// How a generated world's MCP client sends its tool calls.
+#[derive(Clone, Debug)]
+pub(crate) struct McpDraw {
+    /// `stream_break_probability`.
+    pub break_probability: f64,
+    /// `stream_break_requests: [1]` (every first request's stream breaks).
+    pub break_first: bool,
+    /// `reissue_on_stream_break`.
+    pub reissue: bool,
+    /// `max_retries` (re-issues per tool call).
+    pub max_retries: u32,
+    /// `request_timeout`, ms.
+    pub timeout_ms: u64,
+    /// `send_cancelled`.
+    pub send_cancelled: bool,
+    /// `retry_on: ["timeout"]`.
+    pub resend_on_timeout: bool,
+    /// `duplicate_send_probability`.
+    pub duplicate_probability: f64,
+    /// `duplicate_send_gap`, ms.
+    pub gap_ms: u64,
+    /// `executor.request_idempotency` on.
+    pub request_key: bool,
+}
+
+/// The draw of [`world_with_mcp_client`].
+pub(crate) fn mcp_draw() -> impl Strategy<Value = McpDraw> {
+    (
+        (
+            prop_oneof![Just(0.0), Just(1.0), 0.0f64..=1.0],
+            any::<bool>(),
+            any::<bool>(),
+            0u32..=2,
+            prop_oneof![Just(60_000u64), 100u64..=30_000],
+        ),
+        (
+            any::<bool>(),
+            any::<bool>(),
+            prop_oneof![Just(0.0), Just(1.0), 0.0f64..=1.0],
+            0u64..=2_000,
+            any::<bool>(),
+        ),
+    )
+        .prop_map(
+            |(
+                (break_probability, break_first, reissue, max_retries, timeout_ms),
+                (send_cancelled, resend_on_timeout, duplicate_probability, gap_ms, request_key),
+            )| McpDraw {
+                break_probability,
+                break_first,
+                reissue,
+                max_retries,
+                timeout_ms,
+                send_cancelled,
+                resend_on_timeout,
+                duplicate_probability,
+                gap_ms,
+                request_key,
+            },
+        )
+}
+
+/// Writes `d` into `s`: an `mcp_client` layer [`MCP_LAYER`] right above `executor` (below a
+/// framework retry layer, which calls the client), and the tool server's request key. A world
+/// whose stack would then exceed the per-ticket cap keeps its stack without the client.
+pub(crate) fn apply_mcp_client(s: &mut Scenario, d: &McpDraw) {
+    use crate::scenario::{LayerKind, RequestIdempotency, RetryLayer, RetryOn};
+    let before = s.clone();
+    let mut l = RetryLayer::new(LayerKind::McpClient);
+    l.max_retries = Some(d.max_retries);
+    l.stream_break_probability = Some(d.break_probability);
+    l.stream_break_requests = d.break_first.then(|| vec![1]);
+    l.reissue_on_stream_break = Some(d.reissue);
+    l.request_timeout = Some(millis(d.timeout_ms));
+    l.send_cancelled = Some(d.send_cancelled);
+    l.retry_on = Some(if d.resend_on_timeout {
+        vec![RetryOn::Timeout]
+    } else {
+        Vec::new()
+    });
+    l.duplicate_send_probability = Some(d.duplicate_probability);
+    l.duplicate_send_gap = Some(millis(d.gap_ms));
+    let mut stack = crate::scenario::stack_of(s);
+    let at = stack.iter().position(|n| n == "executor").unwrap_or(0);
+    stack.insert(at, MCP_LAYER.to_string());
+    s.schema_version = s.schema_version.max(2);
+    s.layers.insert(MCP_LAYER.to_string(), l);
+    s.stack = Some(stack);
+    s.executor.request_idempotency = d.request_key.then(RequestIdempotency::default);
+    if crate::scenario::validate(s).is_err() {
+        *s = before;
+    }
+}
+
+/// [`world`] plus an MCP client ([`mcp_draw`]): response streams that break with probability 0,
+/// 1 or any, or on every first request; re-issued or not, 0–2 times; a request timeout of 60 s
+/// or 100 ms to 30 s, with or without `notifications/cancelled`, re-sent or not; calls
+/// duplicated with probability 0, 1 or any, 0–2 s apart; and the tool server's request key on
+/// or off.
+pub fn world_with_mcp_client() -> impl Strategy<Value = Case> {
+    (world(), mcp_draw()).prop_map(|(mut c, d)| {
+        apply_mcp_client(&mut c.scenario, &d);
+        c
+    })
+}

@@ -436,6 +436,64 @@ pub enum EventKind {
         /// The model attempt that started it.
         from_attempt: u32,
     },
+    /// An `mcp_client` layer's `tools/call` response stream broke after the server ran the
+    /// tool: the response is lost (MCP 2026-07-28: "A broken response stream loses the
+    /// in-flight request").
+    McpStreamBroken {
+        /// The layer's name in `stack`.
+        layer: String,
+        /// The JSON-RPC id of the request whose response was lost.
+        request_id: u64,
+    },
+    /// An `mcp_client` layer sent a tool call again as a new request with a new request id:
+    /// after a broken stream (the specification's MUST) or a request timeout (`retry_on:
+    /// ["timeout"]`).
+    McpReissued {
+        /// The layer's name in `stack`.
+        layer: String,
+        /// The new request's JSON-RPC id.
+        request_id: u64,
+        /// The id of the request it replaces.
+        previous_id: u64,
+        /// `stream_broken` or `timeout`.
+        reason: Text,
+    },
+    /// An `mcp_client` layer sent a copy of a tool call with a fresh request id, `gap_ns`
+    /// after the original (`duplicate_send_probability`): both run on the server.
+    McpDuplicateSent {
+        /// The layer's name in `stack`.
+        layer: String,
+        /// The copy's JSON-RPC id.
+        request_id: u64,
+        /// The original's id.
+        original_id: u64,
+        /// Time since the original was sent, ns.
+        gap_ns: u64,
+    },
+    /// An `mcp_client` layer's `request_timeout` passed before a response.
+    McpRequestTimeout {
+        /// The layer's name in `stack`.
+        layer: String,
+        /// The request's JSON-RPC id.
+        request_id: u64,
+        /// The request timeout, ns.
+        after_ns: u64,
+        /// Whether the client sent `notifications/cancelled` and the server cancelled the tool
+        /// run (`send_cancelled`); otherwise the run keeps going on the server.
+        cancelled: bool,
+    },
+    /// The tool server answered a `tools/call` from its request idempotency key
+    /// (`executor.request_idempotency`, MCP SEP-3182) without running the tool.
+    McpKeyAnswered {
+        /// The request's JSON-RPC id.
+        request_id: u64,
+        /// The id of the request that first carried the key.
+        first_id: u64,
+        /// `replayed` (the stored result returned), `in_progress` (rejected:
+        /// `idempotency_key_in_progress`) or `conflict` (rejected: other arguments,
+        /// `idempotency_key_conflict`).
+        outcome: Text,
+    },
     /// A refunds-service request started waiting for a pool connection.
     PoolWait {
         /// Waiters in the pool queue including this one (ticket and background requests).

@@ -123,6 +123,10 @@ fn layer_retry_finding(
     if position == Position::AroundTool && l.applies_to == AppliesTo::IdempotentTools {
         return None;
     }
+    // An MCP client's re-sends are `mcp-client-resends-without-key`'s.
+    if defaults(l.kind).tool_client {
+        return None;
+    }
     // Above the model, a retry on `llm-error` replays a tool call that succeeded.
     let replays_done =
         position == Position::AboveModel && l.retries() > 0 && l.retries_on(RetryOn::LlmError);

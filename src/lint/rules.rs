@@ -11,6 +11,7 @@ use super::layers::{
     client_key_replaces_service_key, key_rotated_on_unknown_outcome,
     layer_retry_without_stable_key, layer_timeout_below_p99, proxy_retry_without_budget,
 };
+use super::mcp_client::mcp_client_resends_without_key;
 use super::outcomes::{
     abort_in_flight, acquire_retries_past_timeout, sdk_timeout_probe_race,
     unknown_outcome_as_failure,
@@ -53,6 +54,7 @@ pub fn scenario_rules(s: &Scenario) -> Vec<Finding> {
         out.extend(sdk_retries(s, tool));
         out.extend(key_retention(s));
         out.extend(layer_retry_without_stable_key(s, tool));
+        out.extend(mcp_client_resends_without_key(s, tool));
         out.extend(key_rotated_on_unknown_outcome(s, tool));
         out.extend(proxy_retry_without_budget(s));
         out.extend(abort_in_flight(s, tool));

@@ -100,6 +100,34 @@ impl ToolReply {
             Self::fail(text, true, 0)
         }
     }
+    /// What an `mcp_client` reports when a response stream broke and it does not re-issue
+    /// (or has no re-issue left): the response is lost, after the tool ran. A failure of class
+    /// `reset`, or, with `unknown` (the layer's `on_timeout: unknown`), an unknown outcome.
+    pub(crate) fn stream_broken(request_id: u64, layer: &str, unknown: bool) -> Self {
+        let text =
+            format!("MCP response stream broken ({layer}, request {request_id}); response lost");
+        if unknown {
+            Self::unknown(text)
+        } else {
+            Self::reset(text)
+        }
+    }
+    /// The tool server's rejection of a `tools/call` whose idempotency key came with other
+    /// arguments (SEP-3182's `idempotency_key_conflict`): a JSON-RPC error, a failure no
+    /// `retry_on` class names.
+    pub(crate) fn rejected(text: &str) -> Self {
+        ToolReply {
+            class: None,
+            ..Self::fail(text.to_string(), false, 0)
+        }
+    }
+    /// The tool server's `idempotency_key_in_progress` rejection (SEP-3182), as the client
+    /// reports it: an unknown outcome, since the request holding the key may still refund.
+    pub(crate) fn in_progress() -> Self {
+        Self::unknown(
+            "idempotency_key_in_progress: a request with this key is still running".to_string(),
+        )
+    }
     /// An unknown outcome reported from below (a layer with `on_timeout: unknown`).
     fn unknown(text: String) -> Self {
         ToolReply {

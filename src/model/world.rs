@@ -199,6 +199,9 @@ pub(crate) struct World {
     /// The consumer group's offsets before its rebalance (`deliveries.rebalance`; empty
     /// without one).
     pub group: super::redelivery::GroupCell,
+    /// The MCP clients' request ids and the tool server's idempotency records
+    /// (`kind: "mcp_client"` layers, `executor.request_idempotency`; unused without them).
+    pub mcp: super::layers::mcp_client::McpState,
 }
 
 /// The scenario's latency distributions that are drawn per request or per model decision,
@@ -292,6 +295,7 @@ impl World {
             latencies,
             replays_pool,
             group: RefCell::default(),
+            mcp: Default::default(),
             reach_scale,
             recording_wins,
         })

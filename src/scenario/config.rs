@@ -597,6 +597,40 @@ pub struct Executor {
     /// running, the incident), `queued_only` or `abort_in_flight`. Default: `none`.
     #[serde(default = "cancel_none")]
     pub cancellation: Cancellation,
+    /// The tool server's request idempotency key on `tools/call`, as proposed in MCP SEP-3182
+    /// "Request Idempotency" (PR #3182, 2026-08; closed without being adopted into the
+    /// specification): the MCP client sends one `params.idempotencyKey` per tool call, kept
+    /// across its re-issues and duplicated copies, and the server rejects a key whose call is
+    /// still running (`idempotency_key_in_progress`), returns the stored result of a finished
+    /// one ("MUST return the previously produced result — whether that result was a successful
+    /// response or an error"), and rejects a key sent with other arguments
+    /// (`idempotency_key_conflict`). Default: none (the 2026-07-28 specification has no
+    /// idempotency key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_idempotency: Option<RequestIdempotency>,
+}
+
+/// The tool server's `tools/call` idempotency key (MCP SEP-3182, proposed and not adopted).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct RequestIdempotency {
+    /// How long the server keeps a finished call's result under its key; a key seen again
+    /// later runs the tool again. SEP-3182 leaves retention to the server and cites Stripe's
+    /// 24 h, PayPal's up to 45 days and SQS FIFO's 5 min. Default: 24 h.
+    #[serde(default = "day", with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub retention: Duration,
+}
+
+fn day() -> Duration {
+    Duration::from_secs(24 * 3600)
+}
+
+impl Default for RequestIdempotency {
+    fn default() -> Self {
+        RequestIdempotency { retention: day() }
+    }
 }
 
 fn default_timeout() -> Duration {
@@ -680,6 +714,7 @@ impl Default for Executor {
             probe: StatusProbe::default(),
             retry: None,
             cancellation: Cancellation::None,
+            request_idempotency: None,
         }
     }
 }

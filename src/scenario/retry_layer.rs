@@ -45,6 +45,17 @@ pub enum LayerKind {
     /// the model's thinking and tool calls included. 1 retry on every failure and timeout,
     /// exponential backoff from 1 s capped at 60 s, full jitter.
     RunRetry,
+    /// An MCP client between the model and the tool server (the executor): it sends each tool
+    /// call as a JSON-RPC `tools/call` with a request id and waits up to `request_timeout`
+    /// (60 s, the MCP TypeScript SDK's `DEFAULT_REQUEST_TIMEOUT_MSEC`). When the response stream
+    /// breaks it re-issues the call with a new request id, as the 2026-07-28 specification
+    /// requires ("A broken response stream loses the in-flight request; clients MUST re-issue it
+    /// as a new request with a new request ID"), while the first call's work has already run on
+    /// the server. It may also send a call twice with fresh ids a few milliseconds apart
+    /// (`duplicate_send_probability`). At most `max_retries` (default 1) re-issues per call;
+    /// `retry_on: ["timeout"]` also re-sends a timed-out call. Only between `model_retry` and
+    /// `executor`.
+    McpClient,
 }
 
 /// An outcome a layer may retry, in Envoy's `retry_on` terms where Envoy has one.
@@ -294,11 +305,68 @@ pub struct RetryLayer {
     /// Default: `none`.
     #[serde(default, skip_serializing_if = "is_no_checkpoint")]
     pub checkpoint: Checkpoint,
+    /// `mcp_client` only: the probability, in [0, 1], that the response stream of one
+    /// `tools/call` breaks as its response is on its way, after the server ran the tool (the
+    /// response is lost; closing the stream is a cancellation the server sees after the work:
+    /// "Processing may have completed before cancellation arrives"). Drawn per request from
+    /// the stream `mcp_stream_break`, only when set above 0. Default: 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_break_probability: Option<f64>,
+    /// `mcp_client` only: the requests of every tool call whose response stream breaks, as a
+    /// script (1 = the first `tools/call`, 2 = its first re-issue, …), besides
+    /// `stream_break_probability`. Default: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_break_requests: Option<Vec<u32>>,
+    /// `mcp_client` only: whether a broken response stream is re-issued as a new request with
+    /// a new request id (the 2026-07-28 specification's MUST, SEP-2575), up to `max_retries`
+    /// times; `false` reports the lost response as the layer's `on_timeout` says: a failure
+    /// (class `reset`) or an unknown outcome. Default: true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reissue_on_stream_break: Option<bool>,
+    /// `mcp_client` only: how long the client waits for a `tools/call` response before it
+    /// gives up on the request. Default: 60 s (the MCP TypeScript SDK's
+    /// `DEFAULT_REQUEST_TIMEOUT_MSEC = 60000`).
+    #[serde(
+        default,
+        with = "humantime_serde::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub request_timeout: Option<Duration>,
+    /// `mcp_client` only: whether the client sends `notifications/cancelled` when its
+    /// `request_timeout` passes (the TypeScript SDK and rmcp do, rmcp with the reason "request
+    /// timeout"): the server then cancels the tool run (the executor's work is dropped, and
+    /// the request it sent is given up on with the layer's `cancellation`); `false` leaves the
+    /// tool run going on the server to its end. Default: true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_cancelled: Option<bool>,
+    /// `mcp_client` only: the probability, in [0, 1], that the client sends a tool call twice,
+    /// the second copy with a fresh request id `duplicate_send_gap` after the first (a
+    /// duplicated `tools/call`: no failure at all); the client takes the first copy's answer
+    /// and the second runs on the server too. Drawn once per tool call from the stream
+    /// `mcp_duplicate_send`, only when set above 0. Default: 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duplicate_send_probability: Option<f64>,
+    /// `mcp_client` only: the time between a tool call and its duplicated copy. Default: 5 ms.
+    #[serde(
+        default,
+        with = "humantime_serde::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub duplicate_send_gap: Option<Duration>,
 }
 
 fn is_no_checkpoint(c: &Checkpoint) -> bool {
     *c == Checkpoint::None
 }
+
+/// An `mcp_client` layer's default `request_timeout`: the MCP TypeScript SDK's
+/// `DEFAULT_REQUEST_TIMEOUT_MSEC = 60000`.
+pub const MCP_DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// An `mcp_client` layer's default `duplicate_send_gap`: 5 ms ("a few milliseconds apart").
+pub const MCP_DEFAULT_DUPLICATE_GAP: Duration = Duration::from_millis(5);
 
 fn cancel_none() -> Cancellation {
     Cancellation::None
@@ -327,6 +395,58 @@ impl RetryLayer {
             cancellation: Cancellation::None,
             applies_to: AppliesTo::AnyTool,
             checkpoint: Checkpoint::None,
+            stream_break_probability: None,
+            stream_break_requests: None,
+            reissue_on_stream_break: None,
+            request_timeout: None,
+            send_cancelled: None,
+            duplicate_send_probability: None,
+            duplicate_send_gap: None,
+        }
+    }
+
+    /// `mcp_client`: the client's request timeout, with its default (60 s).
+    pub fn mcp_request_timeout(&self) -> Duration {
+        self.request_timeout.unwrap_or(MCP_DEFAULT_REQUEST_TIMEOUT)
+    }
+
+    /// `mcp_client`: whether a broken stream is re-issued (default: true, the spec's MUST).
+    pub fn mcp_reissues(&self) -> bool {
+        self.reissue_on_stream_break.unwrap_or(true)
+    }
+
+    /// `mcp_client`: whether a timed-out request is cancelled on the server (default: true).
+    pub fn mcp_sends_cancelled(&self) -> bool {
+        self.send_cancelled.unwrap_or(true)
+    }
+
+    /// `mcp_client`: the gap before a duplicated copy, with its default (5 ms).
+    pub fn mcp_duplicate_gap(&self) -> Duration {
+        self.duplicate_send_gap.unwrap_or(MCP_DEFAULT_DUPLICATE_GAP)
+    }
+
+    /// `mcp_client`: whether any response stream may break (a probability above 0 or a
+    /// script).
+    pub fn mcp_streams_break(&self) -> bool {
+        self.stream_break_probability.is_some_and(|p| p > 0.0)
+            || self
+                .stream_break_requests
+                .as_ref()
+                .is_some_and(|r| !r.is_empty())
+    }
+
+    /// `mcp_client`: whether a tool call may be sent twice.
+    pub fn mcp_duplicates(&self) -> bool {
+        self.duplicate_send_probability.is_some_and(|p| p > 0.0)
+    }
+
+    /// The most requests one try of this layer can send: 2 for an `mcp_client` that may
+    /// duplicate a call, 1 otherwise.
+    pub fn copies_per_try(&self) -> u32 {
+        if self.mcp_duplicates() {
+            2
+        } else {
+            1
         }
     }
 }

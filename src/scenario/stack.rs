@@ -152,7 +152,10 @@ impl Stack {
             for (name, l) in self.layers_at(p) {
                 out.push(LayerTries {
                     field: format!("layers.{name}.max_retries"),
-                    tries: l.all_retries().saturating_add(1),
+                    tries: l
+                        .all_retries()
+                        .saturating_add(1)
+                        .saturating_mul(l.copies_per_try()),
                 });
             }
         };

@@ -146,6 +146,20 @@ const LAYER_RULES: &[(&str, &str, &str, &str, &str)] = &[
         "layers.gateway.budget",
     ),
     (
+        "mcp-client-resends",
+        "mcp-client-resends",
+        "mcp-client-resends-without-key",
+        "error",
+        "layers.mcp.duplicate_send_probability",
+    ),
+    (
+        "mcp-client-reissue",
+        "mcp-client-reissue",
+        "mcp-client-resends-without-key",
+        "error",
+        "layers.mcp.reissue_on_stream_break",
+    ),
+    (
         "stored-failure",
         "stored-failure",
         "stored-failure-replayed",
@@ -312,6 +326,16 @@ fn every_recipe_is_flagged_and_its_fix_clears_the_finding() {
             "rebalance-redelivers-batch",
             "rebalance-drain-below-handler",
             "deliveries.rebalance.drain_deadline",
+        ),
+        (
+            "mcp-reissue-on-broken-stream",
+            "mcp-client-resends-without-key",
+            "layers.mcp.reissue_on_stream_break",
+        ),
+        (
+            "mcp-duplicated-call",
+            "mcp-client-resends-without-key",
+            "layers.mcp.duplicate_send_probability",
         ),
         (
             "dedup-record-deleted-on-second-copy",

@@ -32,6 +32,8 @@ const RECIPES: &[(&str, u64, u64)] = &[
     ("dedup-record-deleted-on-second-copy", 3, 3),
     ("deadline-across-tries", 3, 9),
     ("effect-commits-before-run-ends", 3, 3),
+    ("mcp-reissue-on-broken-stream", 3, 3),
+    ("mcp-duplicated-call", 3, 3),
 ];
 
 #[test]

@@ -1,5 +1,6 @@
 //! Framework retry middleware around tool execution (`kind: "retry"` layers, or any added layer
-//! placed between `model_retry` and `executor` in `stack`).
+//! placed between `model_retry` and `executor` in `stack`), and the MCP client there
+//! (`kind: "mcp_client"`, [`super::mcp_client`]).
 //!
 //! Each try is a whole executor call with its own executor timeout; a failure the model would
 //! have been shown is retried first by these layers, top to bottom, as LangChain's
@@ -49,6 +50,14 @@ pub(crate) struct ToolCall {
     cancel: Cancellation,
 }
 
+impl ToolCall {
+    /// The call's amount, cents: the argument a tool server's idempotency key is checked
+    /// against.
+    pub(crate) fn amount_cents(&self) -> u64 {
+        self.amount_cents
+    }
+}
+
 /// The framework layers between `model_retry` and `executor`: each try is a whole executor
 /// call; a layer with `applies_to: idempotent_tools` passes other tools through.
 pub(crate) struct AroundTool;
@@ -92,6 +101,15 @@ impl Place for AroundTool {
             Outcome::Fail => value.class,
             Outcome::Ok | Outcome::Info => None,
         }
+    }
+    fn mcp_client(
+        w: Rc<World>,
+        req: ToolCall,
+        depth: usize,
+        name: &str,
+        layer: &RetryLayer,
+    ) -> Pin<Box<dyn Future<Output = ToolReply>>> {
+        super::mcp_client::call(w, req, depth, name.to_string(), layer.clone())
     }
     fn gave_up(name: &str, layer: &RetryLayer, after: SimTime) -> ToolReply {
         let unknown = layer.on_timeout == ReportTimeout::Unknown;

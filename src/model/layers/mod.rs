@@ -10,7 +10,7 @@
 //! | position in `stack` | inner service | file |
 //! |---|---|---|
 //! | above `model_retry` (`run_retry`) | a whole agent turn | `model/agent.rs` (`Turns`, an [`Inner`]) |
-//! | between `model_retry` and `executor` | an executor call | [`around_tool`] |
+//! | between `model_retry` and `executor` | an executor call | [`around_tool`] (an MCP client: [`mcp_client`]) |
 //! | between `executor` and `refunds_service` | an HTTP request to the service | [`before_service`] |
 //! | after `sdk` | an HTTP request to Stripe | [`before_provider`] |
 //!
@@ -25,6 +25,7 @@
 pub(crate) mod around_tool;
 pub(crate) mod before_provider;
 pub(crate) mod before_service;
+pub(crate) mod mcp_client;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -34,7 +35,7 @@ use super::dist;
 pub(crate) use super::world::LayerLoad;
 use super::world::{Ids, World};
 use crate::history::EventKind;
-use crate::scenario::{BackoffKind, Jitter, Position, RetryLayer, RetryOn};
+use crate::scenario::{BackoffKind, Jitter, LayerKind, Position, RetryLayer, RetryOn};
 use crate::sim::{tag, SimTime};
 
 /// The tries of the layers a request went through, top to bottom: `(layer name, try)` with
@@ -478,6 +479,20 @@ pub(crate) trait Place: 'static {
     fn status(_answer: &Self::Answer) -> Option<u16> {
         None
     }
+    /// An `mcp_client` layer `name` (`layer`) at `depth` around `req` ([`mcp_client::call`]).
+    /// Validation places one only around tool execution; elsewhere it is passed through.
+    fn mcp_client(
+        w: Rc<World>,
+        req: Self::Req,
+        depth: usize,
+        _name: &str,
+        _layer: &RetryLayer,
+    ) -> Pin<Box<dyn Future<Output = Self::Answer>>>
+    where
+        Self: Sized,
+    {
+        through::<Self>(w, req, depth + 1)
+    }
     /// What layer `name` reports upward when its last try timed out after `after`
     /// (`on_timeout`).
     fn gave_up(name: &str, layer: &RetryLayer, after: SimTime) -> Self::Answer;
@@ -497,6 +512,11 @@ pub(crate) fn through<P: Place>(
         };
         if !P::applies(&w, cfg) {
             return through::<P>(w, req, depth + 1).await;
+        }
+        match cfg.kind {
+            // A client of the tool server, with its own loop: re-issues and duplicated sends.
+            LayerKind::McpClient => return P::mcp_client(w, req, depth, name, cfg).await,
+            LayerKind::Retry | LayerKind::Proxy | LayerKind::RunRetry => {}
         }
         let (ww, base) = (w.clone(), req.clone());
         let try_once = move |_n: u32, via: Via| {

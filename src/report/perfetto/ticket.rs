@@ -546,7 +546,9 @@ fn delivery_args(
     }
 }
 
-/// The call path's points: an added layer's retry, spent retry budget and per-try timeout, a
+/// The call path's points: an added layer's retry, spent retry budget and per-try timeout, an
+/// MCP client's broken stream, re-issue, duplicated call and request timeout, the tool server's
+/// answer from its idempotency key, a
 /// request dropped past its deadline, and a service crash after Stripe's 200. `None` for other
 /// kinds.
 fn call_path_point(kind: &EventKind) -> Option<Point> {
@@ -601,6 +603,61 @@ fn call_path_point(kind: &EventKind) -> Option<Point> {
             "layer",
             a.u("layer_try", u64::from(*layer_try))
                 .u("deadline_ns", *deadline_ns),
+        ),
+        EventKind::McpStreamBroken { layer, request_id } => (
+            format!("{layer} stream broken (id {request_id})"),
+            "mcp",
+            a.u("request_id", *request_id),
+        ),
+        EventKind::McpReissued {
+            layer,
+            request_id,
+            previous_id,
+            reason,
+        } => (
+            format!("{layer} re-issued as id {request_id} ({reason})"),
+            "mcp",
+            a.u("request_id", *request_id)
+                .u("previous_id", *previous_id)
+                .s("reason", reason.as_ref()),
+        ),
+        EventKind::McpDuplicateSent {
+            layer,
+            request_id,
+            original_id,
+            gap_ns,
+        } => (
+            format!("{layer} duplicate tools/call id {request_id}"),
+            "mcp",
+            a.u("request_id", *request_id)
+                .u("original_id", *original_id)
+                .u("gap_ns", *gap_ns),
+        ),
+        EventKind::McpRequestTimeout {
+            layer,
+            request_id,
+            after_ns,
+            cancelled,
+        } => (
+            format!(
+                "{layer} request timeout {} ms (id {request_id})",
+                millis(*after_ns)
+            ),
+            "mcp",
+            a.u("request_id", *request_id)
+                .u("after_ns", *after_ns)
+                .b("cancelled", *cancelled),
+        ),
+        EventKind::McpKeyAnswered {
+            request_id,
+            first_id,
+            outcome,
+        } => (
+            format!("tool server idempotency key: {outcome} (id {request_id})"),
+            "mcp",
+            a.u("request_id", *request_id)
+                .u("first_id", *first_id)
+                .s("outcome", outcome.as_ref()),
         ),
         EventKind::RequestDropped => ("dropped: deadline passed".into(), "service", a),
         EventKind::ServiceCrash { refund_id } => (

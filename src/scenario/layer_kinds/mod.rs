@@ -8,6 +8,7 @@
 //! differently in the model (a breaker, a hedge) also gets its policy in `model/layers/`
 //! (see `docs/architecture.md`, "How to add a layer kind").
 
+mod mcp_client;
 mod proxy;
 mod retry;
 mod run_retry;
@@ -27,6 +28,10 @@ pub struct KindDefaults {
     /// A network proxy: the one kind that may also sit after `sdk` (an egress proxy), and one
     /// that `lint` expects to carry a retry budget, as Envoy's retry policy does.
     pub network_proxy: bool,
+    /// An MCP client (`mcp_client`): sits only between `model_retry` and `executor`, and the
+    /// only kind that takes the client's settings (`stream_break_probability`,
+    /// `request_timeout`, `duplicate_send_probability`, …).
+    pub tool_client: bool,
     /// Takes `applies_to` (the tool filter of a framework's retry middleware).
     pub tool_filter: bool,
     /// Retries after the first try (`max_retries`).
@@ -45,6 +50,7 @@ pub fn defaults(kind: LayerKind) -> &'static KindDefaults {
         LayerKind::Retry => &retry::DEFAULTS,
         LayerKind::Proxy => &proxy::DEFAULTS,
         LayerKind::RunRetry => &run_retry::DEFAULTS,
+        LayerKind::McpClient => &mcp_client::DEFAULTS,
     }
 }
 
@@ -146,6 +152,17 @@ mod tests {
         let run = RetryLayer::new(LayerKind::RunRetry);
         assert_eq!(run.retries(), 1);
         assert!(run.retries_on(RetryOn::Timeout));
+
+        let mcp = RetryLayer::new(LayerKind::McpClient);
+        assert_eq!(mcp.retries(), 1, "one re-issue of a broken stream");
+        assert!(
+            !mcp.retries_on(RetryOn::Timeout),
+            "a timeout is reported, not re-sent"
+        );
+        assert_eq!(mcp.mcp_request_timeout(), Duration::from_secs(60));
+        assert!(mcp.mcp_reissues() && mcp.mcp_sends_cancelled());
+        assert_eq!(mcp.mcp_duplicate_gap(), Duration::from_millis(5));
+        assert!(!mcp.mcp_streams_break() && !mcp.mcp_duplicates());
 
         let mut set = RetryLayer::new(LayerKind::Retry);
         set.max_retries = Some(5);

@@ -12,6 +12,7 @@ pub(super) const DEFAULTS: KindDefaults = KindDefaults {
     name: "proxy",
     above_model: false,
     network_proxy: true,
+    tool_client: false,
     tool_filter: false,
     max_retries: 1,
     retry_on: &[RetryOn::Reset, RetryOn::ConnectFailure, RetryOn::FiveXx],

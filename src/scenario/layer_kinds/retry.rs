@@ -26,6 +26,7 @@ pub(super) const DEFAULTS: KindDefaults = KindDefaults {
     name: "retry",
     above_model: false,
     network_proxy: false,
+    tool_client: false,
     tool_filter: true,
     max_retries: 2,
     retry_on: &ALL_RETRY_ON,

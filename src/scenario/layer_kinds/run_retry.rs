@@ -13,6 +13,7 @@ pub(super) const DEFAULTS: KindDefaults = KindDefaults {
     name: "run_retry",
     above_model: true,
     network_proxy: false,
+    tool_client: false,
     tool_filter: false,
     max_retries: 1,
     retry_on: &ALL_RETRY_ON,

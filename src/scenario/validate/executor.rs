@@ -27,6 +27,14 @@ pub(super) fn validate(ex: &Executor) -> Check {
         "executor.probe.error_probability",
         ex.probe.error_probability,
     )?;
+    if let Some(k) = &ex.request_idempotency {
+        positive("executor.request_idempotency.retention", k.retention)?;
+        at_most(
+            "executor.request_idempotency.retention",
+            k.retention,
+            MAX_DURATION,
+        )?;
+    }
     let Some(r) = &ex.retry else {
         return Ok(());
     };

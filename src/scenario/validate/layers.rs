@@ -9,7 +9,7 @@ use crate::scenario::layers::{
 };
 use crate::scenario::limits::{MAX_DURATION, MAX_RETRIES, MAX_TRIES_PER_TOOL_CALL};
 use crate::scenario::modes::{AppliesTo, Cancellation};
-use crate::scenario::rules::{at_most, fail, positive, Check};
+use crate::scenario::rules::{at_most, fail, positive, probability, Check};
 use crate::scenario::stack::Stack;
 use crate::text::thousands;
 
@@ -167,6 +167,16 @@ fn added_layers_placed(s: &Scenario, stack: &[String]) -> Check {
                 ),
             );
         }
+        let executor = stack.iter().position(|n| n == "executor").unwrap_or(0);
+        if defaults(kind).tool_client && !(i > top && i < executor) {
+            return fail(
+                format!("stack.{i}"),
+                format!(
+                    "layer {name:?} is an mcp_client, which sends tool calls to the tool server; \
+                     expected it between model_retry and executor"
+                ),
+            );
+        }
         if i > sdk && !defaults(kind).network_proxy {
             return fail(
                 format!("stack.{i}"),
@@ -203,6 +213,7 @@ fn validate_layer(path: &str, name: &str, l: &RetryLayer) -> Check {
             "`applies_to` is the tool filter of a framework `retry` layer; expected none on a proxy or run_retry",
         );
     }
+    mcp_client_settings(path, l)?;
     if l.max_delay() < l.base() {
         return fail(
             format!("{path}.backoff.max"),
@@ -310,6 +321,96 @@ fn validate_layer(path: &str, name: &str, l: &RetryLayer) -> Check {
                 ),
             );
         }
+    }
+    Ok(())
+}
+
+/// An `mcp_client`'s own settings in range, and none of them on another kind; no
+/// `per_try_timeout` on an `mcp_client` (its timeout is `request_timeout`), and `retry_on`
+/// naming only `timeout` there (a broken stream is re-issued by `reissue_on_stream_break`).
+fn mcp_client_settings(path: &str, l: &RetryLayer) -> Check {
+    let set = [
+        (
+            "stream_break_probability",
+            l.stream_break_probability.is_some(),
+        ),
+        ("stream_break_requests", l.stream_break_requests.is_some()),
+        (
+            "reissue_on_stream_break",
+            l.reissue_on_stream_break.is_some(),
+        ),
+        ("request_timeout", l.request_timeout.is_some()),
+        ("send_cancelled", l.send_cancelled.is_some()),
+        (
+            "duplicate_send_probability",
+            l.duplicate_send_probability.is_some(),
+        ),
+        ("duplicate_send_gap", l.duplicate_send_gap.is_some()),
+    ];
+    if !defaults(l.kind).tool_client {
+        if let Some((field, _)) = set.iter().find(|(_, on)| *on) {
+            return fail(
+                format!("{path}.{field}"),
+                format!(
+                    "`{field}` is a setting of an `mcp_client` layer; expected none on a {} layer",
+                    defaults(l.kind).name
+                ),
+            );
+        }
+        return Ok(());
+    }
+    for (field, p) in [
+        ("stream_break_probability", l.stream_break_probability),
+        ("duplicate_send_probability", l.duplicate_send_probability),
+    ] {
+        if let Some(p) = p {
+            probability(&format!("{path}.{field}"), p)?;
+        }
+    }
+    if let Some(script) = &l.stream_break_requests {
+        if let Some((i, n)) = script
+            .iter()
+            .enumerate()
+            .find(|(_, n)| **n == 0 || **n > l.retries().saturating_add(1))
+        {
+            return fail(
+                format!("{path}.stream_break_requests.{i}"),
+                format!(
+                    "invalid value: expected a request of the tool call from 1 (the first \
+                     tools/call) to {} (its last re-issue under max_retries {}), got {n}",
+                    l.retries().saturating_add(1),
+                    l.retries()
+                ),
+            );
+        }
+    }
+    if let Some(t) = l.request_timeout {
+        positive(&format!("{path}.request_timeout"), t)?;
+        at_most(&format!("{path}.request_timeout"), t, MAX_DURATION)?;
+    }
+    if let Some(g) = l.duplicate_send_gap {
+        at_most(&format!("{path}.duplicate_send_gap"), g, MAX_DURATION)?;
+    }
+    if l.per_try_timeout.is_some() {
+        return fail(
+            format!("{path}.per_try_timeout"),
+            "an mcp_client times a request out with `request_timeout`; expected no `per_try_timeout`",
+        );
+    }
+    if let Some(other) = l
+        .retry_on
+        .iter()
+        .flatten()
+        .find(|c| **c != crate::scenario::RetryOn::Timeout)
+    {
+        return fail(
+            format!("{path}.retry_on"),
+            format!(
+                "an mcp_client re-sends only a timed-out request (`retry_on: [\"timeout\"]`) and \
+                 re-issues a broken stream by `reissue_on_stream_break`; expected no {}",
+                crate::model::layers::retry_on_name(*other)
+            ),
+        );
     }
     Ok(())
 }
