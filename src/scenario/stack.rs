@@ -139,7 +139,12 @@ impl Stack {
     /// An upper estimate of how long after its first try the last retry of added layer `l`
     /// leaves, when one try lasts `per_try` (what the caller knows a try waits on): per retry,
     /// `per_try` and the backoff at its largest ([`largest_backoff`]).
+    /// A hedge's last try leaves `hedging_delay` after the one before it at the latest (sooner
+    /// when a try fails), so its span is `max_retries × hedging_delay`, whatever `per_try`.
     pub fn layer_retries_span(l: &RetryLayer, per_try: Duration) -> Duration {
+        if crate::scenario::layer_kinds::defaults(l.kind).hedges {
+            return l.hedging_delay().saturating_mul(l.retries());
+        }
         (1..=l.retries()).fold(Duration::ZERO, |t, n| {
             t.saturating_add(per_try)
                 .saturating_add(largest_backoff(l, n))

@@ -27,6 +27,7 @@ pub(super) const DEFAULTS: KindDefaults = KindDefaults {
     above_model: false,
     network_proxy: false,
     tool_filter: true,
+    hedges: false,
     max_retries: 2,
     retry_on: &ALL_RETRY_ON,
     base: Duration::from_secs(1),
