@@ -118,6 +118,13 @@ const LAYER_RULES: &[(&str, &str, &str, &str, &str)] = &[
         "refunds_service.stripe_client.retry_dropped_connection",
     ),
     (
+        "hedge",
+        "hedge",
+        "hedge-without-stable-key",
+        "error",
+        "layers.egress_hedge.max_retries",
+    ),
+    (
         "layer-timeout",
         "layer-timeout",
         "layer-timeout-below-p99",
@@ -310,6 +317,11 @@ fn every_recipe_is_flagged_and_its_fix_clears_the_finding() {
             "dedup-record-deleted-on-second-copy",
             "dedup-record-deleted-on-duplicate",
             "deliveries.dedup_record.delete_on_duplicate",
+        ),
+        (
+            "hedged-requests",
+            "hedge-without-stable-key",
+            "layers.hedge.max_retries",
         ),
     ];
     let mut shipped: Vec<String> = std::fs::read_dir("scenarios/recipes")
