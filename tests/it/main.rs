@@ -16,6 +16,7 @@ mod gate_check;
 mod gate_defaults;
 mod gate_diff;
 mod gate_lint;
+mod hedge;
 mod html_report;
 mod import_counterfactual;
 mod import_inputs;
