@@ -35,6 +35,7 @@ mod probe;
 mod prop_deliveries;
 mod prop_exhaustive;
 mod prop_format_equivalence;
+mod prop_hedges;
 mod prop_holes;
 mod prop_providers;
 mod prop_round_trip;
