@@ -361,4 +361,23 @@ mod tests {
             Duration::from_millis(3_000 + 100 + 200 + 300)
         );
     }
+
+    /// A hedge's last try leaves `max_retries × hedging_delay` after its first at the latest,
+    /// however long one try lasts (it does not wait for an answer).
+    #[test]
+    fn a_hedges_span_is_its_delays() {
+        let l: RetryLayer = serde_json::from_value(serde_json::json!({
+            "kind": "hedge", "max_retries": 3, "hedging_delay": "500ms"
+        }))
+        .unwrap();
+        assert_eq!(
+            Stack::layer_retries_span(&l, Duration::from_secs(10)),
+            Duration::from_millis(1_500)
+        );
+        let polly = RetryLayer::new(crate::scenario::LayerKind::Hedge);
+        assert_eq!(
+            Stack::layer_retries_span(&polly, Duration::from_secs(10)),
+            Duration::from_secs(2)
+        );
+    }
 }

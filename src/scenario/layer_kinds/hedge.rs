@@ -5,6 +5,11 @@
 //! not answered, every failure non-fatal (it sends the next try at once). A hedge has no backoff:
 //! its wait is `hedging_delay` ([`HEDGING_DELAY`]), which the backoff fields below stand for
 //! where the stack's spans read them (a constant 2 s).
+//!
+//! Every failure non-fatal is Polly's generic `ShouldHandle` read broadly. .NET's HTTP hedging
+//! (`HttpHedgingStrategyOptions`) handles only 408, 429, 500 and above and connection
+//! exceptions, so there a loser's quick 409 is reported while the first try still executes; a
+//! scenario writes that as `retry_on: ["5xx", "429", "reset", "connect-failure", "timeout"]`.
 
 use std::time::Duration;
 
