@@ -233,6 +233,51 @@ pub(crate) fn hedge_without_stable_key(s: &Scenario, tool: &ToolFacts) -> Vec<Fi
     out
 }
 
+/// `hedge-below-ledger`: a `hedge` layer after `sdk` (`max_retries` > 0) that hedges a
+/// money-moving tool. It sits below the service's ledger: the service sees one request, and the
+/// hedge answers it with whichever try answers first. When that is a definite failure (a
+/// provider's answer to an in-flight duplicate, 422 on some gateways, or a 429) the service
+/// records a failure while another try is still executing at the provider and commits, and the
+/// status probe (or a human reading the service's status) is told no refund was made. The claim's
+/// keys and probe do not cover it (`tests/it/prop_hedges.rs`); in front of the service the hedge's
+/// tries are the service's own requests, pending in its ledger until they end. The fix moves the
+/// hedge in front of `refunds_service`.
+pub(crate) fn hedge_below_ledger(s: &Scenario, tool: &ToolFacts) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for (name, l) in layers_at(s, Position::BeforeProvider) {
+        if !defaults(l.kind).hedges || l.retries() == 0 {
+            continue;
+        }
+        let mut moved: Vec<String> = crate::scenario::stack_of(s)
+            .into_iter()
+            .filter(|n| n != name)
+            .collect();
+        let at = moved
+            .iter()
+            .position(|n| n == "refunds_service")
+            .unwrap_or(0);
+        moved.insert(at, name.to_string());
+        let stack = serde_json::to_string(&moved).unwrap_or_default();
+        out.push(
+            Finding::new(
+                "hedge-below-ledger",
+                Severity::Warning,
+                "stack",
+                format!(
+                    "hedge `{name}` sits after sdk, below the service's ledger: it answers the service's one request of `{}` with the first try to answer, and when that is a definite failure (an in-flight duplicate refused, a 429) the service records a failure while another try still executes at {} and commits, so the status probe says no refund was made",
+                    tool.name,
+                    provider_name(s)
+                ),
+                format!(
+                    "place `{name}` in front of refunds_service, where each hedged try is a request the service records as pending until it ends"
+                ),
+            )
+            .with_fix([format!("stack={stack}")]),
+        );
+    }
+    out
+}
+
 /// How to narrow layer `name` at `position` so that it no longer retries what may have reached
 /// the provider: the hint's words and the `--set` that does it.
 fn narrowing(s: &Scenario, position: Position, name: &str) -> (String, String) {

@@ -13,7 +13,7 @@
 //! `timeout-below-burst-p99` (see [`burst`] for the estimate), `sdk-retries-without-stable-key`,
 //! `key-retention-too-short`; on the layers of the call path ([`layers`])
 //! `layer-retry-without-stable-key`, `layer-timeout-below-p99`, `key-rotated-on-unknown-outcome`,
-//! `proxy-retry-without-budget`, `hedge-without-stable-key`; on what the path does with an unknown outcome
+//! `proxy-retry-without-budget`, `hedge-without-stable-key`, `hedge-below-ledger`; on what the path does with an unknown outcome
 //! (`src/lint/outcomes.rs`) `abort-in-flight`, `acquire-retries-past-timeout`,
 //! `unknown-outcome-as-failure`, `sdk-timeout-probe-race`; on deliveries and racing handlers
 //! (`src/lint/deliveries.rs`) `consumer-without-event-dedup`,
@@ -72,6 +72,7 @@ pub const RULES: &[&str] = &[
     "key-rotated-on-unknown-outcome",
     "proxy-retry-without-budget",
     "hedge-without-stable-key",
+    "hedge-below-ledger",
     "abort-in-flight",
     "acquire-retries-past-timeout",
     "unknown-outcome-as-failure",

@@ -125,6 +125,13 @@ const LAYER_RULES: &[(&str, &str, &str, &str, &str)] = &[
         "layers.egress_hedge.max_retries",
     ),
     (
+        "hedge",
+        "hedge-above-ledger",
+        "hedge-below-ledger",
+        "warning",
+        "stack",
+    ),
+    (
         "layer-timeout",
         "layer-timeout",
         "layer-timeout-below-p99",
