@@ -358,8 +358,8 @@ fn stripe_line(e: &Event, which: &str, sdk_tries: &BTreeMap<u64, u32>) -> Option
     })
 }
 
-/// An added layer's lines (framework retry middleware, a proxy): its retry, its spent retry
-/// budget and its per-try timeout.
+/// An added layer's lines (framework retry middleware, a proxy, a hedge): its retry, its hedged
+/// try, its spent retry budget and its per-try timeout.
 fn layer_line(kind: &EventKind) -> Option<String> {
     Some(match kind {
         EventKind::LayerRetry {
@@ -372,6 +372,31 @@ fn layer_line(kind: &EventKind) -> Option<String> {
             layer_try + 1,
             SimTime::from_nanos(*backoff_ns)
         ),
+        EventKind::LayerHedge {
+            layer,
+            layer_try,
+            reason,
+            after_ns,
+            running,
+        } => {
+            let beside = match running {
+                0 => String::new(),
+                1 => ", the earlier try still running".to_string(),
+                n => format!(", {n} earlier tries still running"),
+            };
+            if &**reason == "delay" {
+                format!(
+                    "{layer}: no answer after {}, hedging (try {}){beside}",
+                    SimTime::from_nanos(*after_ns),
+                    layer_try + 1
+                )
+            } else {
+                format!(
+                    "{layer}: {reason}, hedging at once (try {}){beside}",
+                    layer_try + 1
+                )
+            }
+        }
         EventKind::LayerBudgetExhausted { layer, .. } => {
             format!("{layer}: retry budget spent, not retrying")
         }

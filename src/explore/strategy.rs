@@ -813,3 +813,95 @@ pub fn world_with_mcp_client() -> impl Strategy<Value = Case> {
         c
     })
 }
+
+// ---- Hedged requests (issue 29, item 1) -----------------------------------------------------
+// Drawn apart from `world()` as the deliveries are, so the worlds it generates stay as they were.
+
+/// Where and how a generated world hedges: a `hedge` layer ([`HEDGE`]) around the tool, in
+/// front of the service or after `sdk`.
+#[derive(Clone, Debug)]
+pub(crate) struct HedgeDraw {
+    /// 0: between `model_retry` and `executor`; 1: between `executor` and `refunds_service`;
+    /// 2: after `sdk` (shrinks toward 0).
+    pub position: u8,
+    /// `max_retries`: hedged tries beside the first, 0–3 (shrinks toward 0).
+    pub max_retries: u32,
+    /// `hedging_delay`, ms: 0 (all at once), short, or one of a Stripe call's lengths.
+    pub delay_ms: u64,
+    /// A retry budget (Envoy's defaults) or none.
+    pub budget: bool,
+    /// `retry_on`: the kind's default (every class) or none (every failure fatal, gRPC's
+    /// default `nonFatalStatusCodes`).
+    pub all_non_fatal: bool,
+}
+
+/// The hedge layer's name in a generated world.
+pub const HEDGE: &str = "hedge";
+
+/// The hedge draw of [`world_with_hedges`].
+pub(crate) fn hedge_draw() -> impl Strategy<Value = HedgeDraw> {
+    (
+        0u8..=2,
+        0u32..=3,
+        prop_oneof![Just(0u64), 1u64..=500, bounds::LATENCY_MS],
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(|(position, max_retries, delay_ms, budget, all)| HedgeDraw {
+            position,
+            max_retries,
+            delay_ms,
+            budget,
+            all_non_fatal: !all,
+        })
+}
+
+/// Writes `d` into `s`: the hedge layer, placed in `stack` (the built-in layers when the world
+/// has none), with fewer hedged tries when the stack's fan-out would pass validation's cap.
+pub(crate) fn apply_hedge(s: &mut Scenario, d: &HedgeDraw) {
+    use crate::scenario::layers::BUILT_IN_LAYERS;
+    use crate::scenario::{LayerKind, RetryBudget, RetryLayer, Stack};
+    let mut layer = RetryLayer::new(LayerKind::Hedge);
+    layer.max_retries = Some(d.max_retries);
+    layer.hedging_delay = Some(millis(d.delay_ms));
+    if d.budget {
+        layer.budget = Some(RetryBudget {
+            budget_percent: 20.0,
+            min_retry_concurrency: 3,
+        });
+    }
+    if !d.all_non_fatal {
+        layer.retry_on = Some(Vec::new());
+    }
+    let mut stack = s
+        .stack
+        .clone()
+        .unwrap_or_else(|| BUILT_IN_LAYERS.iter().map(|n| n.to_string()).collect());
+    let at = |name: &str| stack.iter().position(|n| n == name).unwrap_or(stack.len());
+    let i = match d.position {
+        0 => at("executor"),
+        1 => at("refunds_service"),
+        _ => stack.len(),
+    };
+    stack.insert(i, HEDGE.to_string());
+    s.schema_version = 2;
+    s.stack = Some(stack);
+    s.layers.insert(HEDGE.to_string(), layer);
+    while Stack::of(s).fan_out() > crate::scenario::MAX_TRIES_PER_TOOL_CALL {
+        let l = s.layers.get_mut(HEDGE).expect("just inserted");
+        match l.max_retries {
+            Some(n) if n > 0 => l.max_retries = Some(n - 1),
+            _ => break,
+        }
+    }
+}
+
+/// [`world`] plus a [`hedge_draw`]: a `hedge` layer around the tool, in front of the service or
+/// after `sdk`, with 0–3 hedged tries after 0 ms to 40 s, a retry budget or none, and every
+/// failure non-fatal (Polly's default) or fatal (gRPC's).
+pub fn world_with_hedges() -> impl Strategy<Value = Case> {
+    (world(), hedge_draw()).prop_map(|(mut c, d)| {
+        apply_hedge(&mut c.scenario, &d);
+        c
+    })
+}

@@ -385,6 +385,22 @@ pub enum EventKind {
         /// Backoff before the try, ns.
         backoff_ns: u64,
     },
+    /// A `hedge` layer sent try `layer_try` (1 = the first hedged try) while `running` earlier
+    /// tries were still running, `after_ns` after the latest of them started: its
+    /// `hedging_delay` passed without an answer (`reason` `delay`), or a try failed with a class
+    /// its `retry_on` names (`reason` that class), which sends the next try at once.
+    LayerHedge {
+        /// The layer's name in `stack`.
+        layer: String,
+        /// The try about to start (1 = the first hedged try).
+        layer_try: u32,
+        /// `delay`, or the `retry_on` class of the failure that sent it at once.
+        reason: Text,
+        /// Since the latest earlier try started, ns.
+        after_ns: u64,
+        /// Earlier tries still running (their answers still awaited), which keep running.
+        running: u32,
+    },
     /// An added layer would have retried but its retry budget was spent.
     LayerBudgetExhausted {
         /// The layer's name in `stack`.

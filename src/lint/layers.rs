@@ -1,5 +1,6 @@
 //! Rules on the call path as layers (DESIGN §1b): retries at every layer, per-try timeouts,
-//! keys rotated on an unknown outcome, and proxies retrying POST without a budget.
+//! keys rotated on an unknown outcome, proxies retrying POST without a budget, and hedges
+//! resending a refund that is still running.
 //!
 //! They complement the older rules rather than repeat them: the model's retry rule and the
 //! executor's `retry` stay with `retry-non-idempotent` (which fires there whatever the key), and
@@ -119,6 +120,10 @@ fn layer_retry_finding(
     name: &str,
     l: &RetryLayer,
 ) -> Option<Finding> {
+    // A hedge resends without a failure: `hedge-without-stable-key` covers it.
+    if defaults(l.kind).hedges {
+        return None;
+    }
     // The tool filter applies around tool execution only (a proxy knows no tools).
     if position == Position::AroundTool && l.applies_to == AppliesTo::IdempotentTools {
         return None;
@@ -168,6 +173,113 @@ fn layer_retry_finding(
         )
         .with_fix(fix),
     )
+}
+
+/// `hedge-without-stable-key`: one finding per `hedge` layer that sends hedged tries of the
+/// non-idempotent `tool` (`max_retries` > 0) when nothing the provider recognises a repeat by
+/// protects them ([`guard`], with the hedge's span: `max_retries × hedging_delay`). A hedge
+/// needs no failure to resend: every request slower than `hedging_delay` is sent again while
+/// the first is still running, and both run to the provider. The fix is the provider's (with
+/// Stripe's per-ticket key the loser gets 409 `idempotency_key_in_use`, or a replay), or
+/// hedging off for the refund (`max_retries` 0), as gRPC's A6 ("only for methods that are safe
+/// to execute multiple times") and cristalhq/hedgedhttp#61 ("return 0 for POST") say.
+pub(crate) fn hedge_without_stable_key(s: &Scenario, tool: &ToolFacts) -> Vec<Finding> {
+    let mut out = Vec::new();
+    if tool.idempotent {
+        return out;
+    }
+    for position in [
+        Position::AroundTool,
+        Position::BeforeService,
+        Position::BeforeProvider,
+    ] {
+        for (name, l) in layers_at(s, position) {
+            if !defaults(l.kind).hedges || l.retries() == 0 {
+                continue;
+            }
+            let origin = if position == Position::BeforeProvider {
+                Origin::Below
+            } else {
+                Origin::Above
+            };
+            let g = guard(s, origin, layer_span(s, position, l));
+            if g.holds {
+                continue;
+            }
+            let off = format!("layers.{name}.max_retries=0");
+            let narrow = format!("turn hedging off for the refund (layers.{name}.max_retries 0)");
+            let (hint, fix) = if g.fix.is_empty() {
+                (format!("{narrow}: {}", g.problem), vec![off])
+            } else {
+                (format!("{}, or {narrow}", g.fix_text), g.fix)
+            };
+            let n = l.retries();
+            out.push(
+                Finding::new(
+                    "hedge-without-stable-key",
+                    Severity::Error,
+                    format!("layers.{name}.max_retries"),
+                    format!(
+                        "hedge `{name}` ({}) sends `{}`, which is neither readOnlyHint nor idempotentHint, again while the first request is still running ({n} hedged {} after {} without an answer), but {}: both requests run to {} whichever answers first, so every refund slower than the hedging delay is made twice",
+                        where_(s, position),
+                        tool.name,
+                        if n == 1 { "try" } else { "tries" },
+                        s_(l.hedging_delay()),
+                        g.problem,
+                        provider_name(s)
+                    ),
+                    hint,
+                )
+                .with_fix(fix),
+            );
+        }
+    }
+    out
+}
+
+/// `hedge-below-ledger`: a `hedge` layer after `sdk` (`max_retries` > 0) that hedges a
+/// money-moving tool. It sits below the service's ledger: the service sees one request, and the
+/// hedge answers it with whichever try answers first. When that is a definite failure (a
+/// provider's answer to an in-flight duplicate, 422 on some gateways, or a 429) the service
+/// records a failure while another try is still executing at the provider and commits, and the
+/// status probe (or a human reading the service's status) is told no refund was made. The claim's
+/// keys and probe do not cover it (`tests/it/prop_hedges.rs`); in front of the service the hedge's
+/// tries are the service's own requests, pending in its ledger until they end. The fix moves the
+/// hedge in front of `refunds_service`.
+pub(crate) fn hedge_below_ledger(s: &Scenario, tool: &ToolFacts) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for (name, l) in layers_at(s, Position::BeforeProvider) {
+        if !defaults(l.kind).hedges || l.retries() == 0 {
+            continue;
+        }
+        let mut moved: Vec<String> = crate::scenario::stack_of(s)
+            .into_iter()
+            .filter(|n| n != name)
+            .collect();
+        let at = moved
+            .iter()
+            .position(|n| n == "refunds_service")
+            .unwrap_or(0);
+        moved.insert(at, name.to_string());
+        let stack = serde_json::to_string(&moved).unwrap_or_default();
+        out.push(
+            Finding::new(
+                "hedge-below-ledger",
+                Severity::Warning,
+                "stack",
+                format!(
+                    "hedge `{name}` sits after sdk, below the service's ledger: it answers the service's one request of `{}` with the first try to answer, and when that is a definite failure (an in-flight duplicate refused, a 429) the service records a failure while another try still executes at {} and commits, so the status probe says no refund was made",
+                    tool.name,
+                    provider_name(s)
+                ),
+                format!(
+                    "place `{name}` in front of refunds_service, where each hedged try is a request the service records as pending until it ends"
+                ),
+            )
+            .with_fix([format!("stack={stack}")]),
+        );
+    }
+    out
 }
 
 /// How to narrow layer `name` at `position` so that it no longer retries what may have reached
@@ -454,9 +566,30 @@ pub(crate) fn proxy_retry_without_budget(s: &Scenario) -> Vec<Finding> {
     s.layers
         .iter()
         .filter(|(_, l)| defaults(l.kind).network_proxy && l.budget.is_none())
-        .filter(|(_, l)| retries_unknown_outcomes(l))
+        .filter(|(_, l)| {
+            retries_unknown_outcomes(l) || (defaults(l.kind).hedges && l.retries() > 0)
+        })
         .map(|(name, l)| {
             let n = l.retries();
+            if defaults(l.kind).hedges {
+                return Finding::new(
+                    "proxy-retry-without-budget",
+                    Severity::Warning,
+                    format!("layers.{name}.budget"),
+                    format!(
+                        "hedge `{name}` sends the refund POST again {} after it started whenever it has not answered ({n} hedged {}), with no retry budget: when the service or {provider} slows down past the hedging delay, every request is sent {} times, and each hedged try that reaches {provider} without {unrecognised} is another refund",
+                        s_(l.hedging_delay()),
+                        if n == 1 { "try" } else { "tries" },
+                        n + 1
+                    ),
+                    format!(
+                        "set layers.{name}.budget (e.g. {{\"budget_percent\": 20, \"min_retry_concurrency\": 3}}, Envoy's defaults; Envoy counts hedges against the retry budget, gRPC's retryThrottling covers hedges)"
+                    ),
+                )
+                .with_fix([format!(
+                    "layers.{name}.budget={{\"budget_percent\":20,\"min_retry_concurrency\":3}}"
+                )]);
+            }
             Finding::new(
                 "proxy-retry-without-budget",
                 Severity::Warning,

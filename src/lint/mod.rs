@@ -15,6 +15,7 @@
 //! `layer-retry-without-stable-key`, `layer-timeout-below-p99`, `key-rotated-on-unknown-outcome`,
 //! `proxy-retry-without-budget`; on an MCP client (`src/lint/mcp_client.rs`)
 //! `mcp-client-resends-without-key`; on what the path does with an unknown outcome
+//! `proxy-retry-without-budget`, `hedge-without-stable-key`, `hedge-below-ledger`; on what the path does with an unknown outcome
 //! (`src/lint/outcomes.rs`) `abort-in-flight`, `acquire-retries-past-timeout`,
 //! `unknown-outcome-as-failure`, `sdk-timeout-probe-race`; on deliveries and racing handlers
 //! (`src/lint/deliveries.rs`) `consumer-without-event-dedup`,
@@ -75,6 +76,8 @@ pub const RULES: &[&str] = &[
     "key-rotated-on-unknown-outcome",
     "proxy-retry-without-budget",
     "mcp-client-resends-without-key",
+    "hedge-without-stable-key",
+    "hedge-below-ledger",
     "abort-in-flight",
     "acquire-retries-past-timeout",
     "unknown-outcome-as-failure",

@@ -8,8 +8,9 @@ use super::deliveries::{consumer_without_event_dedup, key_conflict_retried_under
 use super::finding::{Finding, Severity};
 use super::guard::{ticket_id_fix, ticket_id_recognised};
 use super::layers::{
-    client_key_replaces_service_key, key_rotated_on_unknown_outcome,
-    layer_retry_without_stable_key, layer_timeout_below_p99, proxy_retry_without_budget,
+    client_key_replaces_service_key, hedge_below_ledger, hedge_without_stable_key,
+    key_rotated_on_unknown_outcome, layer_retry_without_stable_key, layer_timeout_below_p99,
+    proxy_retry_without_budget,
 };
 use super::mcp_client::mcp_client_resends_without_key;
 use super::outcomes::{
@@ -55,6 +56,8 @@ pub fn scenario_rules(s: &Scenario) -> Vec<Finding> {
         out.extend(key_retention(s));
         out.extend(layer_retry_without_stable_key(s, tool));
         out.extend(mcp_client_resends_without_key(s, tool));
+        out.extend(hedge_without_stable_key(s, tool));
+        out.extend(hedge_below_ledger(s, tool));
         out.extend(key_rotated_on_unknown_outcome(s, tool));
         out.extend(proxy_retry_without_budget(s));
         out.extend(abort_in_flight(s, tool));

@@ -56,6 +56,16 @@ pub enum LayerKind {
     /// `retry_on: ["timeout"]` also re-sends a timed-out call. Only between `model_retry` and
     /// `executor`.
     McpClient,
+    /// A hedge (Polly v8's hedging strategy, gRPC's `hedgingPolicy`, Envoy's
+    /// `hedge_on_per_try_timeout`): when no answer has come `hedging_delay` after a try
+    /// started, the next try is sent while the first keeps running; the first answer that is a
+    /// success, or a failure `retry_on` does not name, is reported and the other tries are
+    /// dropped client-side (their work, once at the provider, still lands). A failure
+    /// `retry_on` names (gRPC's `nonFatalStatusCodes`) sends the next try at once. Polly's
+    /// defaults: 1 hedged try (`MaxHedgedAttempts`), `Delay` 2 s, every failure non-fatal
+    /// (`ShouldHandle`: all exceptions); when every try fails, the first try's failure is
+    /// reported.
+    Hedge,
 }
 
 /// An outcome a layer may retry, in Envoy's `retry_on` terms where Envoy has one.
@@ -233,10 +243,13 @@ pub enum Checkpoint {
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct RetryLayer {
-    /// `retry` (framework middleware) or `proxy` (sidecar).
+    /// `retry` (framework middleware), `proxy` (sidecar), `run_retry` (above the model) or
+    /// `hedge` (a second try before the first has answered).
     pub kind: LayerKind,
     /// Retries after the first try, at most 100. Default: 2 (`retry`), 1 (`proxy`, Envoy's
-    /// `num_retries`, accepted as an alias).
+    /// `num_retries`, accepted as an alias). On a `hedge` layer, the hedged tries sent beside
+    /// the first, at most 4 (gRPC caps `maxAttempts`, which counts the first, at 5); default 1
+    /// (Polly v8's `MaxHedgedAttempts`).
     #[serde(
         default,
         alias = "num_retries",
@@ -355,6 +368,17 @@ pub struct RetryLayer {
     )]
     #[schemars(with = "Option<String>")]
     pub duplicate_send_gap: Option<Duration>,
+    /// A `hedge` layer's wait, after a try started, before it sends the next try while that one
+    /// keeps running (Polly v8's `Delay`, gRPC's `hedgingDelay`; Envoy's per-try timeout under
+    /// `hedge_on_per_try_timeout`). `0s` sends every try at once (Polly's parallel mode, gRPC's
+    /// `hedgingDelay` left out). Default: 2 s (Polly v8). Only on a `hedge` layer.
+    #[serde(
+        default,
+        with = "humantime_serde::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub hedging_delay: Option<Duration>,
 }
 
 fn is_no_checkpoint(c: &Checkpoint) -> bool {
@@ -402,6 +426,7 @@ impl RetryLayer {
             send_cancelled: None,
             duplicate_send_probability: None,
             duplicate_send_gap: None,
+            hedging_delay: None,
         }
     }
 

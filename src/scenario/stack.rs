@@ -139,7 +139,12 @@ impl Stack {
     /// An upper estimate of how long after its first try the last retry of added layer `l`
     /// leaves, when one try lasts `per_try` (what the caller knows a try waits on): per retry,
     /// `per_try` and the backoff at its largest ([`largest_backoff`]).
+    /// A hedge's last try leaves `hedging_delay` after the one before it at the latest (sooner
+    /// when a try fails), so its span is `max_retries × hedging_delay`, whatever `per_try`.
     pub fn layer_retries_span(l: &RetryLayer, per_try: Duration) -> Duration {
+        if crate::scenario::layer_kinds::defaults(l.kind).hedges {
+            return l.hedging_delay().saturating_mul(l.retries());
+        }
         (1..=l.all_retries()).fold(Duration::ZERO, |t, n| {
             t.saturating_add(per_try)
                 .saturating_add(largest_backoff(l, n))
@@ -357,6 +362,25 @@ mod tests {
         assert_eq!(
             Stack::layer_retries_span(&l, Duration::from_secs(1)),
             Duration::from_millis(3_000 + 100 + 200 + 300)
+        );
+    }
+
+    /// A hedge's last try leaves `max_retries × hedging_delay` after its first at the latest,
+    /// however long one try lasts (it does not wait for an answer).
+    #[test]
+    fn a_hedges_span_is_its_delays() {
+        let l: RetryLayer = serde_json::from_value(serde_json::json!({
+            "kind": "hedge", "max_retries": 3, "hedging_delay": "500ms"
+        }))
+        .unwrap();
+        assert_eq!(
+            Stack::layer_retries_span(&l, Duration::from_secs(10)),
+            Duration::from_millis(1_500)
+        );
+        let polly = RetryLayer::new(crate::scenario::LayerKind::Hedge);
+        assert_eq!(
+            Stack::layer_retries_span(&polly, Duration::from_secs(10)),
+            Duration::from_secs(2)
         );
     }
 }

@@ -118,6 +118,20 @@ const LAYER_RULES: &[(&str, &str, &str, &str, &str)] = &[
         "refunds_service.stripe_client.retry_dropped_connection",
     ),
     (
+        "hedge",
+        "hedge",
+        "hedge-without-stable-key",
+        "error",
+        "layers.egress_hedge.max_retries",
+    ),
+    (
+        "hedge",
+        "hedge-above-ledger",
+        "hedge-below-ledger",
+        "warning",
+        "stack",
+    ),
+    (
         "layer-timeout",
         "layer-timeout",
         "layer-timeout-below-p99",
@@ -351,6 +365,11 @@ fn every_recipe_is_flagged_and_its_fix_clears_the_finding() {
             "effect-commits-before-run-ends",
             "work-after-refund-past-timeout",
             "refunds_service.work_after_refund",
+        ),
+        (
+            "hedged-requests",
+            "hedge-without-stable-key",
+            "layers.hedge.max_retries",
         ),
     ];
     let mut shipped: Vec<String> = std::fs::read_dir("scenarios/recipes")

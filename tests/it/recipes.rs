@@ -34,6 +34,7 @@ const RECIPES: &[(&str, u64, u64)] = &[
     ("effect-commits-before-run-ends", 3, 3),
     ("mcp-reissue-on-broken-stream", 3, 3),
     ("mcp-duplicated-call", 3, 3),
+    ("hedged-requests", 3, 3),
 ];
 
 #[test]

@@ -25,6 +25,7 @@
 pub(crate) mod around_tool;
 pub(crate) mod before_provider;
 pub(crate) mod before_service;
+pub(crate) mod hedge;
 pub(crate) mod mcp_client;
 
 use std::future::Future;
@@ -35,6 +36,7 @@ use super::dist;
 pub(crate) use super::world::LayerLoad;
 use super::world::{Ids, World};
 use crate::history::EventKind;
+use crate::scenario::layer_kinds::defaults;
 use crate::scenario::{BackoffKind, Jitter, LayerKind, Position, RetryLayer, RetryOn};
 use crate::sim::{tag, SimTime};
 
@@ -80,6 +82,13 @@ pub(crate) fn decide(layer: &RetryLayer, n: u32, class: Option<RetryOn>, load: &
     if n >= layer.retries() || !layer.retries_on(class) {
         return false;
     }
+    budget_allows(layer, load)
+}
+
+/// Whether `layer`'s retry budget, if any, allows one more retry (or hedged try) now: Envoy's
+/// rule, retries in flight below `max(min_retry_concurrency, budget_percent % of requests in
+/// flight)`.
+pub(crate) fn budget_allows(layer: &RetryLayer, load: &LayerLoad) -> bool {
     match &layer.budget {
         None => true,
         Some(b) => {
@@ -516,28 +525,44 @@ pub(crate) fn through<P: Place>(
         match cfg.kind {
             // A client of the tool server, with its own loop: re-issues and duplicated sends.
             LayerKind::McpClient => return P::mcp_client(w, req, depth, name, cfg).await,
-            LayerKind::Retry | LayerKind::Proxy | LayerKind::RunRetry => {}
+            LayerKind::Retry | LayerKind::Proxy | LayerKind::RunRetry | LayerKind::Hedge => {}
+        }
+        let layer = Layer { name, cfg };
+        if defaults(cfg.kind).hedges {
+            return hedge::hedge::<P>(&w, layer, &req, depth).await;
         }
         let (ww, base) = (w.clone(), req.clone());
         let try_once = move |_n: u32, via: Via| {
-            let one = P::for_try(&ww, &base, cfg, via);
-            let ticket = P::ticket(&one);
-            let inner = through::<P>(ww.clone(), one, depth + 1);
-            let inner: Pin<Box<dyn Future<Output = P::Answer>>> = if P::TRY_AS_TASK {
-                Box::pin(ww.spawn_for(ticket, inner))
-            } else {
-                inner
-            };
+            let inner = one_try::<P>(&ww, &base, cfg, via, depth);
             async move {
                 let value = inner.await;
                 let class = cfg.status_class(P::status(&value), P::class(&value));
                 TryEnd::Answered { value, class }
             }
         };
-        let layer = Layer { name, cfg };
         let report = |after: SimTime| P::gave_up(name, cfg, after);
         run(&w, layer, P::ids(&req), P::via(&req), try_once, report).await
     })
+}
+
+/// One try of the layer `cfg` at `depth` of `P`'s position: `req` for the try marked `via`,
+/// through the layers below it, as a task of its own where the position's tries are
+/// ([`Place::TRY_AS_TASK`]).
+fn one_try<P: Place>(
+    w: &Rc<World>,
+    req: &P::Req,
+    cfg: &RetryLayer,
+    via: Via,
+    depth: usize,
+) -> Pin<Box<dyn Future<Output = P::Answer>>> {
+    let one = P::for_try(w, req, cfg, via);
+    let ticket = P::ticket(&one);
+    let inner = through::<P>(w.clone(), one, depth + 1);
+    if P::TRY_AS_TASK {
+        Box::pin(w.spawn_for(ticket, inner))
+    } else {
+        inner
+    }
 }
 
 /// The `retry_on` spelling of a class.

@@ -549,6 +549,7 @@ fn delivery_args(
 /// The call path's points: an added layer's retry, spent retry budget and per-try timeout, an
 /// MCP client's broken stream, re-issue, duplicated call and request timeout, the tool server's
 /// answer from its idempotency key, a
+/// The call path's points: an added layer's retry, hedged try, spent retry budget and per-try timeout, a
 /// request dropped past its deadline, and a service crash after Stripe's 200. `None` for other
 /// kinds.
 fn call_path_point(kind: &EventKind) -> Option<Point> {
@@ -563,6 +564,19 @@ fn call_path_point(kind: &EventKind) -> Option<Point> {
             format!("{layer} retry {layer_try} ({reason})"),
             "layer",
             a.u("backoff_ns", *backoff_ns),
+        ),
+        EventKind::LayerHedge {
+            layer,
+            layer_try,
+            reason,
+            after_ns,
+            running,
+        } => (
+            format!("{layer} hedge {layer_try} ({reason})"),
+            "layer",
+            a.u("layer_try", u64::from(*layer_try))
+                .u("after_ns", *after_ns)
+                .u("running", u64::from(*running)),
         ),
         EventKind::LayerBudgetExhausted { layer, layer_try } => (
             format!("{layer} retry budget exhausted"),

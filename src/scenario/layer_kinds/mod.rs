@@ -8,12 +8,15 @@
 //! differently in the model (a breaker, a hedge) also gets its policy in `model/layers/`
 //! (see `docs/architecture.md`, "How to add a layer kind").
 
+mod hedge;
 mod mcp_client;
 mod proxy;
 mod retry;
 mod run_retry;
 
 use std::time::Duration;
+
+pub(crate) use hedge::MAX_HEDGED_TRIES;
 
 use super::retry_layer::{LayerKind, RetryLayer, RetryOn};
 
@@ -34,6 +37,10 @@ pub struct KindDefaults {
     pub tool_client: bool,
     /// Takes `applies_to` (the tool filter of a framework's retry middleware).
     pub tool_filter: bool,
+    /// Sends its next try while the previous one is still running, `hedging_delay` after it
+    /// (a hedge), rather than after a failure and a backoff; takes `hedging_delay`, never a
+    /// `backoff` or `per_try_timeout`.
+    pub hedges: bool,
     /// Retries after the first try (`max_retries`).
     pub max_retries: u32,
     /// The outcomes retried (`retry_on`).
@@ -51,6 +58,7 @@ pub fn defaults(kind: LayerKind) -> &'static KindDefaults {
         LayerKind::Proxy => &proxy::DEFAULTS,
         LayerKind::RunRetry => &run_retry::DEFAULTS,
         LayerKind::McpClient => &mcp_client::DEFAULTS,
+        LayerKind::Hedge => &hedge::DEFAULTS,
     }
 }
 
@@ -92,6 +100,11 @@ impl RetryLayer {
             .as_deref()
             .unwrap_or(defaults(self.kind).retry_on);
         covered_by(outcome).iter().any(|c| list.contains(c))
+    }
+
+    /// A hedge's wait before its next try (`hedging_delay`), with Polly v8's 2 s by default.
+    pub fn hedging_delay(&self) -> Duration {
+        self.hedging_delay.unwrap_or(hedge::HEDGING_DELAY)
     }
 
     /// First backoff delay, with the kind's default.
@@ -163,6 +176,15 @@ mod tests {
         assert!(mcp.mcp_reissues() && mcp.mcp_sends_cancelled());
         assert_eq!(mcp.mcp_duplicate_gap(), Duration::from_millis(5));
         assert!(!mcp.mcp_streams_break() && !mcp.mcp_duplicates());
+        let hedge = RetryLayer::new(LayerKind::Hedge);
+        assert_eq!(hedge.retries(), 1, "Polly v8's MaxHedgedAttempts");
+        assert_eq!(
+            hedge.hedging_delay(),
+            Duration::from_secs(2),
+            "Polly v8's Delay"
+        );
+        assert!(hedge.retries_on(RetryOn::Timeout) && hedge.retries_on(RetryOn::Retriable4xx));
+        assert!(defaults(LayerKind::Hedge).hedges && !defaults(LayerKind::Proxy).hedges);
 
         let mut set = RetryLayer::new(LayerKind::Retry);
         set.max_retries = Some(5);

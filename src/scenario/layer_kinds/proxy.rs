@@ -14,6 +14,7 @@ pub(super) const DEFAULTS: KindDefaults = KindDefaults {
     network_proxy: true,
     tool_client: false,
     tool_filter: false,
+    hedges: false,
     max_retries: 1,
     retry_on: &[RetryOn::Reset, RetryOn::ConnectFailure, RetryOn::FiveXx],
     base: Duration::from_millis(25),

@@ -28,6 +28,7 @@ pub(super) const DEFAULTS: KindDefaults = KindDefaults {
     network_proxy: false,
     tool_client: false,
     tool_filter: true,
+    hedges: false,
     max_retries: 2,
     retry_on: &ALL_RETRY_ON,
     base: Duration::from_secs(1),

@@ -15,6 +15,7 @@ pub(super) const DEFAULTS: KindDefaults = KindDefaults {
     network_proxy: false,
     tool_client: false,
     tool_filter: false,
+    hedges: false,
     max_retries: 1,
     retry_on: &ALL_RETRY_ON,
     base: Duration::from_secs(1),

@@ -3,12 +3,13 @@
 //! [`MAX_TRIES_PER_TOOL_CALL`].
 
 use crate::scenario::config::Scenario;
-use crate::scenario::layer_kinds::defaults;
+use crate::scenario::layer_kinds::{defaults, MAX_HEDGED_TRIES};
 use crate::scenario::layers::{
     layers_at, stack_of, Jitter, Position, RetryLayer, RetryOn, BUILT_IN_LAYERS,
 };
 use crate::scenario::limits::{MAX_DURATION, MAX_RETRIES, MAX_TRIES_PER_TOOL_CALL};
 use crate::scenario::modes::{AppliesTo, Cancellation};
+use crate::scenario::retry_layer::Backoff;
 use crate::scenario::rules::{at_most, fail, positive, probability, Check};
 use crate::scenario::stack::Stack;
 use crate::text::thousands;
@@ -214,6 +215,7 @@ fn validate_layer(path: &str, name: &str, l: &RetryLayer) -> Check {
         );
     }
     mcp_client_settings(path, l)?;
+    hedge_fields(path, l)?;
     if l.max_delay() < l.base() {
         return fail(
             format!("{path}.backoff.max"),
@@ -410,6 +412,56 @@ fn mcp_client_settings(path: &str, l: &RetryLayer) -> Check {
                  re-issues a broken stream by `reissue_on_stream_break`; expected no {}",
                 crate::model::layers::retry_on_name(*other)
             ),
+        );
+    }
+    Ok(())
+}
+
+/// A `hedge` layer's own fields: at most 4 hedged tries (gRPC caps `maxAttempts`, the first
+/// try included, at 5), `hedging_delay` only on a hedge and at most [`MAX_DURATION`], and no
+/// `backoff` or `per_try_timeout` (a hedge waits `hedging_delay` and never gives up on a try).
+fn hedge_fields(path: &str, l: &RetryLayer) -> Check {
+    if !defaults(l.kind).hedges {
+        if l.hedging_delay.is_some() {
+            return fail(
+                format!("{path}.hedging_delay"),
+                format!(
+                    "`hedging_delay` is the wait of a `hedge` layer before its next try; expected \
+                     none on a {} layer (or `\"kind\": \"hedge\"`)",
+                    defaults(l.kind).name
+                ),
+            );
+        }
+        return Ok(());
+    }
+    if l.retries() > MAX_HEDGED_TRIES {
+        return fail(
+            format!("{path}.max_retries"),
+            format!(
+                "invalid value: a hedge sends at most {MAX_HEDGED_TRIES} hedged tries beside the \
+                 first (gRPC caps hedgingPolicy.maxAttempts, the first try included, at 5), got {}",
+                l.retries()
+            ),
+        );
+    }
+    at_most(
+        &format!("{path}.hedging_delay"),
+        l.hedging_delay(),
+        MAX_DURATION,
+    )?;
+    if l.per_try_timeout.is_some() {
+        return fail(
+            format!("{path}.per_try_timeout"),
+            "a hedge never gives up on a try: it sends the next one `hedging_delay` after it \
+             and keeps waiting for both; expected no per_try_timeout (Envoy's \
+             `hedge_on_per_try_timeout` is a hedge whose `hedging_delay` is that per-try timeout)",
+        );
+    }
+    if l.backoff != Backoff::default() {
+        return fail(
+            format!("{path}.backoff"),
+            "a hedge does not back off: it waits `hedging_delay` before its next try, or none \
+             after a failure `retry_on` names; expected no backoff (set hedging_delay)",
         );
     }
     Ok(())
