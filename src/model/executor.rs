@@ -87,6 +87,14 @@ impl ToolReply {
             Self::fail(text, true, 0)
         }
     }
+    /// What an open circuit breaker answers at once: a failure of class `circuit-open`; nothing
+    /// was sent.
+    pub(crate) fn circuit_open(text: String) -> Self {
+        ToolReply {
+            class: Some(RetryOn::CircuitOpen),
+            ..Self::fail(text, false, 0)
+        }
+    }
     /// An unknown outcome reported from below (a layer with `on_timeout: unknown`).
     fn unknown(text: String) -> Self {
         ToolReply {

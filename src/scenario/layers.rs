@@ -13,8 +13,8 @@
 
 use super::config::Scenario;
 pub use super::retry_layer::{
-    Backoff, BackoffKind, Jitter, LayerKind, Layers, Position, ReportTimeout, RetryBudget,
-    RetryLayer, RetryOn, DEFAULT_JITTER_FACTOR,
+    Backoff, BackoffKind, BreakerDefaults, BreakerSettings, Jitter, LayerKind, Layers, Position,
+    ReportTimeout, RetryBudget, RetryLayer, RetryOn, DEFAULT_JITTER_FACTOR,
 };
 
 /// The built-in layers, top to bottom: the default stack.

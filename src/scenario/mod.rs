@@ -44,8 +44,8 @@ pub use gate_config::{
 };
 pub use gate_expect::ExpectSource;
 pub use layers::{
-    compiled, layers_at, stack_of, Backoff, BackoffKind, Jitter, LayerKind, Position,
-    ReportTimeout, RetryBudget, RetryLayer, RetryOn, DEFAULT_JITTER_FACTOR,
+    compiled, layers_at, stack_of, Backoff, BackoffKind, BreakerDefaults, BreakerSettings, Jitter,
+    LayerKind, Position, ReportTimeout, RetryBudget, RetryLayer, RetryOn, DEFAULT_JITTER_FACTOR,
 };
 pub(crate) use limits::MAX_TRIES_PER_TOOL_CALL;
 pub use limits::{MAX_CENTS, MAX_DURATION, MAX_FIRST_TICKET_ID, MAX_HORIZON, METRICS};

@@ -25,6 +25,7 @@
 pub(crate) mod around_tool;
 pub(crate) mod before_provider;
 pub(crate) mod before_service;
+pub(crate) mod circuit_breaker;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -34,7 +35,7 @@ use super::dist;
 pub(crate) use super::world::LayerLoad;
 use super::world::{Ids, World};
 use crate::history::EventKind;
-use crate::scenario::{BackoffKind, Jitter, Position, RetryLayer, RetryOn};
+use crate::scenario::{BackoffKind, Jitter, LayerKind, Position, RetryLayer, RetryOn};
 use crate::sim::{tag, SimTime};
 
 /// The tries of the layers a request went through, top to bottom: `(layer name, try)` with
@@ -423,6 +424,11 @@ pub(crate) trait Place: 'static {
     /// What layer `name` reports upward when its last try timed out after `after`
     /// (`on_timeout`).
     fn gave_up(name: &str, layer: &RetryLayer, after: SimTime) -> Self::Answer;
+    /// What the open circuit breaker `name` answers at once (class `circuit-open`). Only the
+    /// position a breaker may take (around the tool) answers it.
+    fn rejected(name: &str, _layer: &RetryLayer) -> Self::Answer {
+        unreachable!("validation places the breaker {name:?} only around the tool")
+    }
 }
 
 /// `req` through the layers of `P`'s position from the one at `depth` down, each running the
@@ -439,6 +445,12 @@ pub(crate) fn through<P: Place>(
         };
         if !P::applies(&w, cfg) {
             return through::<P>(w, req, depth + 1).await;
+        }
+        match cfg.kind {
+            LayerKind::CircuitBreaker => {
+                return circuit_breaker::call::<P>(w.clone(), req, depth, name, cfg).await;
+            }
+            LayerKind::Retry | LayerKind::Proxy | LayerKind::RunRetry => {}
         }
         let (ww, base) = (w.clone(), req.clone());
         let try_once = move |_n: u32, via: Via| {
@@ -474,6 +486,7 @@ pub(crate) fn retry_on_name(c: RetryOn) -> &'static str {
         RetryOn::Timeout => "timeout",
         RetryOn::PoolExhausted => "pool-exhausted",
         RetryOn::LlmError => "llm-error",
+        RetryOn::CircuitOpen => "circuit-open",
     }
 }
 

@@ -13,6 +13,7 @@ pub(super) const DEFAULTS: KindDefaults = KindDefaults {
     above_model: false,
     network_proxy: true,
     tool_filter: false,
+    circuit_breaker: false,
     max_retries: 1,
     retry_on: &[RetryOn::Reset, RetryOn::ConnectFailure, RetryOn::FiveXx],
     base: Duration::from_millis(25),

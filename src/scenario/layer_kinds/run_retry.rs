@@ -14,6 +14,7 @@ pub(super) const DEFAULTS: KindDefaults = KindDefaults {
     above_model: true,
     network_proxy: false,
     tool_filter: false,
+    circuit_breaker: false,
     max_retries: 1,
     retry_on: &ALL_RETRY_ON,
     base: Duration::from_secs(1),
