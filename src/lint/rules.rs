@@ -8,7 +8,7 @@ use super::deliveries::{consumer_without_event_dedup, key_conflict_retried_under
 use super::finding::{Finding, Severity};
 use super::guard::{ticket_id_fix, ticket_id_recognised};
 use super::layers::{
-    client_key_replaces_service_key, key_rotated_on_unknown_outcome,
+    breaker_counts_timeouts, client_key_replaces_service_key, key_rotated_on_unknown_outcome,
     layer_retry_without_stable_key, layer_timeout_below_p99, proxy_retry_without_budget,
 };
 use super::outcomes::{
@@ -52,6 +52,7 @@ pub fn scenario_rules(s: &Scenario) -> Vec<Finding> {
         out.extend(sdk_retries(s, tool));
         out.extend(key_retention(s));
         out.extend(layer_retry_without_stable_key(s, tool));
+        out.extend(breaker_counts_timeouts(s, tool));
         out.extend(key_rotated_on_unknown_outcome(s, tool));
         out.extend(proxy_retry_without_budget(s));
         out.extend(abort_in_flight(s, tool));

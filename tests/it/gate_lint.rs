@@ -152,6 +152,13 @@ const LAYER_RULES: &[(&str, &str, &str, &str, &str)] = &[
         "warning",
         "refunds_service.rotate_key",
     ),
+    (
+        "breaker-timeouts",
+        "breaker-timeouts",
+        "breaker-counts-timeouts",
+        "error",
+        "layers.breaker.breaker.failure_on",
+    ),
 ];
 
 #[test]
@@ -310,6 +317,11 @@ fn every_recipe_is_flagged_and_its_fix_clears_the_finding() {
             "dedup-record-deleted-on-second-copy",
             "dedup-record-deleted-on-duplicate",
             "deliveries.dedup_record.delete_on_duplicate",
+        ),
+        (
+            "circuit-breaker-strands-payment",
+            "breaker-counts-timeouts",
+            "layers.breaker.breaker.failure_on",
         ),
     ];
     let mut shipped: Vec<String> = std::fs::read_dir("scenarios/recipes")

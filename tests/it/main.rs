@@ -5,6 +5,7 @@
 mod common;
 
 mod bounded_inputs;
+mod circuit_breaker;
 mod cli;
 mod determinism;
 mod docs_match;

@@ -30,6 +30,7 @@ const RECIPES: &[(&str, u64, u64)] = &[
     ("redelivery-while-unacked", 3, 6),
     ("rebalance-redelivers-batch", 3, 3),
     ("dedup-record-deleted-on-second-copy", 3, 3),
+    ("circuit-breaker-strands-payment", 4, 4),
 ];
 
 #[test]
