@@ -32,6 +32,7 @@ mod otlp_export;
 mod perfetto;
 mod pinned_outcomes;
 mod probe;
+mod prop_breakers;
 mod prop_deliveries;
 mod prop_exhaustive;
 mod prop_format_equivalence;
