@@ -60,6 +60,10 @@ fn polly_defaults_need_a_hundred_calls() {
     let r = run_json(&[RECIPE, "--set", "layers.breaker.breaker={}"]);
     assert_eq!(r["duplicate_refund_tickets"], 0);
     assert_eq!(r["escalations"], 0);
+    assert!(r.get("breaker_rejections").is_none(), "left out when 0");
+    let recipe = run_json(&[RECIPE]);
+    assert_eq!(recipe["breaker_rejections"], 4);
+    assert_eq!(recipe["escalations"], 4);
 }
 
 /// A framework retry (LangChain's defaults) outside the breaker sees each refusal and retries
