@@ -145,3 +145,35 @@ fn breaker_settings_are_validated() {
         assert!(err.contains(message), "{set}: {err}");
     }
 }
+
+/// `breaker-counts-timeouts` is an error while escalations reach humans who may refund without
+/// looking, a warning when they always look, and gone once timeouts are not counted.
+#[test]
+fn the_lint_rule_weighs_who_takes_the_escalation() {
+    let severity = |sets: &[&str]| -> Option<String> {
+        let sc = refundsim::scenario::load(
+            std::path::Path::new(RECIPE),
+            &[],
+            &sets.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+        )
+        .unwrap();
+        refundsim::lint::scenario_rules(&sc)
+            .into_iter()
+            .find(|f| f.id == "breaker-counts-timeouts")
+            .map(|f| format!("{:?}", f.severity).to_lowercase())
+    };
+    assert_eq!(severity(&[]).as_deref(), Some("error"));
+    assert_eq!(
+        severity(&["humans.check_probability=1"]).as_deref(),
+        Some("warning")
+    );
+    assert_eq!(
+        severity(&[r#"layers.breaker.breaker.failure_on=["5xx","timeout"]"#]).as_deref(),
+        Some("error"),
+        "a listed timeout counts"
+    );
+    assert_eq!(
+        severity(&[r#"layers.breaker.breaker.failure_on=["5xx","429"]"#]),
+        None
+    );
+}
