@@ -386,6 +386,12 @@ fn layer_line(kind: &EventKind) -> Option<String> {
         EventKind::BreakerClosed { layer, probes } => {
             format!("{layer}: circuit closed after {probes} probe(s)")
         }
+        EventKind::BreakerRejected {
+            layer,
+            open_for_ns: 0,
+        } => format!(
+            "{layer}: circuit half-open with its probes in flight, call refused at once (circuit-open), nothing sent"
+        ),
         EventKind::BreakerRejected { layer, open_for_ns } => format!(
             "{layer}: circuit open, call refused at once (circuit-open), nothing sent; open {} more",
             SimTime::from_nanos(*open_for_ns)

@@ -177,3 +177,34 @@ fn the_lint_rule_weighs_who_takes_the_escalation() {
         None
     );
 }
+
+/// Polly's rule with a 100 ms break: ticket 4's timeout opens it, ticket 4's retry is refused,
+/// ticket 5's retry 123 ms later finds it half-open and goes through as the one probe, ticket
+/// 6's retry is refused while that probe is in flight, and the probe's success (the keyed retry
+/// answered with the first refund) closes it.
+#[test]
+fn a_short_break_goes_half_open_and_the_probe_closes_it() {
+    let polly = r#"layers.breaker.breaker={"minimum_throughput":4,"failure_ratio":0.5,"break_duration":"100ms"}"#;
+    let five = story(&[RECIPE, "--set", polly], "5");
+    in_order(
+        &five,
+        &[
+            "00:00:08.459  breaker: circuit half-open, this call goes through as a probe",
+            "00:00:10.509  breaker: circuit closed after 1 probe(s)",
+            "00:00:10.509  tool_result: { status: \"refunded\", refund_id: \"re_00000005\" }",
+        ],
+    );
+    let six = story(&[RECIPE, "--set", polly], "6");
+    in_order(
+        &six,
+        &[
+            "00:00:08.604  breaker: circuit half-open with its probes in flight, call refused at once (circuit-open), nothing sent",
+            "00:00:08.604  tool_result: { error: \"The circuit is now open and is not allowing calls. (breaker)\" } [fail]",
+        ],
+    );
+    let r = run_json(&[RECIPE, "--set", polly]);
+    assert_eq!(
+        (&r["duplicate_refund_tickets"], &r["breaker_rejections"]),
+        (&3.into(), &3.into())
+    );
+}
