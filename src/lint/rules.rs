@@ -62,7 +62,13 @@ pub fn scenario_rules(s: &Scenario) -> Vec<Finding> {
             model: model_retries(s, tool),
             executor: executor_retries(s),
         };
-        let retried_above = retriers.model || retriers.executor || !s.layers.is_empty();
+        // A circuit breaker never retries: a stack whose only added layers are breakers is
+        // retried from above by nothing but the model's rule and the executor's retry.
+        let retried_above = retriers.model
+            || retriers.executor
+            || s.layers
+                .values()
+                .any(|l| !crate::scenario::layer_kinds::defaults(l.kind).circuit_breaker);
         out.extend(unknown_outcome_as_failure(s, tool, retried_above));
         out.extend(client_key_replaces_service_key(s, tool, retried_above));
         out.extend(provider_rules(s, tool, retried_above, retriers));
