@@ -150,6 +150,13 @@ fn duplicates(sc: &Scenario, m: &Metrics) -> String {
             if m.retries == 1 { "y" } else { "ies" }
         ));
     }
+    if m.breaker_rejections > 0 {
+        parts.push(format!(
+            "an open circuit breaker refused {} call{} at once (nothing sent: a retry that would have found a committed refund never ran)",
+            m.breaker_rejections,
+            plural(m.breaker_rejections)
+        ));
+    }
     if m.manual_refunds > 0 {
         parts.push(format!(
             "humans issued {} manual refund{} from the dashboard",

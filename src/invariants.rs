@@ -122,7 +122,11 @@ pub struct InvariantResult {
 
 /// Metrics left out of the JSON report when 0, so reports of runs without the feature they
 /// count stay as they were.
-const ZERO_SKIPPED: &[&str] = &["duplicate_deliveries", "deliveries_deduped"];
+const ZERO_SKIPPED: &[&str] = &[
+    "duplicate_deliveries",
+    "deliveries_deduped",
+    "breaker_rejections",
+];
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
@@ -207,6 +211,10 @@ pub struct Metrics {
     /// out of the JSON report when 0.
     #[serde(skip_serializing_if = "is_zero")]
     pub deliveries_deduped: u64,
+    /// Calls an open circuit breaker refused at once (`breaker_rejected` events). Left out of
+    /// the JSON report when 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub breaker_rejections: u64,
     /// Virtual time of the first reconciliation alert, ns.
     pub first_alert_ns: Option<u64>,
     /// Longest time from a duplicate's creation to its alert, ns.
@@ -746,6 +754,7 @@ impl Evaluator {
                 m.duplicate_deliveries += 1;
                 m.deliveries_deduped += 1;
             }
+            EventKind::BreakerRejected { .. } => m.breaker_rejections += 1,
             _ => {}
         }
     }

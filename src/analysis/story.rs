@@ -400,6 +400,31 @@ fn layer_line(kind: &EventKind) -> Option<String> {
         EventKind::LayerBudgetExhausted { layer, .. } => {
             format!("{layer}: retry budget spent, not retrying")
         }
+        EventKind::BreakerOpened {
+            layer,
+            failures,
+            calls,
+            open_for_ns,
+        } => format!(
+            "{layer}: circuit OPENED ({failures} failures in {calls} calls); refusing every call for {}",
+            SimTime::from_nanos(*open_for_ns)
+        ),
+        EventKind::BreakerHalfOpen { layer } => {
+            format!("{layer}: circuit half-open, this call goes through as a probe")
+        }
+        EventKind::BreakerClosed { layer, probes } => {
+            format!("{layer}: circuit closed after {probes} probe(s)")
+        }
+        EventKind::BreakerRejected {
+            layer,
+            open_for_ns: 0,
+        } => format!(
+            "{layer}: circuit half-open with its probes in flight, call refused at once (circuit-open), nothing sent"
+        ),
+        EventKind::BreakerRejected { layer, open_for_ns } => format!(
+            "{layer}: circuit open, call refused at once (circuit-open), nothing sent; open {} more",
+            SimTime::from_nanos(*open_for_ns)
+        ),
         EventKind::LayerTimeout {
             layer,
             layer_try,

@@ -905,3 +905,115 @@ pub fn world_with_hedges() -> impl Strategy<Value = Case> {
         c
     })
 }
+
+// ---- Circuit breakers (issue 29, item 2) ----------------------------------------------------
+// Drawn apart from `world()`, as the deliveries are, so its worlds stay as they were.
+
+/// A circuit breaker drawn for a generated world: whose defaults, its settings, whether it
+/// counts timeouts, and whether it sits above or below a framework retry layer.
+#[derive(Clone, Debug)]
+pub struct BreakerDraw {
+    /// resilience4j's defaults (else Polly's).
+    pub resilience4j: bool,
+    /// `failure_ratio`, in hundredths (5 to 100).
+    pub ratio_pct: u32,
+    /// `minimum_throughput` (1 to 8: small, so it opens in a generated burst).
+    pub minimum_throughput: u32,
+    /// `break_duration`, ms (1 ms to 10 s).
+    pub break_ms: u64,
+    /// A count window of this many calls (else a time window of `window_ms`).
+    pub window_calls: Option<u32>,
+    /// A time window, ms (100 ms to 60 s).
+    pub window_ms: u64,
+    /// `half_open_calls` (1 or 2).
+    pub half_open_calls: u32,
+    /// Whether timeouts count (`failure_on` left out); else `["5xx", "429"]`.
+    pub counts_timeouts: bool,
+    /// Whether the breaker sits at the top of the layers around the tool (above a framework
+    /// retry, if the world has one), else at the bottom.
+    pub on_top: bool,
+}
+
+/// Draws a [`BreakerDraw`].
+pub fn breaker_draw() -> impl Strategy<Value = BreakerDraw> {
+    (
+        (any::<bool>(), 5u32..=100, 1u32..=8, 1u64..=10_000),
+        (
+            prop::option::of(1u32..=10),
+            100u64..=60_000,
+            1u32..=2,
+            any::<bool>(),
+            any::<bool>(),
+        ),
+    )
+        .prop_map(
+            |(
+                (resilience4j, ratio_pct, minimum_throughput, break_ms),
+                (window_calls, window_ms, half_open_calls, counts_timeouts, on_top),
+            )| BreakerDraw {
+                resilience4j,
+                ratio_pct,
+                minimum_throughput,
+                break_ms,
+                window_calls,
+                window_ms,
+                half_open_calls,
+                counts_timeouts,
+                on_top,
+            },
+        )
+}
+
+/// The name of the breaker a generated world gets.
+pub const BREAKER: &str = "breaker";
+
+/// Writes `d` into `s`: a `circuit_breaker` layer named [`BREAKER`] between `model_retry` and
+/// `executor`, at the top or the bottom of the layers already there.
+pub fn apply_breaker(s: &mut Scenario, d: &BreakerDraw) {
+    use crate::scenario::{
+        stack_of, BreakerDefaults, BreakerSettings, LayerKind, RetryLayer, RetryOn,
+    };
+    let mut settings = BreakerSettings {
+        defaults: if d.resilience4j {
+            BreakerDefaults::Resilience4j
+        } else {
+            BreakerDefaults::Polly
+        },
+        failure_ratio: Some(f64::from(d.ratio_pct) / 100.0),
+        minimum_throughput: Some(d.minimum_throughput),
+        break_duration: Some(millis(d.break_ms)),
+        half_open_calls: Some(d.half_open_calls),
+        failure_on: (!d.counts_timeouts).then(|| vec![RetryOn::FiveXx, RetryOn::TooManyRequests]),
+        ..BreakerSettings::default()
+    };
+    match d.window_calls {
+        Some(n) => settings.window_calls = Some(n),
+        None => settings.sampling_duration = Some(millis(d.window_ms)),
+    }
+    let mut layer = RetryLayer::new(LayerKind::CircuitBreaker);
+    layer.breaker = Some(settings);
+    s.layers.insert(BREAKER.to_string(), layer);
+    let mut stack = stack_of(s);
+    let at = if d.on_top {
+        stack
+            .iter()
+            .position(|n| n == "model_retry")
+            .map_or(0, |i| i + 1)
+    } else {
+        stack.iter().position(|n| n == "executor").unwrap_or(0)
+    };
+    stack.insert(at, BREAKER.to_string());
+    s.stack = Some(stack);
+    s.schema_version = s.schema_version.max(2);
+}
+
+/// [`world`] plus a [`breaker_draw`]: a circuit breaker around the tool with Polly's or
+/// resilience4j's defaults, a small minimum throughput (1 to 8 calls), a ratio from 5 % to
+/// 100 %, open 1 ms to 10 s, a count or time window, 1 or 2 probes, counting timeouts or not,
+/// above or below the world's framework retry.
+pub fn world_with_breakers() -> impl Strategy<Value = Case> {
+    (world(), breaker_draw()).prop_map(|(mut c, d)| {
+        apply_breaker(&mut c.scenario, &d);
+        c
+    })
+}

@@ -401,6 +401,41 @@ pub enum EventKind {
         /// Earlier tries still running (their answers still awaited), which keep running.
         running: u32,
     },
+    /// A circuit breaker (`kind: circuit_breaker`) opened: its window (or its half-open probes)
+    /// held `failures` failures in `calls` calls, at or above its `failure_ratio`; it refuses
+    /// calls for `open_for_ns`. Recorded at the call whose outcome opened it.
+    BreakerOpened {
+        /// The layer's name in `stack`.
+        layer: String,
+        /// Failures counted.
+        failures: u32,
+        /// Calls counted.
+        calls: u32,
+        /// How long it stays open, ns (`break_duration`).
+        open_for_ns: u64,
+    },
+    /// A circuit breaker's `break_duration` passed and this call arrived: it is half-open and
+    /// lets this call through as a probe.
+    BreakerHalfOpen {
+        /// The layer's name in `stack`.
+        layer: String,
+    },
+    /// A half-open circuit breaker's probes ended with a failure ratio below its
+    /// `failure_ratio`: it closed.
+    BreakerClosed {
+        /// The layer's name in `stack`.
+        layer: String,
+        /// Probes that ended.
+        probes: u32,
+    },
+    /// An open circuit breaker refused this call at once with its own error (class
+    /// `circuit-open`); nothing was sent below it.
+    BreakerRejected {
+        /// The layer's name in `stack`.
+        layer: String,
+        /// How long it stays open after this call, ns (0: half-open, every probe slot taken).
+        open_for_ns: u64,
+    },
     /// An added layer would have retried but its retry budget was spent.
     LayerBudgetExhausted {
         /// The layer's name in `stack`.

@@ -664,3 +664,60 @@ pub(crate) fn layer_timeout_below_p99(s: &Scenario) -> Vec<Finding> {
     }
     out
 }
+
+/// `breaker-counts-timeouts`: a circuit breaker around the non-idempotent `tool` that counts a
+/// timeout as a failure (`breaker.failure_on` with `timeout`, or left out: Polly's
+/// `ShouldHandle` and resilience4j's recorded exceptions include timeouts by default). A
+/// timed-out refund is an unknown outcome and often committed: when slow commits open the
+/// breaker, it refuses the retries at once (`circuit-open`), the keyed retry that would have
+/// found the refund never runs, and the ticket is escalated as failed. An error when the
+/// escalation goes to humans who may refund without checking (`humans.check_probability`
+/// below 1): a second refund; a warning otherwise.
+pub(crate) fn breaker_counts_timeouts(s: &Scenario, tool: &ToolFacts) -> Vec<Finding> {
+    if tool.idempotent {
+        return Vec::new();
+    }
+    let humans_refund = s.humans.enabled && s.humans.check_probability < 1.0;
+    layers_at(s, Position::AroundTool)
+        .into_iter()
+        .filter(|(_, l)| defaults(l.kind).circuit_breaker && l.breaker_counts(RetryOn::Timeout))
+        .map(|(name, l)| {
+            let c = l.breaker_config();
+            let (severity, then) = if humans_refund {
+                (
+                    Severity::Error,
+                    format!(
+                        "the ticket is escalated as failed to humans who refund without checking {} of the time: a second refund",
+                        pct(1.0 - s.humans.check_probability)
+                    ),
+                )
+            } else {
+                (
+                    Severity::Warning,
+                    "the ticket is escalated as failed although its refund may exist".to_string(),
+                )
+            };
+            Finding::new(
+                "breaker-counts-timeouts",
+                severity,
+                format!("layers.{name}.breaker.failure_on"),
+                format!(
+                    "circuit breaker `{name}` counts timeouts of `{}` (neither readOnlyHint nor idempotentHint) as failures: when refunds are slow and committing, a failure ratio of {} over {} calls opens it for {}; it refuses every retry at once (circuit-open), the retry that would have found the refund never runs, and {then}",
+                    tool.name,
+                    pct(c.failure_ratio),
+                    c.minimum_throughput,
+                    s_(c.break_duration),
+                ),
+                format!(
+                    "count only answers that say the call failed (layers.{name}.breaker.failure_on: [\"5xx\", \"429\"]; resilience4j ignoreExceptions(TimeoutException.class), Polly's ShouldHandle without TimeoutRejectedException), and have humans check {} before a manual refund",
+                    provider_name(s)
+                ),
+            )
+            .with_fix([format!("layers.{name}.breaker.failure_on=[\"5xx\",\"429\"]")])
+        })
+        .collect()
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.0} %", x * 100.0)
+}

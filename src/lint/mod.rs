@@ -96,6 +96,7 @@ pub const RULES: &[&str] = &[
     "client-key-replaces-service-key",
     "stored-failure-replayed",
     "stale-pending-marked-failed",
+    "breaker-counts-timeouts",
     "tool-annotations-missing",
 ];
 

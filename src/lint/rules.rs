@@ -8,9 +8,9 @@ use super::deliveries::{consumer_without_event_dedup, key_conflict_retried_under
 use super::finding::{Finding, Severity};
 use super::guard::{ticket_id_fix, ticket_id_recognised};
 use super::layers::{
-    client_key_replaces_service_key, hedge_below_ledger, hedge_without_stable_key,
-    key_rotated_on_unknown_outcome, layer_retry_without_stable_key, layer_timeout_below_p99,
-    proxy_retry_without_budget,
+    breaker_counts_timeouts, client_key_replaces_service_key, hedge_below_ledger,
+    hedge_without_stable_key, key_rotated_on_unknown_outcome, layer_retry_without_stable_key,
+    layer_timeout_below_p99, proxy_retry_without_budget,
 };
 use super::mcp_client::mcp_client_resends_without_key;
 use super::outcomes::{
@@ -58,6 +58,7 @@ pub fn scenario_rules(s: &Scenario) -> Vec<Finding> {
         out.extend(mcp_client_resends_without_key(s, tool));
         out.extend(hedge_without_stable_key(s, tool));
         out.extend(hedge_below_ledger(s, tool));
+        out.extend(breaker_counts_timeouts(s, tool));
         out.extend(key_rotated_on_unknown_outcome(s, tool));
         out.extend(proxy_retry_without_budget(s));
         out.extend(abort_in_flight(s, tool));
@@ -67,7 +68,13 @@ pub fn scenario_rules(s: &Scenario) -> Vec<Finding> {
             model: model_retries(s, tool),
             executor: executor_retries(s),
         };
-        let retried_above = retriers.model || retriers.executor || !s.layers.is_empty();
+        // A circuit breaker never retries: a stack whose only added layers are breakers is
+        // retried from above by nothing but the model's rule and the executor's retry.
+        let retried_above = retriers.model
+            || retriers.executor
+            || s.layers
+                .values()
+                .any(|l| !crate::scenario::layer_kinds::defaults(l.kind).circuit_breaker);
         out.extend(unknown_outcome_as_failure(s, tool, retried_above));
         out.extend(client_key_replaces_service_key(s, tool, retried_above));
         out.extend(provider_rules(s, tool, retried_above, retriers));

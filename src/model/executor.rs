@@ -128,6 +128,14 @@ impl ToolReply {
             "idempotency_key_in_progress: a request with this key is still running".to_string(),
         )
     }
+    /// What an open circuit breaker answers at once: a failure of class `circuit-open`; nothing
+    /// was sent.
+    pub(crate) fn circuit_open(text: String) -> Self {
+        ToolReply {
+            class: Some(RetryOn::CircuitOpen),
+            ..Self::fail(text, false, 0)
+        }
+    }
     /// An unknown outcome reported from below (a layer with `on_timeout: unknown`).
     fn unknown(text: String) -> Self {
         ToolReply {

@@ -4,6 +4,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use super::dist;
+use super::layers::circuit_breaker::Breaker;
 use super::ledger::Ledger;
 use super::pool::Pool;
 use super::stripe::FakeStripe;
@@ -177,6 +178,7 @@ pub(crate) struct World {
     pub stripe: RefCell<FakeStripe>,
     next_call: Cell<u64>,
     layer_loads: RefCell<std::collections::BTreeMap<String, Rc<LayerLoad>>>,
+    breakers: RefCell<std::collections::BTreeMap<String, Rc<RefCell<Breaker>>>>,
     /// The stack, compiled once per run: its layers at each position, and what it does as a
     /// whole.
     pub stack: Stack,
@@ -291,6 +293,7 @@ impl World {
             stripe: RefCell::new(stripe),
             next_call: Cell::new(1),
             layer_loads: RefCell::default(),
+            breakers: RefCell::default(),
             stack,
             latencies,
             replays_pool,
@@ -497,6 +500,16 @@ impl World {
             .borrow_mut()
             .entry(name.to_string())
             .or_default()
+            .clone()
+    }
+
+    /// The state of the circuit breaker `name` (configured by `cfg`), shared by every request
+    /// through it in the run.
+    pub(crate) fn breaker(&self, name: &str, cfg: &RetryLayer) -> Rc<RefCell<Breaker>> {
+        self.breakers
+            .borrow_mut()
+            .entry(name.to_string())
+            .or_insert_with(|| Rc::new(RefCell::new(Breaker::new(cfg))))
             .clone()
     }
 

@@ -88,6 +88,12 @@ fn counts(rows: &mut Rows, m: &Metrics) {
     rows.row("tool calls", m.tool_calls.to_string());
     rows.row("executor timeouts", m.executor_timeouts.to_string());
     rows.row("retries", m.retries.to_string());
+    if m.breaker_rejections > 0 {
+        rows.row(
+            "refused by an open breaker",
+            m.breaker_rejections.to_string(),
+        );
+    }
     rows.row(
         "escalations",
         format!("{} (manual refunds {})", m.escalations, m.manual_refunds),

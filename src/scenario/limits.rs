@@ -39,6 +39,7 @@ pub const METRICS: &[&str] = &[
     "reconciliation_alerts",
     "duplicate_deliveries",
     "deliveries_deduped",
+    "breaker_rejections",
     "latency_tool_call_p50_ms",
     "latency_tool_call_p99_ms",
     "latency_tool_call_max_ms",

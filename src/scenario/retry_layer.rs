@@ -66,6 +66,16 @@ pub enum LayerKind {
     /// (`ShouldHandle`: all exceptions); when every try fails, the first try's failure is
     /// reported.
     Hedge,
+    /// A circuit breaker around tool execution (Polly v8's `CircuitBreakerStrategy`,
+    /// resilience4j's `CircuitBreaker`): closed, it passes calls and counts their failures
+    /// (`breaker.failure_on`) in a sampling window; when the window holds at least
+    /// `minimum_throughput` calls and the failure ratio reaches `failure_ratio` it opens, and
+    /// answers every call at once with its own error (`circuit-open`: Polly's
+    /// `BrokenCircuitException`, resilience4j's `CallNotPermittedException`) for
+    /// `break_duration`; the first call after that is let through half-open (with up to
+    /// `half_open_calls` probes), whose outcomes close it or open it again. It never retries
+    /// (`max_retries` 0). Sits between `model_retry` and `executor`. Defaults: Polly v8's.
+    CircuitBreaker,
 }
 
 /// An outcome a layer may retry, in Envoy's `retry_on` terms where Envoy has one.
@@ -102,6 +112,11 @@ pub enum RetryOn {
     /// 503 only. Seen only where the layer reads an HTTP status: a layer between `executor` and
     /// `refunds_service` (the service's status), or after `sdk` (Stripe's or the proxy's).
     RetriableStatusCodes,
+    /// A circuit breaker below was open and refused the call at once, without running it
+    /// (Polly's `BrokenCircuitException`, resilience4j's `CallNotPermittedException`): nothing
+    /// was sent. Retried by default by `retry` and `run_retry` layers (Polly's and
+    /// resilience4j's retries handle every exception by default); in no Envoy class.
+    CircuitOpen,
 }
 
 /// How the delay before retry `n` grows.
@@ -379,6 +394,79 @@ pub struct RetryLayer {
     )]
     #[schemars(with = "Option<String>")]
     pub hedging_delay: Option<Duration>,
+    /// A `circuit_breaker` layer's settings (only on that kind). Default: Polly v8's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breaker: Option<BreakerSettings>,
+}
+
+/// Whose defaults a circuit breaker starts from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum BreakerDefaults {
+    /// Polly v8 (`CircuitBreakerStrategyOptions`): `FailureRatio` 0.1, `MinimumThroughput` 100,
+    /// `SamplingDuration` 30 s, `BreakDuration` 5 s, one probe call half-open; `ShouldHandle`
+    /// every exception but `OperationCanceledException` (here: every failure class).
+    #[default]
+    Polly,
+    /// resilience4j (`CircuitBreakerConfig`): `failureRateThreshold` 50 %,
+    /// `minimumNumberOfCalls` 100, a count-based window of the last 100 calls
+    /// (`slidingWindowSize`), `waitDurationInOpenState` 60 s,
+    /// `permittedNumberOfCallsInHalfOpenState` 10; every exception recorded as a failure.
+    Resilience4j,
+}
+
+/// A circuit breaker's settings (`layers.NAME.breaker`). Every field is optional; a field left
+/// out takes the value of `defaults` (Polly v8's unless `"defaults": "resilience4j"`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct BreakerSettings {
+    /// Whose defaults the fields left out take: `polly` or `resilience4j`. Default: `polly`.
+    #[serde(default)]
+    pub defaults: BreakerDefaults,
+    /// The failure ratio in the window at which the breaker opens (≥), in (0, 1]. Default: 0.1
+    /// (Polly `FailureRatio`); 0.5 (resilience4j `failureRateThreshold` 50).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_ratio: Option<f64>,
+    /// Calls the window must hold before the ratio can open the breaker, ≥ 1. Default: 100
+    /// (Polly `MinimumThroughput`, resilience4j `minimumNumberOfCalls`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minimum_throughput: Option<u32>,
+    /// A time-based window: the calls that ended in the last this long. Default: 30 s (Polly
+    /// `SamplingDuration`); resilience4j counts calls instead (`window_calls`). Not with
+    /// `window_calls`.
+    #[serde(
+        default,
+        with = "humantime_serde::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub sampling_duration: Option<Duration>,
+    /// A count-based window: the last this many calls (resilience4j `slidingWindowSize` with
+    /// `COUNT_BASED`, 100). Default: none with `polly` (a time window), 100 with
+    /// `resilience4j`. Not with `sampling_duration`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_calls: Option<u32>,
+    /// How long the breaker stays open before it lets a call through half-open. Default: 5 s
+    /// (Polly `BreakDuration`); 60 s (resilience4j `waitDurationInOpenState`).
+    #[serde(
+        default,
+        with = "humantime_serde::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub break_duration: Option<Duration>,
+    /// Probe calls let through half-open; when they have all ended, a failure ratio at or above
+    /// `failure_ratio` opens the breaker again and a lower one closes it. Default: 1 (Polly: the
+    /// one probe's outcome decides); 10 (resilience4j `permittedNumberOfCallsInHalfOpenState`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub half_open_calls: Option<u32>,
+    /// The outcomes counted as failures (`retry_on` classes, with their coverage: `5xx` counts
+    /// 502–504 and the pool's 503). Default: every class (Polly's `ShouldHandle` handles every
+    /// exception but a cancellation; resilience4j records every exception). A success, an
+    /// unknown outcome or an outcome left out counts as a success.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_on: Option<Vec<RetryOn>>,
 }
 
 fn is_no_checkpoint(c: &Checkpoint) -> bool {
@@ -427,6 +515,7 @@ impl RetryLayer {
             duplicate_send_probability: None,
             duplicate_send_gap: None,
             hedging_delay: None,
+            breaker: None,
         }
     }
 

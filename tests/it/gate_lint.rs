@@ -187,6 +187,13 @@ const LAYER_RULES: &[(&str, &str, &str, &str, &str)] = &[
         "error",
         "refunds_service.work_after_refund",
     ),
+    (
+        "breaker-timeouts",
+        "breaker-timeouts",
+        "breaker-counts-timeouts",
+        "error",
+        "layers.breaker.breaker.failure_on",
+    ),
 ];
 
 #[test]
@@ -370,6 +377,11 @@ fn every_recipe_is_flagged_and_its_fix_clears_the_finding() {
             "hedged-requests",
             "hedge-without-stable-key",
             "layers.hedge.max_retries",
+        ),
+        (
+            "circuit-breaker-strands-payment",
+            "breaker-counts-timeouts",
+            "layers.breaker.breaker.failure_on",
         ),
     ];
     let mut shipped: Vec<String> = std::fs::read_dir("scenarios/recipes")

@@ -5,6 +5,7 @@
 mod common;
 
 mod bounded_inputs;
+mod circuit_breaker;
 mod cli;
 mod determinism;
 mod docs_match;
@@ -33,6 +34,7 @@ mod otlp_export;
 mod perfetto;
 mod pinned_outcomes;
 mod probe;
+mod prop_breakers;
 mod prop_deliveries;
 mod prop_exhaustive;
 mod prop_format_equivalence;

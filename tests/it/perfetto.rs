@@ -304,3 +304,29 @@ fn egress_tries_are_named_slices() {
         ]
     );
 }
+
+/// The circuit breaker recipe's points: the breaker opens once (4 failures in 4 calls, open
+/// 60 s, resilience4j's `waitDurationInOpenState`) and refuses 4 retries, each on its ticket's
+/// track in the layer category.
+#[test]
+fn breaker_points_show_the_opening_and_the_refusals() {
+    let (bytes, _) = perfetto_run("scenarios/recipes/circuit-breaker-strands-payment.json");
+    let v: Value = serde_json::from_slice(&bytes).unwrap();
+    let events = v["traceEvents"].as_array().unwrap();
+    let named = |name: &str| -> Vec<&Value> {
+        events
+            .iter()
+            .filter(|e| e["name"] == name && e["cat"] == "layer")
+            .collect()
+    };
+    let opened = named("breaker circuit opened");
+    assert_eq!(opened.len(), 1);
+    assert_eq!(opened[0]["args"]["failures"], 4);
+    assert_eq!(opened[0]["args"]["calls"], 4);
+    assert_eq!(opened[0]["args"]["open_for_ns"], 60_000_000_000u64);
+    let refused = named("breaker circuit open: refused");
+    assert_eq!(refused.len(), 4);
+    let tracks: std::collections::BTreeSet<_> =
+        refused.iter().map(|e| e["tid"].as_u64().unwrap()).collect();
+    assert_eq!(tracks.len(), 4, "one refusal per ticket");
+}

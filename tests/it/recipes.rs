@@ -35,6 +35,7 @@ const RECIPES: &[(&str, u64, u64)] = &[
     ("mcp-reissue-on-broken-stream", 3, 3),
     ("mcp-duplicated-call", 3, 3),
     ("hedged-requests", 3, 3),
+    ("circuit-breaker-strands-payment", 4, 4),
 ];
 
 #[test]

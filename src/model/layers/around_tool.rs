@@ -115,4 +115,7 @@ impl Place for AroundTool {
         let unknown = layer.on_timeout == ReportTimeout::Unknown;
         ToolReply::layer_timeout(after, name, unknown)
     }
+    fn rejected(name: &str, layer: &RetryLayer) -> ToolReply {
+        ToolReply::circuit_open(super::circuit_breaker::open_text(name, layer))
+    }
 }

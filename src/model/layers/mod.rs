@@ -25,6 +25,7 @@
 pub(crate) mod around_tool;
 pub(crate) mod before_provider;
 pub(crate) mod before_service;
+pub(crate) mod circuit_breaker;
 pub(crate) mod hedge;
 pub(crate) mod mcp_client;
 
@@ -505,6 +506,11 @@ pub(crate) trait Place: 'static {
     /// What layer `name` reports upward when its last try timed out after `after`
     /// (`on_timeout`).
     fn gave_up(name: &str, layer: &RetryLayer, after: SimTime) -> Self::Answer;
+    /// What the open circuit breaker `name` answers at once (class `circuit-open`). Only the
+    /// position a breaker may take (around the tool) answers it.
+    fn rejected(name: &str, _layer: &RetryLayer) -> Self::Answer {
+        unreachable!("validation places the breaker {name:?} only around the tool")
+    }
 }
 
 /// `req` through the layers of `P`'s position from the one at `depth` down, each running the
@@ -525,6 +531,9 @@ pub(crate) fn through<P: Place>(
         match cfg.kind {
             // A client of the tool server, with its own loop: re-issues and duplicated sends.
             LayerKind::McpClient => return P::mcp_client(w, req, depth, name, cfg).await,
+            LayerKind::CircuitBreaker => {
+                return circuit_breaker::call::<P>(w.clone(), req, depth, name, cfg).await;
+            }
             LayerKind::Retry | LayerKind::Proxy | LayerKind::RunRetry | LayerKind::Hedge => {}
         }
         let layer = Layer { name, cfg };
@@ -578,6 +587,7 @@ pub(crate) fn retry_on_name(c: RetryOn) -> &'static str {
         RetryOn::PoolExhausted => "pool-exhausted",
         RetryOn::LlmError => "llm-error",
         RetryOn::RetriableStatusCodes => "retriable-status-codes",
+        RetryOn::CircuitOpen => "circuit-open",
     }
 }
 

@@ -578,6 +578,29 @@ fn call_path_point(kind: &EventKind) -> Option<Point> {
                 .u("after_ns", *after_ns)
                 .u("running", u64::from(*running)),
         ),
+        EventKind::BreakerOpened {
+            layer,
+            failures,
+            calls,
+            open_for_ns,
+        } => (
+            format!("{layer} circuit opened"),
+            "layer",
+            a.u("failures", u64::from(*failures))
+                .u("calls", u64::from(*calls))
+                .u("open_for_ns", *open_for_ns),
+        ),
+        EventKind::BreakerHalfOpen { layer } => (format!("{layer} circuit half-open"), "layer", a),
+        EventKind::BreakerClosed { layer, probes } => (
+            format!("{layer} circuit closed"),
+            "layer",
+            a.u("probes", u64::from(*probes)),
+        ),
+        EventKind::BreakerRejected { layer, open_for_ns } => (
+            format!("{layer} circuit open: refused"),
+            "layer",
+            a.u("open_for_ns", *open_for_ns),
+        ),
         EventKind::LayerBudgetExhausted { layer, layer_try } => (
             format!("{layer} retry budget exhausted"),
             "layer",

@@ -29,6 +29,7 @@ pub(super) const DEFAULTS: KindDefaults = KindDefaults {
     above_model: false,
     network_proxy: true,
     tool_filter: false,
+    circuit_breaker: false,
     tool_client: false,
     hedges: true,
     max_retries: 1,

@@ -24,6 +24,7 @@ pub(super) const DEFAULTS: KindDefaults = KindDefaults {
     network_proxy: false,
     tool_client: true,
     tool_filter: false,
+    circuit_breaker: false,
     hedges: false,
     max_retries: 1,
     retry_on: &[],

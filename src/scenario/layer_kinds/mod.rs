@@ -8,6 +8,7 @@
 //! differently in the model (a breaker, a hedge) also gets its policy in `model/layers/`
 //! (see `docs/architecture.md`, "How to add a layer kind").
 
+mod circuit_breaker;
 mod hedge;
 mod mcp_client;
 mod proxy;
@@ -16,6 +17,7 @@ mod run_retry;
 
 use std::time::Duration;
 
+pub use circuit_breaker::{BreakerConfig, BreakerWindow, POLLY, RESILIENCE4J};
 pub(crate) use hedge::MAX_HEDGED_TRIES;
 
 use super::retry_layer::{LayerKind, RetryLayer, RetryOn};
@@ -41,6 +43,10 @@ pub struct KindDefaults {
     /// (a hedge), rather than after a failure and a backoff; takes `hedging_delay`, never a
     /// `backoff` or `per_try_timeout`.
     pub hedges: bool,
+    /// A circuit breaker: sits only between `model_retry` and `executor`, never retries, takes
+    /// `breaker` and none of a retry's settings (`retry_on`, `per_try_timeout`, `budget`,
+    /// `backoff`).
+    pub circuit_breaker: bool,
     /// Retries after the first try (`max_retries`).
     pub max_retries: u32,
     /// The outcomes retried (`retry_on`).
@@ -59,6 +65,7 @@ pub fn defaults(kind: LayerKind) -> &'static KindDefaults {
         LayerKind::RunRetry => &run_retry::DEFAULTS,
         LayerKind::McpClient => &mcp_client::DEFAULTS,
         LayerKind::Hedge => &hedge::DEFAULTS,
+        LayerKind::CircuitBreaker => &circuit_breaker::DEFAULTS,
     }
 }
 
@@ -122,7 +129,7 @@ impl RetryLayer {
 
 /// The `retry_on` entries that retry an outcome of class `c`: itself, and for 502–504 and the
 /// pool's 503 the broader classes that include them.
-fn covered_by(c: RetryOn) -> &'static [RetryOn] {
+pub(crate) fn covered_by(c: RetryOn) -> &'static [RetryOn] {
     use RetryOn::*;
     match c {
         GatewayError => &[GatewayError, FiveXx],
@@ -135,6 +142,7 @@ fn covered_by(c: RetryOn) -> &'static [RetryOn] {
         Timeout => &[Timeout],
         LlmError => &[LlmError],
         RetriableStatusCodes => &[RetriableStatusCodes],
+        CircuitOpen => &[CircuitOpen],
     }
 }
 
@@ -165,6 +173,50 @@ mod tests {
         let run = RetryLayer::new(LayerKind::RunRetry);
         assert_eq!(run.retries(), 1);
         assert!(run.retries_on(RetryOn::Timeout));
+        assert!(
+            run.retries_on(RetryOn::CircuitOpen) && retry.retries_on(RetryOn::CircuitOpen),
+            "Polly's and resilience4j's retries handle every exception, an open circuit's too"
+        );
+        assert!(
+            !proxy.retries_on(RetryOn::CircuitOpen),
+            "no Envoy class names it"
+        );
+
+        let breaker = RetryLayer::new(LayerKind::CircuitBreaker);
+        assert_eq!(
+            breaker.retries(),
+            0,
+            "a breaker does not manage retries (Polly)"
+        );
+        assert!(breaker.breaker_counts(RetryOn::Timeout));
+        assert_eq!(breaker.breaker_config(), POLLY);
+        assert_eq!(
+            (
+                POLLY.failure_ratio,
+                POLLY.minimum_throughput,
+                POLLY.break_duration
+            ),
+            (0.1, 100, Duration::from_secs(5))
+        );
+        assert_eq!(POLLY.window, BreakerWindow::Time(Duration::from_secs(30)));
+        let r4j: RetryLayer = serde_json::from_str(
+            r#"{"kind": "circuit_breaker", "breaker": {"defaults": "resilience4j", "minimum_throughput": 4, "failure_on": ["5xx"]}}"#,
+        )
+        .unwrap();
+        let c = r4j.breaker_config();
+        assert_eq!(
+            (
+                c.failure_ratio,
+                c.minimum_throughput,
+                c.window,
+                c.half_open_calls
+            ),
+            (0.5, 4, BreakerWindow::Calls(100), 10)
+        );
+        assert_eq!(c.break_duration, Duration::from_secs(60));
+        assert!(
+            r4j.breaker_counts(RetryOn::PoolExhausted) && !r4j.breaker_counts(RetryOn::Timeout)
+        );
 
         let mcp = RetryLayer::new(LayerKind::McpClient);
         assert_eq!(mcp.retries(), 1, "one re-issue of a broken stream");

@@ -15,6 +15,7 @@ pub(super) const DEFAULTS: KindDefaults = KindDefaults {
     tool_client: false,
     tool_filter: false,
     hedges: false,
+    circuit_breaker: false,
     max_retries: 1,
     retry_on: &[RetryOn::Reset, RetryOn::ConnectFailure, RetryOn::FiveXx],
     base: Duration::from_millis(25),

@@ -9,7 +9,7 @@ use super::KindDefaults;
 use crate::scenario::retry_layer::RetryOn;
 
 /// Every `retry_on` class: a `retry` layer's default.
-pub(super) const ALL_RETRY_ON: [RetryOn; 9] = [
+pub(super) const ALL_RETRY_ON: [RetryOn; 10] = [
     RetryOn::Reset,
     RetryOn::ConnectFailure,
     RetryOn::FiveXx,
@@ -19,6 +19,7 @@ pub(super) const ALL_RETRY_ON: [RetryOn; 9] = [
     RetryOn::Timeout,
     RetryOn::PoolExhausted,
     RetryOn::LlmError,
+    RetryOn::CircuitOpen,
 ];
 
 /// See the module docs.
@@ -29,6 +30,7 @@ pub(super) const DEFAULTS: KindDefaults = KindDefaults {
     tool_client: false,
     tool_filter: true,
     hedges: false,
+    circuit_breaker: false,
     max_retries: 2,
     retry_on: &ALL_RETRY_ON,
     base: Duration::from_secs(1),

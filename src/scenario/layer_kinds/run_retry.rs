@@ -16,6 +16,7 @@ pub(super) const DEFAULTS: KindDefaults = KindDefaults {
     tool_client: false,
     tool_filter: false,
     hedges: false,
+    circuit_breaker: false,
     max_retries: 1,
     retry_on: &ALL_RETRY_ON,
     base: Duration::from_secs(1),

@@ -157,6 +157,16 @@ fn added_layers_placed(s: &Scenario, stack: &[String]) -> Check {
                 format!("layer {name:?}: expected at most one run_retry layer above model_retry"),
             );
         }
+        let executor = stack.iter().position(|n| n == "executor").unwrap_or(0);
+        if defaults(kind).circuit_breaker && !(i > top && i < executor) {
+            return fail(
+                format!("stack.{i}"),
+                format!(
+                    "layer {name:?} is a circuit_breaker; expected it between model_retry and \
+                     executor (around the tool call, where refundsim models a breaker so far)"
+                ),
+            );
+        }
         let sdk = stack.iter().position(|n| n == "sdk").unwrap_or(0);
         if i > service && i < sdk {
             return fail(
@@ -216,6 +226,7 @@ fn validate_layer(path: &str, name: &str, l: &RetryLayer) -> Check {
     }
     mcp_client_settings(path, l)?;
     hedge_fields(path, l)?;
+    validate_breaker(path, l)?;
     if l.max_delay() < l.base() {
         return fail(
             format!("{path}.backoff.max"),
@@ -466,3 +477,102 @@ fn hedge_fields(path: &str, l: &RetryLayer) -> Check {
     }
     Ok(())
 }
+
+/// A `circuit_breaker`'s settings in range, and none of a retry's settings on it; `breaker` on
+/// no other kind.
+fn validate_breaker(path: &str, l: &RetryLayer) -> Check {
+    if !defaults(l.kind).circuit_breaker {
+        if l.breaker.is_some() {
+            return fail(
+                format!("{path}.breaker"),
+                format!(
+                    "`breaker` holds a circuit breaker's settings; expected none on a {} layer \
+                     (or `\"kind\": \"circuit_breaker\"`)",
+                    defaults(l.kind).name
+                ),
+            );
+        }
+        return Ok(());
+    }
+    let retry_setting = [
+        ("max_retries", l.max_retries.is_some_and(|n| n > 0)),
+        ("per_try_timeout", l.per_try_timeout.is_some()),
+        ("retry_on", l.retry_on.is_some()),
+        ("budget", l.budget.is_some()),
+        (
+            "backoff",
+            l.backoff.base.is_some()
+                || l.backoff.max.is_some()
+                || l.backoff.jitter_factor.is_some(),
+        ),
+        ("cancellation", l.cancellation != Cancellation::None),
+    ]
+    .into_iter()
+    .find(|(_, set)| *set);
+    if let Some((field, _)) = retry_setting {
+        return fail(
+            format!("{path}.{field}"),
+            format!(
+                "a circuit_breaker does not retry or time tries out (Polly: it \"does not manage \
+                 retries\"); expected no `{field}` on it (put a `retry` layer above or below it, \
+                 and the counted outcomes in `breaker.failure_on`)"
+            ),
+        );
+    }
+    let Some(b) = &l.breaker else { return Ok(()) };
+    let at = |f: &str| format!("{path}.breaker.{f}");
+    if let Some(r) = b.failure_ratio {
+        if !(r.is_finite() && r > 0.0 && r <= 1.0) {
+            return fail(
+                at("failure_ratio"),
+                format!("invalid value: expected a ratio in (0, 1] (Polly's FailureRatio 0.1, resilience4j's 50 % as 0.5), got {r}"),
+            );
+        }
+    }
+    for (field, v) in [
+        ("minimum_throughput", b.minimum_throughput),
+        ("window_calls", b.window_calls),
+        ("half_open_calls", b.half_open_calls),
+    ] {
+        match v {
+            Some(0) => {
+                return fail(at(field), "invalid value: expected at least 1, got 0");
+            }
+            Some(n) if n > MAX_BREAKER_CALLS => {
+                return fail(
+                    at(field),
+                    format!("invalid value: expected at most {MAX_BREAKER_CALLS}, got {n}"),
+                );
+            }
+            _ => {}
+        }
+    }
+    if b.sampling_duration.is_some() && b.window_calls.is_some() {
+        return fail(
+            at("window_calls"),
+            "a breaker's window is either time-based (`sampling_duration`, Polly) or count-based \
+             (`window_calls`, resilience4j); expected one of them",
+        );
+    }
+    for (field, d) in [
+        ("sampling_duration", b.sampling_duration),
+        ("break_duration", b.break_duration),
+    ] {
+        if let Some(d) = d {
+            positive(&at(field), d)?;
+            at_most(&at(field), d, MAX_DURATION)?;
+        }
+    }
+    if b.failure_on.as_ref().is_some_and(|f| f.is_empty()) {
+        return fail(
+            at("failure_on"),
+            "invalid value: a breaker that counts no outcome never opens; expected at least one \
+             class, or no `failure_on` (every failure counts)",
+        );
+    }
+    Ok(())
+}
+
+/// The most calls a breaker's `minimum_throughput`, `window_calls` or `half_open_calls` may
+/// name (resilience4j's defaults are 100 and 10; a window is kept call by call).
+const MAX_BREAKER_CALLS: u32 = 100_000;
