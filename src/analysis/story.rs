@@ -132,6 +132,15 @@ fn ticket_line(kind: &EventKind) -> Option<String> {
         EventKind::Delivered {
             event_id,
             duplicate: true,
+            reason: Some(crate::history::RedeliveryReason::OtherTrigger),
+            ..
+        } => format!(
+            "trigger: another trigger for the same ticket delivered {event_id} (an event id of \
+             its own, not a resend), a second agent handler started"
+        ),
+        EventKind::Delivered {
+            event_id,
+            duplicate: true,
             ..
         } => format!(
             "webhook: ticket.created {event_id} delivered AGAIN (at-least-once), \
@@ -226,6 +235,7 @@ fn consumer_delivery_line(
         ),
         Some(R::SecondBroker) => "delivered AGAIN (published to a second broker)".to_string(),
         Some(R::SenderResent) => "delivered AGAIN (the sender resent it)".to_string(),
+        Some(R::OtherTrigger) => "delivered by ANOTHER TRIGGER (its own event id)".to_string(),
     };
     let handler = if duplicate {
         "another agent handler started"

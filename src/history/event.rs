@@ -285,6 +285,9 @@ pub enum RedeliveryReason {
     SecondBroker,
     /// The sender delivered the event again (`deliveries.duplicate_probability`).
     SenderResent,
+    /// Another trigger for the same ticket, with an event id of its own
+    /// (`deliveries.duplicate_from: other_trigger`).
+    OtherTrigger,
 }
 
 /// Event kinds and their details.

@@ -75,6 +75,39 @@ pub(crate) fn consumer_without_event_dedup(s: &Scenario, tool: &ToolFacts) -> Op
     .with_fix(["deliveries.consumer_dedup=event_id"]))
 }
 
+/// `event-dedup-misses-other-trigger`: the second delivery comes from another trigger with its
+/// own event id (`deliveries.duplicate_from: other_trigger`), so the consumer's event-id dedup
+/// does not recognise it and a second handler runs. An error, unless the provider recognises
+/// the second run's refund (a per-ticket key, a per-ticket business id).
+pub(crate) fn event_dedup_misses_other_trigger(s: &Scenario, tool: &ToolFacts) -> Option<Finding> {
+    let d = &s.deliveries;
+    if d.duplicate_from != crate::scenario::DuplicateFrom::OtherTrigger
+        || d.consumer_dedup != ConsumerDedup::EventId
+        || !d.at_least_once()
+    {
+        return None;
+    }
+    if ticket_id_recognised(s) {
+        return None;
+    }
+    Some(
+        Finding::new(
+            "event-dedup-misses-other-trigger",
+            Severity::Error,
+            "deliveries.duplicate_from",
+            format!(
+                "a second trigger starts `{}` for the same ticket with an event id of its own, so \
+                 the consumer's event-id dedup does not drop it and a second agent run refunds \
+                 again unless the provider recognises the ticket",
+                tool.name
+            ),
+            "dedup on what the refund is for, not on the event: a per-ticket idempotency key \
+             (refunds_service.idempotency_key: per_ticket) that every trigger's run sends",
+        )
+        .with_fix(["refunds_service.idempotency_key=per_ticket"]),
+    )
+}
+
 /// `key-conflict-retried-under-new-key`: the service answers a key conflict (409 in progress,
 /// 400 `idempotency_error`) by sending the refund again under a new key. Two handlers racing
 /// with one key then make two refunds. Stripe only: a `business_id` provider ignores the new

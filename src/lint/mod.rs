@@ -83,6 +83,7 @@ pub const RULES: &[&str] = &[
     "unknown-outcome-as-failure",
     "sdk-timeout-probe-race",
     "consumer-without-event-dedup",
+    "event-dedup-misses-other-trigger",
     "key-conflict-retried-under-new-key",
     "visibility-timeout-below-handler",
     "rebalance-drain-below-handler",

@@ -4,7 +4,10 @@
 use std::time::Duration;
 
 use super::burst::estimate;
-use super::deliveries::{consumer_without_event_dedup, key_conflict_retried_under_new_key};
+use super::deliveries::{
+    consumer_without_event_dedup, event_dedup_misses_other_trigger,
+    key_conflict_retried_under_new_key,
+};
 use super::finding::{Finding, Severity};
 use super::guard::{ticket_id_fix, ticket_id_recognised};
 use super::layers::{
@@ -79,6 +82,7 @@ pub fn scenario_rules(s: &Scenario) -> Vec<Finding> {
         out.extend(client_key_replaces_service_key(s, tool, retried_above));
         out.extend(provider_rules(s, tool, retried_above, retriers));
         out.extend(consumer_without_event_dedup(s, tool));
+        out.extend(event_dedup_misses_other_trigger(s, tool));
         out.extend(key_conflict_retried_under_new_key(s, tool));
         out.extend(stale_pending_marked_failed(s, tool));
         out.extend(visibility_timeout_below_handler(s, &tool.name));

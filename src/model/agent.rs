@@ -8,7 +8,7 @@ use super::executor::{call_tool, tool_is_idempotent, ToolReply};
 use super::humans::escalate;
 use super::layers::around_tool;
 use super::layers::{self, Via};
-use super::ticket::{event_id, Delivery};
+use super::ticket::Delivery;
 use super::world::{Ids, World};
 use crate::history::{Decision, EventKind, Outcome, Text};
 use crate::scenario::{
@@ -55,11 +55,13 @@ pub(crate) async fn handle_delivery(w: Rc<World>, t: Ticket, d: Delivery) {
         w.record(
             Ids::ticket(t.id),
             EventKind::Delivered {
-                event_id: event_id(t.id),
+                event_id: super::ticket::delivered_event_id(t.id, &d),
                 duplicate: d.index > 0,
                 delivery_id: None,
                 receive: None,
-                reason: None,
+                reason: d
+                    .other_trigger
+                    .then_some(crate::history::RedeliveryReason::OtherTrigger),
             },
         );
     }

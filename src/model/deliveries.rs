@@ -17,7 +17,7 @@ use super::dist;
 use super::ticket::{Delivery, Ticket};
 use super::world::{Ids, World};
 use crate::history::EventKind;
-use crate::scenario::ConsumerDedup;
+use crate::scenario::{ConsumerDedup, DuplicateFrom};
 use crate::sim::SimTime;
 
 // What one delivery is, and the event's id, live in `ticket`, below the agent that reads them;
@@ -44,7 +44,12 @@ pub(crate) fn deliver(w: &Rc<World>, t: Ticket) {
         None
     };
     let first = Delivery::first(traced);
-    let second = again.map(|delay| (delay, Delivery::duplicate(&first), t.clone()));
+    let other_trigger = cfg.duplicate_from == DuplicateFrom::OtherTrigger;
+    let second = again.map(|delay| {
+        let mut d = Delivery::duplicate(&first);
+        d.other_trigger = other_trigger;
+        (delay, d, t.clone())
+    });
     let id = t.id;
     let ww = w.clone();
     w.spawn_detached_for_with(id, move || handle_delivery(ww, t, first));
@@ -58,7 +63,8 @@ pub(crate) fn deliver(w: &Rc<World>, t: Ticket) {
 async fn redeliver(w: Rc<World>, t: Ticket, delay: SimTime, d: Delivery) {
     w.sim.sleep(delay).await;
     let event_id = event_id(t.id);
-    if w.cfg.deliveries.consumer_dedup == ConsumerDedup::EventId {
+    // A second trigger's own event id is not one the consumer has seen.
+    if w.cfg.deliveries.consumer_dedup == ConsumerDedup::EventId && !d.other_trigger {
         w.record(
             Ids::ticket(t.id),
             EventKind::DeliveryDeduped {

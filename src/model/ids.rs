@@ -64,6 +64,14 @@ pub(crate) fn event(ticket: u64) -> String {
     join("evt_", &[ticket], '_')
 }
 
+/// The event id of a second trigger for `ticket` (`deliveries.duplicate_from: other_trigger`):
+/// `evt_{ticket}_b`, not the first event's.
+pub(crate) fn other_trigger_event(ticket: u64) -> String {
+    let mut id = event(ticket);
+    id.push_str("_b");
+    id
+}
+
 /// The idempotency key stripe-node generates for a logical call: `stripe-node-retry-{ticket}-{call}`,
 /// or with a new key per network retry `stripe-node-retry-{ticket}-{call}-{try_no}`.
 pub(crate) fn sdk_key(ticket: u64, call: u64, try_no: Option<u32>) -> String {

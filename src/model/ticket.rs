@@ -36,6 +36,9 @@ pub(crate) struct Delivery {
     /// Whether the run opens the ticket (its charge, `ticket_opened`): the first delivery's,
     /// unless the consumer model opened it already.
     pub opens: bool,
+    /// The delivery comes from a second trigger with an event id of its own
+    /// (`deliveries.duplicate_from: other_trigger`).
+    pub other_trigger: bool,
     /// Shared by both deliveries of one ticket: whether a human has been handed the ticket.
     /// A helpdesk ticket has one assignee, so a second escalation of it starts no second human.
     human_assigned: Rc<Cell<bool>>,
@@ -48,6 +51,7 @@ impl Delivery {
             index: 0,
             traced,
             opens: true,
+            other_trigger: false,
             human_assigned: Rc::default(),
         }
     }
@@ -59,6 +63,7 @@ impl Delivery {
             index,
             traced: false,
             opens: false,
+            other_trigger: false,
             human_assigned: first.human_assigned.clone(),
         }
     }
@@ -69,6 +74,7 @@ impl Delivery {
             index: 1,
             traced: true,
             opens: false,
+            other_trigger: false,
             human_assigned: first.human_assigned.clone(),
         }
     }
@@ -99,4 +105,14 @@ impl Delivery {
 /// The event id of ticket `id`'s triggering event, the same on every delivery.
 pub(crate) fn event_id(ticket: u64) -> String {
     super::ids::event(ticket)
+}
+
+/// The event id delivery `d` of `ticket` carries: the ticket's event's, or a second trigger's
+/// own ([`super::ids::other_trigger_event`]).
+pub(crate) fn delivered_event_id(ticket: u64, d: &Delivery) -> String {
+    if d.other_trigger {
+        super::ids::other_trigger_event(ticket)
+    } else {
+        event_id(ticket)
+    }
 }

@@ -25,6 +25,13 @@ pub struct Deliveries {
     /// (a sender that retries after its own delivery timeout).
     #[serde(default = "default_duplicate_delay")]
     pub duplicate_delay: LatencyDist,
+    /// Where the second delivery comes from: `same_event` (the sender resends the event, with
+    /// its event id) or `other_trigger` (a second trigger for the same ticket — the helpdesk's
+    /// `ticket.updated` webhook beside `ticket.created`, an email-to-ticket integration, a
+    /// scheduled sweep — with an event id of its own, `evt_{ticket}_b`, so a consumer that
+    /// dedups by event id does not recognise it). Default: `same_event`.
+    #[serde(default, skip_serializing_if = "DuplicateFrom::is_same_event")]
+    pub duplicate_from: DuplicateFrom,
     /// What the consumer does with a delivery whose event id it has seen: `none` (default:
     /// every delivery starts a handler) or `event_id` (it records event ids and drops a
     /// delivery it has seen: the mitigation both Stripe and Zendesk recommend).
@@ -235,6 +242,7 @@ impl Default for Deliveries {
         Deliveries {
             duplicate_probability: 0.0,
             duplicate_delay: default_duplicate_delay(),
+            duplicate_from: DuplicateFrom::SameEvent,
             consumer_dedup: ConsumerDedup::None,
             queue: None,
             rebalance: None,
@@ -263,6 +271,24 @@ impl Deliveries {
             || self.rebalance.is_some()
             || self.brokers > 1
             || !self.dedup_record.is_default()
+    }
+}
+
+/// Where a ticket's second delivery comes from (`deliveries.duplicate_from`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DuplicateFrom {
+    /// The sender delivers the same event again, with the same event id (at-least-once
+    /// webhooks: Stripe's and Zendesk's docs).
+    #[default]
+    SameEvent,
+    /// A different trigger for the same ticket starts a second handler with its own event id.
+    OtherTrigger,
+}
+
+impl DuplicateFrom {
+    fn is_same_event(&self) -> bool {
+        *self == DuplicateFrom::SameEvent
     }
 }
 

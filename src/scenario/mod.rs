@@ -32,9 +32,9 @@ pub(crate) use crate::text::{dollars, group_thousands};
 pub use budget::{OverBudget, RunBudget, RunWatch};
 pub use config::*;
 pub use deliveries::{
-    AckAt, ConsumerDedup, DedupRecord, Deliveries, QueueDelivery, Rebalance, RecordAt,
-    KAFKA_DEFAULT_MAX_POLL_INTERVAL, SQS_DEFAULT_MESSAGE_RETENTION, SQS_DEFAULT_VISIBILITY_TIMEOUT,
-    SQS_MAX_VISIBILITY_TIMEOUT,
+    AckAt, ConsumerDedup, DedupRecord, Deliveries, DuplicateFrom, QueueDelivery, Rebalance,
+    RecordAt, KAFKA_DEFAULT_MAX_POLL_INTERVAL, SQS_DEFAULT_MESSAGE_RETENTION,
+    SQS_DEFAULT_VISIBILITY_TIMEOUT, SQS_MAX_VISIBILITY_TIMEOUT,
 };
 pub(crate) use error::{echo, shorten_backquoted, shorten_quoted};
 pub use error::{Location, ScenarioError, ValidationError};

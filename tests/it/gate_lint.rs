@@ -188,6 +188,13 @@ const LAYER_RULES: &[(&str, &str, &str, &str, &str)] = &[
         "refunds_service.work_after_refund",
     ),
     (
+        "other-trigger",
+        "other-trigger",
+        "event-dedup-misses-other-trigger",
+        "error",
+        "deliveries.duplicate_from",
+    ),
+    (
         "breaker-timeouts",
         "breaker-timeouts",
         "breaker-counts-timeouts",

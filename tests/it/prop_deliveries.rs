@@ -275,3 +275,46 @@ fn breaks_claim_when_a_redelivery_outlives_the_key_and_event_dedup_closes_it() {
         "receive #2 is dropped and acked: no receive #3"
     );
 }
+
+/// A second handler from a different trigger (`deliveries.duplicate_from: other_trigger`)
+/// carries an event id of its own (`evt_1_b`): the `duplicate-webhook-delivery` recipe's fix,
+/// event-id dedup at the consumer, does not recognise it (3 duplicate tickets again); a
+/// per-ticket key, which every trigger's run sends, does (0).
+#[test]
+fn event_dedup_misses_a_second_trigger_and_a_per_ticket_key_closes_it() {
+    let recipe = "scenarios/recipes/duplicate-webhook-delivery.json";
+    let fix = "policies/recipes/duplicate-webhook-delivery.fix.json";
+    let other = "deliveries.duplicate_from=other_trigger";
+    let r = crate::common::run_json(&[recipe, "--policy", fix]);
+    assert_eq!(r["duplicate_refund_tickets"], 0);
+    let r = crate::common::run_json(&[recipe, "--policy", fix, "--set", other]);
+    assert_eq!(r["duplicate_refund_tickets"], 3);
+    assert_eq!(r["extra_refunds"], 3);
+    let key = "refunds_service.idempotency_key=per_ticket";
+    let r = crate::common::run_json(&[recipe, "--policy", fix, "--set", other, "--set", key]);
+    assert_eq!(r["duplicate_refund_tickets"], 0);
+    let out = crate::common::refundsim()
+        .args([
+            "run", recipe, "--policy", fix, "--set", other, "--ticket", "1",
+        ])
+        .output()
+        .unwrap();
+    let story = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        story.contains("00:00:30.000  trigger: another trigger for the same ticket delivered evt_1_b (an event id of its own, not a resend), a second agent handler started"),
+        "{story}"
+    );
+    let out = crate::common::refundsim()
+        .args([
+            "run",
+            recipe,
+            "--set",
+            other,
+            "--set",
+            "deliveries.duplicate_probability=0",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("deliveries.duplicate_from"));
+}

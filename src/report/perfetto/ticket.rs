@@ -543,6 +543,7 @@ fn delivery_args(
         }
         Some(R::SecondBroker) => a.s("reason", "second_broker"),
         Some(R::SenderResent) => a.s("reason", "sender_resent"),
+        Some(R::OtherTrigger) => a.s("reason", "other_trigger"),
     }
 }
 

@@ -15,6 +15,22 @@ pub(super) fn validate(s: &Scenario) -> Check {
     let d = &s.deliveries;
     probability("deliveries.duplicate_probability", d.duplicate_probability)?;
     latency("deliveries.duplicate_delay", &d.duplicate_delay)?;
+    if d.duplicate_from == crate::scenario::DuplicateFrom::OtherTrigger {
+        if d.duplicate_probability == 0.0 {
+            return fail(
+                "deliveries.duplicate_from",
+                "`other_trigger` is where the second delivery comes from; expected \
+                 deliveries.duplicate_probability above 0 for a second delivery to come",
+            );
+        }
+        if d.redelivers() {
+            return fail(
+                "deliveries.duplicate_from",
+                "`other_trigger` applies to the sender's second delivery of a pushed event; \
+                 expected no queue, rebalance, second broker or dedup_record with it",
+            );
+        }
+    }
     if let Some(q) = &d.queue {
         positive("deliveries.queue.visibility_timeout", q.visibility_timeout)?;
         at_most(
