@@ -164,6 +164,29 @@ fn duplicates(sc: &Scenario, m: &Metrics) -> String {
             plural(m.manual_refunds)
         ));
     }
+    if parts.is_empty() {
+        // No model retry, timeout, fault or redelivery counted: the repeats came from the
+        // added layers (a hedge, an MCP client's re-issue, a framework retry's tries).
+        let layers: Vec<String> = sc
+            .layers
+            .iter()
+            .map(|(name, l)| {
+                format!(
+                    "layer `{name}` of kind {}",
+                    crate::scenario::layer_kinds::defaults(l.kind).name
+                )
+            })
+            .collect();
+        parts.push(if layers.is_empty() {
+            "a ticket's refund was sent more than once (a ticket's story shows how)".to_string()
+        } else {
+            format!(
+                "the call path's layers sent a ticket's refund more than once ({}; a ticket's \
+                 story shows how)",
+                layers.join(", ")
+            )
+        });
+    }
     parts.push(format!("and {}", key_clause(sc, m)));
     format!(
         "{} ticket{} refunded more than once: {}",

@@ -460,8 +460,19 @@ fn layer_line(kind: &EventKind) -> Option<String> {
             layer,
             layer_try,
             deadline_ns,
+            in_flight: true,
         } => format!(
-            "{layer}: deadline of {}ms over all tries passed after try {}; not retrying (a try still running keeps running)",
+            "{layer}: deadline of {}ms over all tries passed during try {}; gave it up (its work keeps running), not retrying",
+            deadline_ns / 1_000_000,
+            layer_try + 1
+        ),
+        EventKind::LayerDeadlineExceeded {
+            layer,
+            layer_try,
+            deadline_ns,
+            in_flight: false,
+        } => format!(
+            "{layer}: the next retry would start after the deadline of {}ms over all tries; not retrying after try {}",
             deadline_ns / 1_000_000,
             layer_try + 1
         ),

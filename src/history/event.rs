@@ -465,6 +465,10 @@ pub enum EventKind {
         layer_try: u32,
         /// The deadline, ns from the start of the layer's first try.
         deadline_ns: u64,
+        /// Whether it passed while try `layer_try` was in flight (the try was given up); else
+        /// the next retry's backoff would have ended after it.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        in_flight: bool,
     },
     /// The service recorded a committed refund in its ledger and goes on working before it
     /// answers (`refunds_service.work_after_refund`): the effect is done, the run is not.

@@ -26,12 +26,14 @@ fn s_(d: Duration) -> String {
 
 /// Whether `l` retries an outcome after which the request may have reached Stripe and
 /// committed: a reset, a 5xx (502–504 included) or a timeout. `connect-failure`, `429`,
-/// `retriable-4xx` and `pool-exhausted` alone leave nothing committed.
+/// `retriable-4xx` and `pool-exhausted` alone leave nothing committed. Uncounted re-runs of a
+/// timed-out try (`timeout_retries`) repeat it whatever `retry_on` says.
 fn retries_unknown_outcomes(l: &RetryLayer) -> bool {
-    l.retries() > 0
+    (l.retries() > 0
         && [RetryOn::Reset, RetryOn::GatewayError, RetryOn::Timeout]
             .into_iter()
-            .any(|c| l.retries_on(c))
+            .any(|c| l.retries_on(c)))
+        || l.timeout_retries.is_some_and(|n| n > 0)
 }
 
 /// The `retry_on` classes of `l` that may repeat a committed request, for messages.
@@ -153,7 +155,7 @@ fn layer_retry_finding(
     } else {
         (format!("{}, or {narrow}", g.fix_text), g.fix)
     };
-    let n = l.retries();
+    let n = l.all_retries();
     Some(
         Finding::new(
             "layer-retry-without-stable-key",

@@ -316,7 +316,9 @@ fn a_deadline_over_all_tries_stops_retries_and_cuts_the_try_in_flight() {
         .unwrap();
     let story = String::from_utf8_lossy(&out.stdout);
     assert!(
-        story.contains("activity_retry: deadline of 8000ms over all tries passed after try 2"),
+        story.contains(
+            "activity_retry: deadline of 8000ms over all tries passed during try 2; gave it up"
+        ),
         "{story}"
     );
     assert!(
@@ -464,4 +466,64 @@ fn retriable_status_codes_retry_by_exact_status() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(&format!("{path}:")), "{set}: {err}");
     }
+}
+
+/// Settings that would be accepted and do nothing are refused, naming the field: a `deadline`
+/// or `timeout_retries` on a kind with a loop of its own (hedge, MCP client, circuit breaker),
+/// `retriable_status_codes` on a layer above the executor (it reads a tool result, not a
+/// status) or empty, `applies_to` on a hedge (the message names the kind).
+#[test]
+fn settings_that_would_do_nothing_are_refused() {
+    for (file, set, path, says) in [
+        (
+            "scenarios/recipes/hedged-requests.json",
+            "layers.hedge.deadline=1s",
+            "layers.hedge.deadline",
+            "on a hedge layer",
+        ),
+        (
+            "scenarios/recipes/mcp-duplicated-call.json",
+            "layers.mcp.timeout_retries=1",
+            "layers.mcp.timeout_retries",
+            "on a mcp_client layer",
+        ),
+        (
+            "scenarios/recipes/hedged-requests.json",
+            "layers.hedge.applies_to=idempotent_tools",
+            "layers.hedge.applies_to",
+            "expected none on a hedge layer",
+        ),
+        (
+            "tests/fixtures/layers/retriable-status-codes.json",
+            "layers.sidecar.retriable_status_codes=[]",
+            "layers.sidecar.retriable_status_codes",
+            "at least one HTTP status",
+        ),
+    ] {
+        let out = refundsim()
+            .args(["run", file, "--set", set])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{set}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("{path}:")) && err.contains(says),
+            "{set}: {err}"
+        );
+    }
+    let out = refundsim()
+        .args([
+            "run",
+            "scenarios/recipes/framework-retry-middleware.json",
+            "--set",
+        ])
+        .arg(r#"layers.framework_retry.retry_on=["retriable-status-codes"]"#)
+        .args([
+            "--set",
+            "layers.framework_retry.retriable_status_codes=[503]",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("sits above the executor"));
 }

@@ -318,19 +318,20 @@ impl<I: Inner> Policy<I> for LayerPolicy<'_> {
         let (w, name, cfg) = (self.w, self.layer.name, self.layer.cfg);
         let class = end.class();
         let ids = inner.ids();
-        let deadline = |w: &World| {
+        let deadline = |w: &World, in_flight: bool| {
             w.record(
                 ids,
                 EventKind::LayerDeadlineExceeded {
                     layer: name.to_string(),
                     layer_try: n,
                     deadline_ns: cfg.deadline.map_or(0, |d| d.as_nanos() as u64),
+                    in_flight,
                 },
             );
             Next::Report
         };
         if matches!(end, TryEnd::TimedOut) && self.past_deadline(w.sim.now()) {
-            return deadline(w);
+            return deadline(w, true);
         }
         if matches!(end, TryEnd::TimedOut) {
             let after_ns = cfg.per_try_timeout.map_or(0, |d| d.as_nanos() as u64);
@@ -365,7 +366,7 @@ impl<I: Inner> Policy<I> for LayerPolicy<'_> {
         let mut rng = w.ticket_stream("layer_backoff", self.ticket, &inner.backoff_key(n + 1));
         let delay = backoff(cfg, n + 1, dist::uniform(&mut rng, 0.0, 1.0));
         if self.past_deadline(w.sim.now() + delay) {
-            return deadline(w);
+            return deadline(w, false);
         }
         w.record(
             ids,

@@ -636,6 +636,7 @@ fn call_path_point(kind: &EventKind) -> Option<Point> {
             layer,
             layer_try,
             deadline_ns,
+            ..
         } => (
             format!("{layer} deadline {} ms passed", millis(*deadline_ns)),
             "layer",

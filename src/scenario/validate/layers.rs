@@ -158,6 +158,16 @@ fn added_layers_placed(s: &Scenario, stack: &[String]) -> Check {
             );
         }
         let executor = stack.iter().position(|n| n == "executor").unwrap_or(0);
+        if s.layers[name].retriable_status_codes.is_some() && i < executor {
+            return fail(
+                format!("layers.{name}.retriable_status_codes"),
+                format!(
+                    "layer {name:?} sits above the executor, where it reads a tool result, not \
+                     an HTTP status; expected `retriable_status_codes` only on a layer between \
+                     executor and refunds_service or after sdk"
+                ),
+            );
+        }
         if defaults(kind).circuit_breaker && !(i > top && i < executor) {
             return fail(
                 format!("stack.{i}"),
@@ -221,7 +231,11 @@ fn validate_layer(path: &str, name: &str, l: &RetryLayer) -> Check {
     if l.applies_to != AppliesTo::AnyTool && !defaults(l.kind).tool_filter {
         return fail(
             format!("{path}.applies_to"),
-            "`applies_to` is the tool filter of a framework `retry` layer; expected none on a proxy or run_retry",
+            format!(
+                "`applies_to` is the tool filter of a framework `retry` layer; expected none on a \
+                 {} layer",
+                defaults(l.kind).name
+            ),
         );
     }
     mcp_client_settings(path, l)?;
@@ -254,6 +268,30 @@ fn validate_layer(path: &str, name: &str, l: &RetryLayer) -> Check {
                 "invalid value: expected at most {MAX_RETRIES} retries, got {}",
                 l.retries()
             ),
+        );
+    }
+    let k = defaults(l.kind);
+    if k.circuit_breaker || k.hedges || k.tool_client {
+        for (field, set) in [
+            ("deadline", l.deadline.is_some()),
+            ("timeout_retries", l.timeout_retries.is_some()),
+        ] {
+            if set {
+                return fail(
+                    format!("{path}.{field}"),
+                    format!(
+                        "`{field}` bounds or adds retries of a layer's retry loop; expected none \
+                         on a {} layer, which runs a loop of its own",
+                        k.name
+                    ),
+                );
+            }
+        }
+    }
+    if l.retriable_status_codes.as_ref().is_some_and(Vec::is_empty) {
+        return fail(
+            format!("{path}.retriable_status_codes"),
+            "invalid value: expected at least one HTTP status to retry, e.g. [503]",
         );
     }
     let lists_codes = l
