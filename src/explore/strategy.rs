@@ -987,7 +987,8 @@ pub fn apply_breaker(s: &mut Scenario, d: &BreakerDraw) {
         ..BreakerSettings::default()
     };
     match d.window_calls {
-        Some(n) => settings.window_calls = Some(n),
+        // A count window holds at least `minimum_throughput` calls (validation refuses less).
+        Some(n) => settings.window_calls = Some(n.max(d.minimum_throughput)),
         None => settings.sampling_duration = Some(millis(d.window_ms)),
     }
     let mut layer = RetryLayer::new(LayerKind::CircuitBreaker);

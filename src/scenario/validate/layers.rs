@@ -592,6 +592,19 @@ fn validate_breaker(path: &str, l: &RetryLayer) -> Check {
              (`window_calls`, resilience4j); expected one of them",
         );
     }
+    let cfg = l.breaker_config();
+    if let crate::scenario::layer_kinds::BreakerWindow::Calls(n) = cfg.window {
+        if cfg.minimum_throughput > n {
+            return fail(
+                at("minimum_throughput"),
+                format!(
+                    "invalid value: a count window of {n} calls never holds {} calls, so the \
+                     breaker could never open; expected minimum_throughput ≤ window_calls",
+                    cfg.minimum_throughput
+                ),
+            );
+        }
+    }
     for (field, d) in [
         ("sampling_duration", b.sampling_duration),
         ("break_duration", b.break_duration),
