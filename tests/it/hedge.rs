@@ -14,28 +14,18 @@ const FIX: &str = "policies/recipes/hedged-requests.fix.json";
 /// The trace of `scenario` (a path, or a JSON value written to a file) run with `args`.
 fn trace(scenario: &Value, args: &[&str]) -> Vec<Value> {
     let dir = tempfile::tempdir().unwrap();
-    let (sc, t) = (dir.path().join("s.json"), dir.path().join("t.jsonl"));
     let path = match scenario {
         Value::String(p) => std::path::PathBuf::from(p),
         v => {
+            let sc = dir.path().join("s.json");
             std::fs::write(&sc, v.to_string()).unwrap();
             sc
         }
     };
-    let out = refundsim()
-        .arg("run")
-        .arg(&path)
-        .arg("--trace")
-        .arg(&t)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(matches!(out.status.code(), Some(0 | 1)), "{out:?}");
-    std::fs::read_to_string(&t)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    let path = path.to_string_lossy().into_owned();
+    let mut all = vec![path.as_str()];
+    all.extend_from_slice(args);
+    crate::common::run_trace(&all)
 }
 
 fn of<'a>(events: &'a [Value], ticket: u64, kind: &str) -> Vec<&'a Value> {

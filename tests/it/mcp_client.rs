@@ -12,20 +12,11 @@ const DUPLICATE: &str = "scenarios/recipes/mcp-duplicated-call.json";
 
 /// The trace of `scenario` run with `sets`, as JSON events.
 fn trace(scenario: &str, sets: &[&str]) -> Vec<Value> {
-    let dir = tempfile::tempdir().unwrap();
-    let t = dir.path().join("t.jsonl");
-    let mut cmd = refundsim();
-    cmd.arg("run").arg(scenario).arg("--trace").arg(&t);
+    let mut args = vec![scenario];
     for s in sets {
-        cmd.args(["--set", s]);
+        args.extend(["--set", s]);
     }
-    let out = cmd.output().unwrap();
-    assert!(matches!(out.status.code(), Some(0 | 1)), "{out:?}");
-    std::fs::read_to_string(&t)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    crate::common::run_trace(&args)
 }
 
 fn of_kind<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {

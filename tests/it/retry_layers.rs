@@ -12,19 +12,8 @@ const RUN_LEVEL: &str = "scenarios/recipes/run-level-retry-replays-tools.json";
 /// Counts of each event kind (and of each Stripe response outcome) in the trace of `scenario`
 /// run with `sets`.
 fn kinds(scenario: &Value, sets: &[&str]) -> std::collections::BTreeMap<String, u64> {
-    let dir = tempfile::tempdir().unwrap();
-    let (sc, trace) = (dir.path().join("s.json"), dir.path().join("t.jsonl"));
-    std::fs::write(&sc, scenario.to_string()).unwrap();
-    let mut cmd = refundsim();
-    cmd.arg("run").arg(&sc).arg("--trace").arg(&trace);
-    for s in sets {
-        cmd.args(["--set", s]);
-    }
-    let out = cmd.output().unwrap();
-    assert!(matches!(out.status.code(), Some(0 | 1)), "{out:?}");
     let mut n = std::collections::BTreeMap::new();
-    for line in std::fs::read_to_string(&trace).unwrap().lines() {
-        let e: Value = serde_json::from_str(line).unwrap();
+    for e in trace(scenario, sets) {
         let kind = e["kind"].as_str().unwrap().to_string();
         if kind == "stripe_response" {
             *n.entry(format!(
@@ -36,6 +25,19 @@ fn kinds(scenario: &Value, sets: &[&str]) -> std::collections::BTreeMap<String, 
         *n.entry(kind).or_default() += 1;
     }
     n
+}
+
+/// The trace of `scenario`, written to a file, run with `sets`.
+fn trace(scenario: &Value, sets: &[&str]) -> Vec<Value> {
+    let dir = tempfile::tempdir().unwrap();
+    let sc = dir.path().join("s.json");
+    std::fs::write(&sc, scenario.to_string()).unwrap();
+    let sc = sc.to_string_lossy().into_owned();
+    let mut args = vec![sc.as_str()];
+    for s in sets {
+        args.extend(["--set", s]);
+    }
+    crate::common::run_trace(&args)
 }
 
 fn count(n: &std::collections::BTreeMap<String, u64>, k: &str) -> u64 {
@@ -413,19 +415,9 @@ fn timeout_retries_rerun_timed_out_tries_outside_the_retry_budget() {
 fn retriable_status_codes_retry_by_exact_status() {
     let fixture = "tests/fixtures/layers/retriable-status-codes.json";
     let sc: Value = serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
-    let dir = tempfile::tempdir().unwrap();
     let reasons = |sets: &[&str]| {
-        let (file, trace) = (dir.path().join("s.json"), dir.path().join("t.jsonl"));
-        std::fs::write(&file, sc.to_string()).unwrap();
-        let mut cmd = refundsim();
-        cmd.arg("run").arg(&file).arg("--trace").arg(&trace);
-        for s in sets {
-            cmd.args(["--set", s]);
-        }
-        assert!(matches!(cmd.output().unwrap().status.code(), Some(0 | 1)));
         let mut n = std::collections::BTreeMap::<String, u64>::new();
-        for line in std::fs::read_to_string(&trace).unwrap().lines() {
-            let e: Value = serde_json::from_str(line).unwrap();
+        for e in trace(&sc, sets) {
             match e["kind"].as_str().unwrap() {
                 "layer_retry" => {
                     *n.entry(e["reason"].as_str().unwrap().to_string())

@@ -38,4 +38,24 @@ pub fn run_json(args: &[&str]) -> serde_json::Value {
     command_json("run", args).1
 }
 
+/// Runs `refundsim run ARGS --trace FILE` (exit 0 or 1; anything else fails the test) and
+/// returns the trace's events, one JSON value per line.
+pub fn run_trace(args: &[&str]) -> Vec<serde_json::Value> {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let t = dir.path().join("t.jsonl");
+    let out = refundsim()
+        .arg("run")
+        .args(args)
+        .arg("--trace")
+        .arg(&t)
+        .output()
+        .expect("runs");
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{out:?}");
+    std::fs::read_to_string(&t)
+        .expect("trace written")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON event per line"))
+        .collect()
+}
+
 pub const INCIDENT: &str = "scenarios/carrier-outage.json";
