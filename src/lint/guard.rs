@@ -34,6 +34,17 @@ pub(super) enum Origin {
     Below,
 }
 
+impl Origin {
+    /// Where an added layer at `position` re-sends from: below the service only after `sdk`.
+    pub(super) fn at(position: crate::scenario::Position) -> Self {
+        if position == crate::scenario::Position::BeforeProvider {
+            Origin::Below
+        } else {
+            Origin::Above
+        }
+    }
+}
+
 /// Whether the provider recognises a retry as the request it repeats, and if not, why and
 /// what would make it.
 #[derive(Clone, Debug, PartialEq)]
@@ -56,6 +67,17 @@ impl Guard {
             problem: String::new(),
             fix: Vec::new(),
             fix_text: String::new(),
+        }
+    }
+
+    /// A finding's hint and fix when the guard fails: the provider's remedy or `narrow` (a
+    /// layer's own change, the override `narrowed`), or `narrow` alone, with the problem, when
+    /// nothing the service sends can make the guard hold.
+    pub(super) fn hint_or(&self, narrow: &str, narrowed: String) -> (String, Vec<String>) {
+        if self.fix.is_empty() {
+            (format!("{narrow}: {}", self.problem), vec![narrowed])
+        } else {
+            (format!("{}, or {narrow}", self.fix_text), self.fix.clone())
         }
     }
 

@@ -140,21 +140,12 @@ fn layer_retry_finding(
     if !retries_unknown_outcomes(l) && !replays_done {
         return None;
     }
-    let origin = if position == Position::BeforeProvider {
-        Origin::Below
-    } else {
-        Origin::Above
-    };
-    let g = guard(s, origin, layer_span(s, position, l));
+    let g = guard(s, Origin::at(position), layer_span(s, position, l));
     if g.holds {
         return None;
     }
     let (narrow, narrowed) = narrowing(s, position, name);
-    let (hint, fix) = if g.fix.is_empty() {
-        (format!("{narrow}: {}", g.problem), vec![narrowed])
-    } else {
-        (format!("{}, or {narrow}", g.fix_text), g.fix)
-    };
+    let (hint, fix) = g.hint_or(&narrow, narrowed);
     let n = l.all_retries();
     Some(
         Finding::new(
@@ -199,22 +190,13 @@ pub(crate) fn hedge_without_stable_key(s: &Scenario, tool: &ToolFacts) -> Vec<Fi
             if !defaults(l.kind).hedges || l.retries() == 0 {
                 continue;
             }
-            let origin = if position == Position::BeforeProvider {
-                Origin::Below
-            } else {
-                Origin::Above
-            };
-            let g = guard(s, origin, layer_span(s, position, l));
+            let g = guard(s, Origin::at(position), layer_span(s, position, l));
             if g.holds {
                 continue;
             }
             let off = format!("layers.{name}.max_retries=0");
             let narrow = format!("turn hedging off for the refund (layers.{name}.max_retries 0)");
-            let (hint, fix) = if g.fix.is_empty() {
-                (format!("{narrow}: {}", g.problem), vec![off])
-            } else {
-                (format!("{}, or {narrow}", g.fix_text), g.fix)
-            };
+            let (hint, fix) = g.hint_or(&narrow, off);
             let n = l.retries();
             out.push(
                 Finding::new(
