@@ -929,9 +929,21 @@ pub struct BreakerDraw {
     pub half_open_calls: u32,
     /// Whether timeouts count (`failure_on` left out); else `["5xx", "429"]`.
     pub counts_timeouts: bool,
-    /// Whether the breaker sits at the top of the layers around the tool (above a framework
-    /// retry, if the world has one), else at the bottom.
-    pub on_top: bool,
+    /// Where the breaker sits in the stack.
+    pub place: BreakerPlace,
+}
+
+/// Where a generated breaker sits in the stack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BreakerPlace {
+    /// At the top of the layers around the tool (above a framework retry, if the world has one).
+    AroundToolTop,
+    /// At the bottom of the layers around the tool, just above `executor`.
+    AroundToolBottom,
+    /// Between `executor` and `refunds_service` (in the HTTP client's pipeline to the service).
+    BeforeService,
+    /// After `sdk`, on the hop to Stripe.
+    AfterSdk,
 }
 
 /// Draws a [`BreakerDraw`].
@@ -943,13 +955,18 @@ pub fn breaker_draw() -> impl Strategy<Value = BreakerDraw> {
             100u64..=60_000,
             1u32..=2,
             any::<bool>(),
-            any::<bool>(),
+            prop_oneof![
+                Just(BreakerPlace::AroundToolTop),
+                Just(BreakerPlace::AroundToolBottom),
+                Just(BreakerPlace::BeforeService),
+                Just(BreakerPlace::AfterSdk),
+            ],
         ),
     )
         .prop_map(
             |(
                 (resilience4j, ratio_pct, minimum_throughput, break_ms),
-                (window_calls, window_ms, half_open_calls, counts_timeouts, on_top),
+                (window_calls, window_ms, half_open_calls, counts_timeouts, place),
             )| BreakerDraw {
                 resilience4j,
                 ratio_pct,
@@ -959,7 +976,7 @@ pub fn breaker_draw() -> impl Strategy<Value = BreakerDraw> {
                 window_ms,
                 half_open_calls,
                 counts_timeouts,
-                on_top,
+                place,
             },
         )
 }
@@ -995,13 +1012,12 @@ pub fn apply_breaker(s: &mut Scenario, d: &BreakerDraw) {
     layer.breaker = Some(settings);
     s.layers.insert(BREAKER.to_string(), layer);
     let mut stack = stack_of(s);
-    let at = if d.on_top {
-        stack
-            .iter()
-            .position(|n| n == "model_retry")
-            .map_or(0, |i| i + 1)
-    } else {
-        stack.iter().position(|n| n == "executor").unwrap_or(0)
+    let after = |name: &str| stack.iter().position(|n| n == name).map_or(0, |i| i + 1);
+    let at = match d.place {
+        BreakerPlace::AroundToolTop => after("model_retry"),
+        BreakerPlace::AroundToolBottom => after("executor") - 1,
+        BreakerPlace::BeforeService => after("executor"),
+        BreakerPlace::AfterSdk => stack.len(),
     };
     stack.insert(at, BREAKER.to_string());
     s.stack = Some(stack);
@@ -1011,7 +1027,8 @@ pub fn apply_breaker(s: &mut Scenario, d: &BreakerDraw) {
 /// [`world`] plus a [`breaker_draw`]: a circuit breaker around the tool with Polly's or
 /// resilience4j's defaults, a small minimum throughput (1 to 8 calls), a ratio from 5 % to
 /// 100 %, open 1 ms to 10 s, a count or time window, 1 or 2 probes, counting timeouts or not,
-/// above or below the world's framework retry.
+/// above or below the world's framework retry, between the executor and the service, or after
+/// `sdk`.
 pub fn world_with_breakers() -> impl Strategy<Value = Case> {
     (world(), breaker_draw()).prop_map(|(mut c, d)| {
         apply_breaker(&mut c.scenario, &d);

@@ -258,9 +258,11 @@ impl layers::Inner for ExecutorTry {
             // that leaves the outcome unknown, or any) is probed like a timeout. A probe
             // answering `none` makes it a definite failure, which the executor's retry layer
             // may retry; any other answer goes to the model.
-            Ok(e @ (ServiceResult::Error { .. } | ServiceResult::Reset(_)))
-                if probes_error(cfg, &e) =>
-            {
+            Ok(
+                e @ (ServiceResult::Error { .. }
+                | ServiceResult::Reset(_)
+                | ServiceResult::Rejected(_)),
+            ) if probes_error(cfg, &e) => {
                 let reply = probe(w, last()).await;
                 let retryable = reply.outcome == Outcome::Fail;
                 (reply, retryable)
@@ -269,6 +271,7 @@ impl layers::Inner for ExecutorTry {
                 (ToolReply::fail(text, false, status), true)
             }
             Ok(ServiceResult::Reset(text)) => (ToolReply::reset(text), true),
+            Ok(ServiceResult::Rejected(text)) => (ToolReply::circuit_open(text), true),
             Ok(ServiceResult::Unknown(text)) => (ToolReply::unknown(text), false),
             Err(_) => {
                 let ids = last();

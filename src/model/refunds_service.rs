@@ -62,6 +62,11 @@ pub(crate) enum ServiceResult {
     /// `retry_on` reads it as `reset`, as Envoy reads a reset stream; the refund's outcome is
     /// unknown to the caller. The text is what the caller is told.
     Reset(String),
+    /// A layer between the executor and the service refused the call at once without sending it
+    /// (an open `circuit_breaker`: Polly's `BrokenCircuitException`, resilience4j's
+    /// `CallNotPermittedException`): nothing was sent, a definite failure of this try of class
+    /// `circuit-open`. The text is what the caller is told.
+    Rejected(String),
 }
 
 impl ServiceResult {
@@ -161,7 +166,8 @@ pub(crate) async fn issue(
         ServiceResult::Refunded(id) => (true, Some(id.clone()), None),
         ServiceResult::Error { text, .. }
         | ServiceResult::Unknown(text)
-        | ServiceResult::Reset(text) => (false, None, Some(text.clone())),
+        | ServiceResult::Reset(text)
+        | ServiceResult::Rejected(text) => (false, None, Some(text.clone())),
     };
     w.record(
         ids,
@@ -206,6 +212,7 @@ pub(crate) fn rotates_key(cfg: &RefundsService, answer: &ServiceResult) -> bool 
         (KeyRotation::AfterDefiniteFailure, e @ ServiceResult::Error { .. }) => {
             !is_unknown_outcome(e)
         }
+        (KeyRotation::AfterDefiniteFailure, ServiceResult::Rejected(_)) => true,
         (
             KeyRotation::AfterDefiniteFailure,
             ServiceResult::Unknown(_) | ServiceResult::Reset(_),

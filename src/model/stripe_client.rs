@@ -176,6 +176,8 @@ impl SdkAnswer {
             return CallResult::Failed(0, "connection aborted by the caller".into());
         }
         let text = match self.proxy_text {
+            // A breaker's refusal has no HTTP status at all.
+            Some(t) if status == 0 => t,
             Some(t) => format!("{t} (HTTP {status})"),
             None => format!("stripe {outcome} (HTTP {status})"),
         };

@@ -66,15 +66,17 @@ pub enum LayerKind {
     /// (`ShouldHandle`: all exceptions); when every try fails, the first try's failure is
     /// reported.
     Hedge,
-    /// A circuit breaker around tool execution (Polly v8's `CircuitBreakerStrategy`,
-    /// resilience4j's `CircuitBreaker`): closed, it passes calls and counts their failures
-    /// (`breaker.failure_on`) in a sampling window; when the window holds at least
+    /// A circuit breaker around tool execution, before the service or after the SDK (Polly
+    /// v8's `CircuitBreakerStrategy`, resilience4j's `CircuitBreaker`): closed, it passes calls
+    /// and counts their failures (`breaker.failure_on`) in a sampling window; when the window
+    /// holds at least
     /// `minimum_throughput` calls and the failure ratio reaches `failure_ratio` it opens, and
     /// answers every call at once with its own error (`circuit-open`: Polly's
     /// `BrokenCircuitException`, resilience4j's `CallNotPermittedException`) for
     /// `break_duration`; the first call after that is let through half-open (with up to
     /// `half_open_calls` probes), whose outcomes close it or open it again. It never retries
-    /// (`max_retries` 0). Sits between `model_retry` and `executor`. Defaults: Polly v8's.
+    /// (`max_retries` 0). Sits between `model_retry` and `executor`, between `executor` and
+    /// `refunds_service`, or after `sdk`. Defaults: Polly v8's.
     CircuitBreaker,
 }
 

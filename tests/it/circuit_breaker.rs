@@ -102,14 +102,66 @@ fn retry_outside_the_breaker_strands_what_retry_inside_recovers() {
     );
 }
 
+/// Below the executor (in the HTTP client's pipeline to the service) the breaker never sees the
+/// executor's timeouts: the executor drops the call, which counts as nothing (both libraries
+/// record only calls that end). The recipe's four timeouts no longer open it, every keyed retry
+/// finds its refund, and nothing is duplicated: where the breaker sits is the fix.
+#[test]
+fn a_breaker_below_the_executor_does_not_count_its_timeouts() {
+    let below = r#"stack=["model_retry","executor","breaker","refunds_service","sdk"]"#;
+    let r = run_json(&[RECIPE, "--set", below]);
+    assert_eq!(
+        (&r["duplicate_refund_tickets"], &r["escalations"]),
+        (&0.into(), &0.into())
+    );
+    assert!(r.get("breaker_rejections").is_none(), "{r}");
+}
+
+/// After `sdk` (in the service's HTTP client to Stripe) a breaker counting 5xx opens on Stripe's
+/// 500s that followed a commit; its refusals reach the SDK as a connection never made (nothing
+/// sent, no HTTP status; stripe-node retries it), so the keyed retries that would have found the refunds never reach
+/// Stripe and the tickets are escalated. The model is told the breaker's own words.
+#[test]
+fn a_breaker_after_the_sdk_refuses_before_stripe() {
+    let args = [
+        RECIPE,
+        "--set",
+        r#"stack=["model_retry","executor","refunds_service","sdk","breaker"]"#,
+        "--set",
+        "stripe.faults.error_500_after_commit=0.6",
+        "--set",
+        r#"stripe.latency={"p50":"1s","p99":"1s"}"#,
+        "--set",
+        r#"layers.breaker.breaker.failure_on=["5xx"]"#,
+        "--set",
+        "refunds_service.stripe_client.max_network_retries=2",
+    ];
+    let r = run_json(&args);
+    // Each refused SDK try is counted: the SDK retries a connection never made.
+    assert_eq!(r["breaker_rejections"], 15, "{r}");
+    assert_eq!(r["escalations"], 3, "{r}");
+    let text = story(&args, "4");
+    in_order(
+        &text,
+        &[
+            "00:00:01.356  stripe: POST /v1/refunds for call #4 → 500 api_error",
+            "00:00:01.356  breaker: circuit OPENED (2 failures in 4 calls); refusing every call for 60.000s",
+            "breaker: circuit open, call refused at once (circuit-open), nothing sent",
+            "tool_result: { error: \"CircuitBreaker 'breaker' is OPEN and does not permit further calls\" } [fail]",
+            "escalated to a human",
+        ],
+    );
+    assert!(!text.contains("(HTTP 0)"), "{text}");
+}
+
 /// Validation: a breaker sits around the tool only, does not retry, and its settings are in
 /// range.
 #[test]
 fn breaker_settings_are_validated() {
     let cases = [
         (
-            r#"stack=["model_retry","executor","breaker","refunds_service","sdk"]"#,
-            "is a circuit_breaker; expected it between model_retry and executor",
+            r#"stack=["model_retry","executor","refunds_service","breaker","sdk"]"#,
+            "sits between refunds_service and sdk, which run in one process",
         ),
         (
             "layers.breaker.max_retries=2",

@@ -342,7 +342,7 @@ fn an_egress_proxy_between_sdk_and_stripe_resends_the_same_request() {
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("stack.4: layer \"egress\" sits after sdk; expected only a proxy there"),
+        err.contains("stack.4: layer \"egress\" sits after sdk; expected only a proxy or a circuit_breaker there"),
         "{err}"
     );
 }

@@ -50,6 +50,9 @@ pub(crate) enum EgressAnswer {
         /// What the caller is told (`egress: upstream request timeout after 3s`).
         text: String,
     },
+    /// An open circuit breaker after `sdk` refused the request before it left (an exception in
+    /// the HTTP client's pipeline): nothing reached Stripe. The text is the breaker's words.
+    Rejected(String),
 }
 
 impl EgressAnswer {
@@ -79,6 +82,8 @@ impl EgressAnswer {
                 (Delivered::Response(response), Some(text))
             }
             EgressAnswer::Proxy { status: None, text } => (Delivered::ConnectionLost, Some(text)),
+            // The SDK knows nothing was sent, as when a connection cannot be made.
+            EgressAnswer::Rejected(text) => (Delivered::ConnectFailed, Some(text)),
         }
     }
 }
@@ -94,6 +99,7 @@ fn class_of(a: &EgressAnswer) -> Option<RetryOn> {
         EgressAnswer::Proxy {
             status: Some(s), ..
         } => layers::http_class(*s),
+        EgressAnswer::Rejected(_) => Some(RetryOn::CircuitOpen),
     }
 }
 
@@ -180,5 +186,10 @@ impl Place for BeforeProvider {
             ),
         };
         EgressAnswer::Proxy { status, text }
+    }
+    /// An open breaker after `sdk` refuses the request before it leaves for Stripe; the SDK
+    /// reads it as a connection never made ([`EgressAnswer::into_delivered`]).
+    fn rejected(name: &str, layer: &RetryLayer) -> EgressAnswer {
+        EgressAnswer::Rejected(super::circuit_breaker::open_text(name, layer))
     }
 }

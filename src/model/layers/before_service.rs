@@ -72,6 +72,7 @@ impl Place for BeforeService {
         match value {
             ServiceResult::Error { status, .. } => status_class(*status),
             ServiceResult::Reset(_) => Some(RetryOn::Reset),
+            ServiceResult::Rejected(_) => Some(RetryOn::CircuitOpen),
             ServiceResult::Refunded(_) | ServiceResult::Unknown(_) => None,
         }
     }
@@ -87,5 +88,10 @@ impl Place for BeforeService {
             ReportTimeout::Error => ServiceResult::Error { status: 504, text },
             ReportTimeout::Unknown => ServiceResult::Unknown(text),
         }
+    }
+    /// An open breaker between the executor and the service refuses the call before it is
+    /// sent (an exception in the HTTP client's pipeline, no HTTP answer).
+    fn rejected(name: &str, layer: &RetryLayer) -> ServiceResult {
+        ServiceResult::Rejected(super::circuit_breaker::open_text(name, layer))
     }
 }

@@ -1,6 +1,7 @@
-//! A circuit breaker around tool execution (`kind: "circuit_breaker"`): Polly v8's
-//! `CircuitBreakerStrategy` and resilience4j's `CircuitBreaker`, with one state per layer shared
-//! by every request through it in the run ([`World::breaker`]).
+//! A circuit breaker (`kind: "circuit_breaker"`) around tool execution, between the executor
+//! and the service, or after the SDK: Polly v8's `CircuitBreakerStrategy` and resilience4j's
+//! `CircuitBreaker`, with one state per layer shared by every request through it in the run
+//! ([`World::breaker`]). What a refusal looks like at each place is [`Place::rejected`].
 //!
 //! - **Closed**: every call is let through; each that ends is recorded in the sampling window
 //!   (the calls that ended in the last `sampling_duration`, Polly; or the last `window_calls`

@@ -507,11 +507,9 @@ pub(crate) trait Place: 'static {
     /// What layer `name` reports upward when its last try timed out after `after`
     /// (`on_timeout`).
     fn gave_up(name: &str, layer: &RetryLayer, after: SimTime) -> Self::Answer;
-    /// What the open circuit breaker `name` answers at once (class `circuit-open`). Only the
-    /// position a breaker may take (around the tool) answers it.
-    fn rejected(name: &str, _layer: &RetryLayer) -> Self::Answer {
-        unreachable!("validation places the breaker {name:?} only around the tool")
-    }
+    /// What the open circuit breaker `name` answers at once (class `circuit-open`): nothing is
+    /// sent below it.
+    fn rejected(name: &str, layer: &RetryLayer) -> Self::Answer;
 }
 
 /// `req` through the layers of `P`'s position from the one at `depth` down, each running the

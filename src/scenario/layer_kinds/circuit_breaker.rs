@@ -1,5 +1,5 @@
-//! `kind: circuit_breaker`: a circuit breaker around tool execution, with Polly v8's defaults
-//! (`CircuitBreakerStrategyOptions`: `FailureRatio` 0.1, `MinimumThroughput` 100,
+//! `kind: circuit_breaker`: a circuit breaker (around tool execution, before the service or
+//! after the SDK), with Polly v8's defaults (`CircuitBreakerStrategyOptions`: `FailureRatio` 0.1, `MinimumThroughput` 100,
 //! `SamplingDuration` 30 s, `BreakDuration` 5 s; docs/strategies/circuit-breaker.md) or
 //! resilience4j's (`CircuitBreakerConfig`: `failureRateThreshold` 50 %, `minimumNumberOfCalls`
 //! 100, a count-based window of 100 calls, `waitDurationInOpenState` 60 s,
