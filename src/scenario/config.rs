@@ -137,6 +137,17 @@ impl Scenario {
             .pool_wait_threshold
             .unwrap_or(self.executor.timeout)
     }
+
+    /// The effect of the tool the agent calls (`agent.tool`): its `effect` and `operation`, or
+    /// a refund by `POST /v1/refunds` when it declares neither (or is not in `tools`).
+    pub fn effect(&self) -> super::Effect {
+        let tool = self.tools.iter().find(|t| t.name == self.agent.tool);
+        super::Effect::new(
+            &self.agent.tool,
+            tool.and_then(|t| t.effect.as_deref()),
+            tool.and_then(|t| t.operation.as_deref()),
+        )
+    }
 }
 
 /// A seeded tie-break for same-instant and near-tie events.
@@ -499,6 +510,20 @@ pub struct ToolDefinition {
     /// idempotent, open-world.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<ToolAnnotations>,
+    /// What one successful call does in the world, as a noun the outputs use: `refund`,
+    /// `charge`, `payout`, `transfer`, `order`, `message`, or a free noun of lower-case words
+    /// (`gift card`). Stories, lint, reports and text labels speak of it (`duplicate-charge
+    /// tickets`). Not part of MCP's or Anthropic's tool shape: refundsim's own. Default:
+    /// `refund`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effect: Option<String>,
+    /// The provider operation that makes one effect, as the story prints it (`POST
+    /// /v1/payment_intents`). Default: the known effect's Stripe endpoint (`refund`: `POST
+    /// /v1/refunds`, `charge`: `POST /v1/payment_intents`, `payout`: `POST /v1/payouts`,
+    /// `transfer`: `POST /v1/transfers`), `POST /orders`, `POST /messages`, or `POST /{plural}`
+    /// for a free noun.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operation: Option<String>,
 }
 
 impl ToolDefinition {

@@ -5,6 +5,7 @@ pub mod budget;
 mod config;
 mod deliveries;
 mod dupkeys;
+pub mod effect;
 mod error;
 mod gate_config;
 mod gate_expect;
@@ -31,6 +32,7 @@ pub use crate::text::short_numbers;
 pub(crate) use crate::text::{dollars, group_thousands};
 pub use budget::{OverBudget, RunBudget, RunWatch};
 pub use config::*;
+pub use effect::Effect;
 pub use deliveries::{
     AckAt, ConsumerDedup, DedupRecord, Deliveries, DuplicateFrom, QueueDelivery, Rebalance,
     RecordAt, KAFKA_DEFAULT_MAX_POLL_INTERVAL, SQS_DEFAULT_MESSAGE_RETENTION,

@@ -32,6 +32,9 @@ pub(super) fn validate(s: &Scenario) -> Check {
             ),
         );
     }
+    for (i, t) in s.tools.iter().enumerate() {
+        effect_words(i, t)?;
+    }
     latency("agent.think_time", &agent.think_time)?;
     at_most("agent.call_overhead", agent.call_overhead, MAX_DURATION)?;
     probability("agent.retry.compliance", agent.retry.compliance)?;
@@ -58,6 +61,38 @@ fn retry_caps(s: &Scenario) -> Check {
             "agent.retry.amount_drift_cents",
             agent.retry.amount_drift_cents.unsigned_abs(),
         )?;
+    }
+    Ok(())
+}
+
+/// A tool's `effect` is a noun the outputs can use, and its `operation` one line of text.
+fn effect_words(i: usize, t: &crate::scenario::ToolDefinition) -> Check {
+    use crate::scenario::effect::{valid_noun, KNOWN_EFFECTS, MAX_NOUN_CHARS};
+    if let Some(e) = &t.effect {
+        if !valid_noun(e) {
+            let known: Vec<&str> = KNOWN_EFFECTS.iter().map(|(n, _)| *n).collect();
+            return fail(
+                format!("tools.{i}.effect"),
+                format!(
+                    "invalid value {e:?}: expected a singular noun of lower-case letters (words \
+                     separated by one space or `-`, at most {MAX_NOUN_CHARS} characters), e.g. \
+                     one of {}",
+                    known.join(", ")
+                ),
+            );
+        }
+    }
+    if let Some(op) = &t.operation {
+        let ok = !op.trim().is_empty() && op.len() <= 200 && !op.chars().any(char::is_control);
+        if !ok {
+            return fail(
+                format!("tools.{i}.operation"),
+                format!(
+                    "invalid value {op:?}: expected one line of at most 200 characters naming \
+                     the provider operation, e.g. \"POST /v1/payment_intents\""
+                ),
+            );
+        }
     }
     Ok(())
 }
