@@ -17,9 +17,10 @@ use super::error::LintError;
 use super::tools::{tool_facts, ToolFacts};
 use crate::scenario::{self, Scenario, ScenarioError};
 
-/// The scenario a lone policy is applied to: every default, and one steady ticket every 10 s
-/// for an hour (so the burst estimate sees light load).
-pub const DEFAULTS_BASE: &str = r#"{"name":"defaults","horizon":"1h","arrivals":{"schedule":[{"label":"steady","duration":"1h","rate_per_s":0.1}]}}"#;
+/// The scenario a lone policy is applied to: every default, one steady ticket every 10 s for an
+/// hour (so the burst estimate sees light load), and humans with their defaults (a policy does
+/// not know its scenario's humans; the shipped scenarios have them).
+pub const DEFAULTS_BASE: &str = r#"{"name":"defaults","horizon":"1h","arrivals":{"schedule":[{"label":"steady","duration":"1h","rate_per_s":0.1}]},"humans":{}}"#;
 
 /// A file, read.
 #[derive(Debug)]

@@ -84,8 +84,10 @@ pub struct Scenario {
     /// Stripe, every rule (see [`super::provider`]). Not printed when it is the default.
     #[serde(default, skip_serializing_if = "Provider::is_default")]
     pub provider: Provider,
-    /// Humans who take escalated tickets.
-    #[serde(default)]
+    /// Humans who take escalated tickets. A scenario without a `humans` section has none (an
+    /// escalated ticket is left unhandled: the model's words are the last); a `humans` object
+    /// without `enabled` has them, with the defaults below.
+    #[serde(default = "Humans::none")]
     pub humans: Humans,
     /// The reconciliation job that alerts on tickets with more than one refund.
     #[serde(default)]
@@ -1281,7 +1283,8 @@ impl Default for Faults {
 #[non_exhaustive]
 pub struct Humans {
     /// Whether anyone takes escalations; if not, an escalated ticket with no refund is lost.
-    /// Default: true.
+    /// Default: true inside a `humans` section; a scenario without the section has none
+    /// ([`Humans::none`]).
     #[serde(default = "yes")]
     pub enabled: bool,
     /// Time from escalation to a human acting. Default: p50 20 min, p99 2 h.
@@ -1306,6 +1309,17 @@ fn default_pickup() -> LatencyDist {
 }
 fn default_check() -> f64 {
     0.8
+}
+
+impl Humans {
+    /// No humans: what a scenario without a `humans` section gets, so that a run has no manual
+    /// refunds the file did not ask for.
+    pub fn none() -> Self {
+        Humans {
+            enabled: false,
+            ..Humans::default()
+        }
+    }
 }
 
 impl Default for Humans {
