@@ -46,13 +46,13 @@ pub(crate) fn run(
     bar.finish_and_clear();
     let made = made?;
     let r = &made.report;
-    emit(format!(
+    emit(made.effect.say(&format!(
         "wrote {}: {} (seed {}), {} duplicate-refund tickets, {} stories shown\n",
         display(&a.out),
         r.scenario,
         r.seed,
         r.duplicate_refund_tickets(),
         made.stories.len()
-    ))?;
+    )))?;
     Ok(exit(r.expectations_met))
 }

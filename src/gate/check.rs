@@ -80,6 +80,11 @@ pub struct CaseReport {
     pub explore_off: bool,
     /// Every check holds (and the exploration's verdict, when there is one).
     pub passed: bool,
+    /// The scenario's effect when it is not a refund: the text output speaks of it
+    /// ([`Effect::say`](crate::scenario::Effect::say)). Not in the JSON, whose names are the
+    /// documented ones.
+    #[serde(skip)]
+    pub effect: Option<crate::scenario::Effect>,
 }
 
 impl CaseReport {
@@ -274,6 +279,7 @@ fn case_report(c: &Case, runs: &[&RunReport], explore: Option<ExploreCheck>) -> 
         violations,
         explore_off: explore.is_none() && explores(&c.scenario),
         explore,
+        effect: Some(c.scenario.effect()).filter(|e| !e.is_refund()),
     }
 }
 
@@ -303,7 +309,13 @@ fn violation(c: &Case, k: &BoundCheck) -> Violation {
         seed: k.seed,
         value: out.report.metrics.get(&k.metric).unwrap_or(f64::NAN),
         story: ticket
-            .map(|t| crate::run::story_of(&c.scenario, k.seed, t, origin))
+            .map(|t| {
+                let effect = c.scenario.effect();
+                crate::run::story_of(&c.scenario, k.seed, t, origin)
+                    .iter()
+                    .map(|l| effect.say(l))
+                    .collect()
+            })
             .unwrap_or_default(),
         ticket,
         replay: how.command(k.seed),

@@ -163,6 +163,8 @@ pub(crate) fn parse_tolerance(arg: &str) -> Result<(String, f64), GateError> {
     let (m, v) = arg
         .split_once('=')
         .ok_or_else(|| err("expected METRIC=VALUE, e.g. duplicate_refund_tickets=0".into()))?;
+    // An effect-neutral alias (`duplicate_effect_tickets`) names the same metric.
+    let m = crate::scenario::effect::canonical_metric(m);
     if !METRICS.contains(&m) {
         return Err(err(format!(
             "unknown metric {m:?}; expected one of: {}",

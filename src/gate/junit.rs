@@ -101,6 +101,7 @@ mod tests {
             seeds: vec![1],
             checks: Vec::new(),
             invariants: Vec::new(),
+            effect: None,
             violations: if passed {
                 Vec::new()
             } else {

@@ -12,7 +12,12 @@ use super::explore_check::ExploreCheck;
 pub fn check_text(r: &CheckReport) -> String {
     let mut s = String::new();
     for c in &r.cases {
-        case_text(&mut s, c);
+        let mut one = String::new();
+        case_text(&mut one, c);
+        match &c.effect {
+            Some(e) => s.push_str(&e.say(&one)),
+            None => s.push_str(&one),
+        }
         s.push('\n');
     }
     let failed = r.cases.iter().filter(|c| !c.passed).count();
@@ -27,6 +32,7 @@ pub fn check_text(r: &CheckReport) -> String {
                 .map(|v| v.headline())
                 .or_else(|| c.explore.as_ref().filter(|e| !e.ok).map(|e| e.headline()))
                 .unwrap_or_else(|| "failed".into());
+            let why = c.effect.as_ref().map_or(why.clone(), |e| e.say(&why));
             format!("; first: {} × {}: {why}", c.scenario_path, c.variant())
         })
         .unwrap_or_default();

@@ -40,6 +40,19 @@ pub struct Finding {
 }
 
 impl Finding {
+    /// The finding in `effect`'s words ([`Effect::say`](crate::scenario::Effect::say)): its
+    /// message, hint, path and fix (`refunds_service.…` paths as their alias `service.…`).
+    pub(crate) fn in_words(mut self, effect: &crate::scenario::Effect) -> Self {
+        if effect.is_refund() {
+            return self;
+        }
+        self.message = effect.say(&self.message);
+        self.hint = effect.say(&self.hint);
+        self.path = effect.say(&self.path);
+        self.fix = self.fix.iter().map(|f| effect.say(f)).collect();
+        self
+    }
+
     /// A finding in `file` (set later by the caller through [`Finding::in_file`]).
     pub fn new(
         id: &'static str,

@@ -104,7 +104,14 @@ pub const RULES: &[&str] = &[
 /// The findings of one input.
 pub(crate) fn lint_input(input: &LintInput) -> Vec<Finding> {
     match input {
-        LintInput::Scenario(s) | LintInput::Policy(s) => scenario_rules(s),
+        // In the scenario's own words: a charge tool's findings speak of charges.
+        LintInput::Scenario(s) | LintInput::Policy(s) => {
+            let effect = s.effect();
+            scenario_rules(s)
+                .into_iter()
+                .map(|f| f.in_words(&effect))
+                .collect()
+        }
         LintInput::Tools(t) => t.iter().flat_map(tool_rules).collect(),
     }
 }

@@ -164,7 +164,7 @@ fn open_sinks(
         None => None,
         Some(path) => {
             let handle = file_output("--perfetto", path)?;
-            Some(PerfettoStream::new(handle, &sc.name, seed))
+            Some(PerfettoStream::new(handle, &sc.name, seed).with_effect(sc.effect()))
         }
     };
     let otlp = match &opts.otlp {
@@ -272,7 +272,11 @@ fn ticket_story(
         .replay
         .as_ref()
         .map_or_else(|| t.to_string(), |r| r.ticket_text(t));
-    let lines = crate::analysis::story::story_as(&out.history, t, &shown, origin);
+    let effect = sc.effect();
+    let lines: Vec<String> = crate::analysis::story::story_as(&out.history, t, &shown, origin)
+        .iter()
+        .map(|l| effect.say(l))
+        .collect();
     if lines.is_empty() {
         let n = out.report.metrics.tickets;
         let range = if !sc.arrivals.tickets.is_empty() {
@@ -373,6 +377,7 @@ pub(crate) fn report_value(
 ) -> Result<serde_json::Value, CliError> {
     let json_error = |e: serde_json::Error| CliError::Input(e.to_string());
     let mut v = serde_json::to_value(&out.report).map_err(json_error)?;
+    add_neutral_names(&mut v);
     if let Some(obj) = v.as_object_mut() {
         let oracle = serde_json::to_value(pool_oracle(sc)).map_err(json_error)?;
         obj.insert("queueing".into(), oracle);
@@ -381,6 +386,35 @@ pub(crate) fn report_value(
         }
     }
     Ok(v)
+}
+
+/// Adds the effect-neutral name of each refund metric beside it (`duplicate_effect_tickets`
+/// with the value of `duplicate_refund_tickets`, [`METRIC_ALIASES`]) and an `alias` to each
+/// invariant that names refunds (`at_most_one_effect_per_ticket`), so a consumer can read
+/// either; the refund names stay.
+///
+/// [`METRIC_ALIASES`]: crate::scenario::effect::METRIC_ALIASES
+pub(crate) fn add_neutral_names(v: &mut serde_json::Value) {
+    use crate::scenario::effect::{neutral_name, METRIC_ALIASES};
+    let Some(obj) = v.as_object_mut() else {
+        return;
+    };
+    for (refund, neutral) in METRIC_ALIASES {
+        if let Some(x) = obj.get(refund).cloned() {
+            obj.insert(neutral.to_string(), x);
+        }
+    }
+    if let Some(list) = obj.get_mut("invariants").and_then(|l| l.as_array_mut()) {
+        for inv in list {
+            let alias = inv
+                .get("name")
+                .and_then(|n| n.as_str())
+                .and_then(neutral_name);
+            if let (Some(alias), Some(o)) = (alias, inv.as_object_mut()) {
+                o.insert("alias".into(), alias.into());
+            }
+        }
+    }
 }
 
 /// The text summary, followed by the ticket's story.
@@ -417,7 +451,7 @@ fn render_text(
             text += "\n";
         }
     }
-    text
+    sc.effect().say(&text)
 }
 
 /// The text summary `refundsim run` prints for `out`, a run of `sc`: with the reconciliation

@@ -16,6 +16,46 @@ pub const KNOWN_EFFECTS: [(&str, &str); 6] = [
     ("message", "POST /messages"),
 ];
 
+/// The effect-neutral names of the report's refund metrics, beside today's names, which stay:
+/// `expect` bounds, `diff --tolerance`, `sweep --require` and `--json` accept and print both.
+pub const METRIC_ALIASES: [(&str, &str); 7] = [
+    ("duplicate_refund_tickets", "duplicate_effect_tickets"),
+    ("extra_refunds", "extra_effects"),
+    ("over_refund_cents", "over_effect_cents"),
+    ("lost_refunds", "lost_effects"),
+    ("refunds_created", "effects_created"),
+    ("refunds_failed_after_200", "effects_failed_after_200"),
+    ("manual_refunds", "manual_effects"),
+];
+
+/// The effect-neutral names of the invariants that name refunds, beside today's names.
+pub const INVARIANT_ALIASES: [(&str, &str); 3] = [
+    (
+        "at_most_one_refund_per_ticket",
+        "at_most_one_effect_per_ticket",
+    ),
+    ("no_over_refund", "no_over_effect"),
+    ("no_lost_refund", "no_lost_effect"),
+];
+
+/// The name a metric is stored under: today's refund name for an effect-neutral alias
+/// ([`METRIC_ALIASES`]), else `name` itself.
+pub fn canonical_metric(name: &str) -> &str {
+    METRIC_ALIASES
+        .iter()
+        .find(|(_, neutral)| *neutral == name)
+        .map_or(name, |(refund, _)| refund)
+}
+
+/// The effect-neutral alias of a refund metric or invariant name, if it has one.
+pub fn neutral_name(name: &str) -> Option<&'static str> {
+    METRIC_ALIASES
+        .iter()
+        .chain(INVARIANT_ALIASES.iter())
+        .find(|(refund, _)| *refund == name)
+        .map(|(_, neutral)| *neutral)
+}
+
 /// The longest free noun, in characters.
 pub const MAX_NOUN_CHARS: usize = 32;
 
@@ -46,10 +86,10 @@ impl Effect {
         let plural = plural(&noun);
         let operation = match operation {
             Some(op) => op.to_string(),
-            None => KNOWN_EFFECTS
-                .iter()
-                .find(|(n, _)| *n == noun)
-                .map_or_else(|| format!("POST /{}", plural.replace(' ', "_")), |(_, op)| op.to_string()),
+            None => KNOWN_EFFECTS.iter().find(|(n, _)| *n == noun).map_or_else(
+                || format!("POST /{}", plural.replace(' ', "_")),
+                |(_, op)| op.to_string(),
+            ),
         };
         Effect {
             tool: tool.to_string(),
@@ -57,6 +97,95 @@ impl Effect {
             plural,
             operation,
         }
+    }
+
+    /// The effect's verb forms: (past participle, gerund), e.g. (`charged`, `charging`), for
+    /// the outputs' `refunded` and `refunding`. A free noun is `made` / `making`.
+    pub fn verb_forms(&self) -> (String, String) {
+        let (past, ing) = match self.noun.as_str() {
+            "refund" => ("refunded", "refunding"),
+            "charge" => ("charged", "charging"),
+            "payout" => ("paid out", "paying out"),
+            "transfer" => ("transferred", "transferring"),
+            "order" => ("placed", "placing"),
+            "message" => ("sent", "sending"),
+            _ => ("made", "making"),
+        };
+        (past.to_string(), ing.to_string())
+    }
+
+    /// The prefix of the provider's object ids (`re_` for a Stripe refund, `pi_` for a
+    /// PaymentIntent, `po_` for a payout, `tr_` for a transfer; `or_`, `msg_`, or `obj_` for
+    /// others).
+    pub fn id_prefix(&self) -> &'static str {
+        match self.noun.as_str() {
+            "refund" => "re_",
+            "charge" => "pi_",
+            "payout" => "po_",
+            "transfer" => "tr_",
+            "order" => "or_",
+            "message" => "msg_",
+            _ => "obj_",
+        }
+    }
+
+    /// `text` in this effect's words: for a refund, `text` unchanged; otherwise every refund
+    /// word an output uses is rewritten — the provider operation (`POST /v1/refunds`), the
+    /// service (`refunds-service`, the `refunds_service` section, now `service`), metric and
+    /// invariant names (their neutral aliases, [`METRIC_ALIASES`], [`INVARIANT_ALIASES`]), object
+    /// ids (`re_00000001` → `pi_00000001`), `refund_id`, `refunded`/`refunding` (the effect's
+    /// verb forms), and the noun in the singular and plural. The command name `refundsim` is
+    /// kept. Applied where a scenario's text output is rendered: run and check summaries, stories,
+    /// lint findings, the HTML report, Perfetto slices.
+    pub fn say(&self, text: &str) -> String {
+        if self.is_refund() || !text.contains("efund") {
+            return text.to_string();
+        }
+        const KEEP: &str = "\u{1}";
+        // File names are kept as written: a replay command must still name its file.
+        let (protected, files) = protect_file_names(text);
+        let mut t = protected.replace("refundsim", KEEP);
+        t = drop_charge_of_ticket(&t);
+        let (past, ing) = self.verb_forms();
+        let snake = |s: &str| s.replace([' ', '-'], "_");
+        let mut pairs: Vec<(String, String)> = vec![
+            ("POST /v1/refunds".into(), self.operation.clone()),
+            (
+                "refunds-service".into(),
+                format!("{}-service", self.plural.replace(' ', "-")),
+            ),
+            ("refunds_service".into(), "service".into()),
+            ("issue_refund".into(), self.tool.clone()),
+        ];
+        for (refund, neutral) in METRIC_ALIASES.iter().chain(INVARIANT_ALIASES.iter()) {
+            pairs.push(((*refund).into(), (*neutral).into()));
+        }
+        pairs.extend([
+            ("refund_id".into(), format!("{}_id", snake(&self.noun))),
+            ("Refunded".into(), capitalize(&past)),
+            ("refunded".into(), past),
+            ("Refunding".into(), capitalize(&ing)),
+            ("refunding".into(), ing),
+            ("A refund".into(), capitalize(&self.a_noun())),
+            ("a refund".into(), self.a_noun()),
+            ("Refunds".into(), capitalize(&self.plural)),
+            ("refunds".into(), self.plural.clone()),
+            ("Refund".into(), self.noun_capitalized()),
+            ("refund".into(), self.noun.clone()),
+        ]);
+        for (from, to) in &pairs {
+            if t.contains(from.as_str()) {
+                t = t.replace(from.as_str(), to);
+            }
+        }
+        if self.id_prefix() != "re_" {
+            t = replace_ids(&t, self.id_prefix());
+        }
+        let mut t = t.replace(KEEP, "refundsim");
+        for (i, f) in files.iter().enumerate().rev() {
+            t = t.replace(&format!("\u{2}{i}\u{3}"), f);
+        }
+        t
     }
 
     /// Whether this is a refund (every output then reads exactly as it always has).
@@ -114,6 +243,74 @@ pub fn plural(noun: &str) -> String {
     }
 }
 
+/// The story's `approved refund $A of a $B charge` as `approved refund $A`: outside a refund
+/// the ticket's charge is not what the effect applies to.
+fn drop_charge_of_ticket(text: &str) -> String {
+    const HEAD: &str = "approved refund ";
+    let Some(at) = text.find(HEAD) else {
+        return text.to_string();
+    };
+    let rest = &text[at + HEAD.len()..];
+    let line_end = rest.find('\n').unwrap_or(rest.len());
+    let line = &rest[..line_end];
+    match (line.find(" of a "), line.ends_with(" charge")) {
+        (Some(of), true) => format!(
+            "{}{HEAD}{}{}",
+            &text[..at],
+            &line[..of],
+            drop_charge_of_ticket(&rest[line_end..])
+        ),
+        _ => format!("{}{HEAD}{}", &text[..at], drop_charge_of_ticket(rest)),
+    }
+}
+
+/// `text` with each file name that mentions a refund (a run of characters other than white
+/// space and quotes, ending in a known extension) replaced by `\u{2}N\u{3}`, and the names.
+fn protect_file_names(text: &str) -> (String, Vec<String>) {
+    const EXTENSIONS: [&str; 6] = [".json", ".jsonl", ".html", ".csv", ".xml", ".md"];
+    let stop = |c: char| c.is_whitespace() || "'\"`=,()[]{}".contains(c);
+    let mut out = String::with_capacity(text.len());
+    let mut files = Vec::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        let start = rest.find(|c: char| !stop(c)).unwrap_or(rest.len());
+        out.push_str(&rest[..start]);
+        rest = &rest[start..];
+        let end = rest.find(stop).unwrap_or(rest.len());
+        let token = &rest[..end];
+        let is_file = token.contains("efund")
+            && EXTENSIONS
+                .iter()
+                .any(|x| token.trim_end_matches([':', '.', ';']).ends_with(x));
+        if is_file {
+            out.push_str(&format!("\u{2}{}\u{3}", files.len()));
+            files.push(token.to_string());
+        } else {
+            out.push_str(token);
+        }
+        rest = &rest[end..];
+    }
+    (out, files)
+}
+
+/// `re_` followed by digits, at a word start, with `prefix` instead.
+fn replace_ids(text: &str, prefix: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("re_") {
+        let before_ok = rest[..i]
+            .chars()
+            .next_back()
+            .is_none_or(|c| !c.is_ascii_alphanumeric() && c != '_');
+        let digits = rest[i + 3..].starts_with(|c: char| c.is_ascii_digit());
+        out.push_str(&rest[..i]);
+        out.push_str(if before_ok && digits { prefix } else { "re_" });
+        rest = &rest[i + 3..];
+    }
+    out.push_str(rest);
+    out
+}
+
 fn capitalize(s: &str) -> String {
     let mut c = s.chars();
     match c.next() {
@@ -145,6 +342,39 @@ mod tests {
         assert_eq!(own.operation, "POST /v2/orders");
         assert_eq!(own.a_noun(), "an order");
         assert_eq!(c.a_noun(), "a charge");
+    }
+
+    #[test]
+    fn say_rewrites_every_refund_word_but_the_command() {
+        let c = Effect::new("charge_card", Some("charge"), None);
+        let text = "refundsim run x: stripe: POST /v1/refunds for call #1 → 200 created re_00000001; \
+                    refunds-service: refund re_00000002 refunded twice; duplicate_refund_tickets 1; \
+                    invariant at_most_one_refund_per_ticket; A refund, Refunds; --set refunds_service.pool_size=3; more_00000001";
+        let said = c.say(text);
+        assert_eq!(
+            said,
+            "refundsim run x: stripe: POST /v1/payment_intents for call #1 → 200 created pi_00000001; \
+             charges-service: charge pi_00000002 charged twice; duplicate_effect_tickets 1; \
+             invariant at_most_one_effect_per_ticket; A charge, Charges; --set service.pool_size=3; more_00000001"
+        );
+        assert!(!said.replace("refundsim", "").contains("efund"));
+        assert_eq!(Effect::refund().say(text), text);
+        let o = Effect::new("place_order", Some("order"), None);
+        assert_eq!(o.say("a refund was refunded"), "an order was placed");
+        assert_eq!(
+            o.say("refundsim run my_refunds.json --seed 1: a refund"),
+            "refundsim run my_refunds.json --seed 1: an order"
+        );
+        assert_eq!(
+            c.say("00:00:00.300  ticket opened (recorded): approved refund $25.00 of a $1000.00 charge\nnext"),
+            "00:00:00.300  ticket opened (recorded): approved charge $25.00\nnext"
+        );
+        assert_eq!(
+            canonical_metric("duplicate_effect_tickets"),
+            "duplicate_refund_tickets"
+        );
+        assert_eq!(canonical_metric("tickets"), "tickets");
+        assert_eq!(neutral_name("no_lost_refund"), Some("no_lost_effect"));
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Scenario files: the format (serde), defaults, validation, and policy merge patches.
 
+pub mod aliases;
 mod bound_rules;
 pub mod budget;
 mod config;
@@ -32,12 +33,12 @@ pub use crate::text::short_numbers;
 pub(crate) use crate::text::{dollars, group_thousands};
 pub use budget::{OverBudget, RunBudget, RunWatch};
 pub use config::*;
-pub use effect::Effect;
 pub use deliveries::{
     AckAt, ConsumerDedup, DedupRecord, Deliveries, DuplicateFrom, QueueDelivery, Rebalance,
     RecordAt, KAFKA_DEFAULT_MAX_POLL_INTERVAL, SQS_DEFAULT_MESSAGE_RETENTION,
     SQS_DEFAULT_VISIBILITY_TIMEOUT, SQS_MAX_VISIBILITY_TIMEOUT,
 };
+pub use effect::Effect;
 pub(crate) use error::{echo, shorten_backquoted, shorten_quoted};
 pub use error::{Location, ScenarioError, ValidationError};
 pub use gate_config::{

@@ -21,7 +21,10 @@ fn looks_numeric(raw: &str) -> bool {
 
 /// Applies one `PATH=VALUE` override to a scenario's JSON.
 pub(super) fn apply_set(doc: &mut Value, arg: &str) -> Result<(), ScenarioError> {
-    let (path, segs, raw) = split_set(arg)?;
+    let (path, _, raw) = split_set(arg)?;
+    // An alias (`service.pool_size`) sets the field it names (`refunds_service.pool_size`).
+    let canonical = super::aliases::canonical_set_path(path);
+    let segs: Vec<&str> = canonical.split('.').collect();
     let value = set_value(arg, path, raw)?;
     let Some((last, parents)) = segs.split_last() else {
         return Err(set_error(arg, "empty PATH"));

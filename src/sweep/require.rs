@@ -38,7 +38,14 @@ impl Require {
                     .into(),
             ));
         };
+        // An effect-neutral alias (`duplicate_effect_tickets`) names the same metric; so does
+        // one with a statistic (`duplicate_effect_tickets.mean`).
         let name = name.trim();
+        let aliased = match name.split_once('.') {
+            Some((m, stat)) => format!("{}.{stat}", crate::scenario::effect::canonical_metric(m)),
+            None => crate::scenario::effect::canonical_metric(name).to_string(),
+        };
+        let name = aliased.as_str();
         let max: f64 = v
             .trim()
             .parse()

@@ -83,6 +83,8 @@ pub struct HtmlReport {
     pub series: Series,
     /// The tickets whose stories the page shows, ascending.
     pub stories: Vec<u64>,
+    /// The effect of the scenario's tool, whose words the page uses.
+    pub effect: crate::scenario::Effect,
 }
 
 /// Makes the report of `opts`' run. Errors (exit 2) name the file or flag at fault: the
@@ -218,7 +220,16 @@ fn html_report_by(
         .filter(|(t, _)| listed.binary_search(t).is_ok())
         .map(|(t, events)| (t, story(&History { events }, t, origin)))
         .collect();
-    let json = report_value(&sc, &out, None)?;
+    let effect = sc.effect();
+    let mut json = report_value(&sc, &out, None)?;
+    if !effect.is_refund() {
+        // The page speaks of the tool's effect: its metric table lists the neutral names only.
+        if let Some(obj) = json.as_object_mut() {
+            for (refund, _) in crate::scenario::effect::METRIC_ALIASES {
+                obj.remove(refund);
+            }
+        }
+    }
     let text = summary_text(&sc, &out, origin);
     let cx = ChartContext {
         origin,
@@ -243,10 +254,13 @@ fn html_report_by(
         compiled: &compiled,
     }
     .render();
+    // Every word of the page in the effect's (a refund's page is unchanged).
+    let html = effect.say(&html);
     Ok(HtmlReport {
         html,
         report: out.report,
         series,
         stories: stories.iter().map(|(t, _)| *t).collect(),
+        effect,
     })
 }

@@ -57,6 +57,8 @@ pub(crate) struct PerfettoStream<W: Write> {
     last_ns: u64,
     /// Trace events written so far (metadata included).
     pub events: u64,
+    /// The scenario's effect when it is not a refund: slice names and arguments speak of it.
+    effect: Option<crate::scenario::Effect>,
 }
 
 impl<W: Write> PerfettoStream<W> {
@@ -76,6 +78,7 @@ impl<W: Write> PerfettoStream<W> {
             alerts_tid: None,
             last_ns: 0,
             events: 0,
+            effect: None,
         };
         let head = format!(
             "{{\"otherData\":{{\"scenario\":{},\"seed\":\"{seed}\",\"clock\":\"virtual time since \
@@ -197,8 +200,19 @@ impl<W: Write> PerfettoStream<W> {
         lines.push(line);
     }
 
+    /// Slices and arguments in `effect`'s words from now on
+    /// ([`Effect::say`](crate::scenario::Effect::say)); a refund changes nothing.
+    pub(crate) fn with_effect(mut self, effect: crate::scenario::Effect) -> Self {
+        self.effect = Some(effect).filter(|e| !e.is_refund());
+        self
+    }
+
     fn write_lines(&mut self, lines: Vec<String>) {
         for l in lines {
+            let l = match &self.effect {
+                Some(e) => e.say(&l),
+                None => l,
+            };
             let sep: &[u8] = if self.events == 0 { b"" } else { b",\n" };
             self.raw(sep);
             self.raw(l.as_bytes());

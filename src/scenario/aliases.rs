@@ -1,0 +1,147 @@
+//! Other names of scenario fields, so a file can speak of its own tool and provider while
+//! every file written before keeps working (issue 30): the service section as `service`
+//! (`refunds_service`), the provider's settings under `provider` (`stripe.*` and
+//! `refunds_service.business_id`). The loader moves each alias to the field it names before
+//! deserializing — in the file, in each policy and in the result of `--set` — so one field has
+//! one value; a document that sets a field under both names is refused.
+
+use serde_json::{Map, Value};
+
+/// `(alias, field)`: a path a file may use and the field it sets, applied in this order (so
+/// `service.business_id` is first `refunds_service.business_id`).
+pub const PATH_ALIASES: [(&[&str], &[&str]); 3] = [
+    (&["service"], &["refunds_service"]),
+    (
+        &["provider", "idempotency_key_retention"],
+        &["stripe", "idempotency_key_retention"],
+    ),
+    (
+        &["provider", "business_id"],
+        &["refunds_service", "business_id"],
+    ),
+];
+
+/// The name a `stack` entry may use for the `refunds_service` layer.
+pub const SERVICE_LAYER_ALIAS: &str = "service";
+
+/// Moves every alias in `doc` (a scenario or a policy) to the field it names, and `service` in
+/// `stack` to `refunds_service`.
+///
+/// # Errors
+/// The alias's path segments and a message, when `doc` also sets the field under its own name.
+pub(crate) fn canonicalize(doc: &mut Value) -> Result<(), (Vec<String>, String)> {
+    for (alias, field) in PATH_ALIASES {
+        let Some(value) = take(doc, alias) else {
+            continue;
+        };
+        if get(doc, field).is_some() {
+            return Err((
+                alias.iter().map(|s| s.to_string()).collect(),
+                format!(
+                    "`{}` is another name of `{}`, which is set too; expected one of the two",
+                    alias.join("."),
+                    field.join(".")
+                ),
+            ));
+        }
+        put(doc, field, value);
+    }
+    if let Some(stack) = doc.get_mut("stack").and_then(Value::as_array_mut) {
+        for entry in stack {
+            if entry.as_str() == Some(SERVICE_LAYER_ALIAS) {
+                *entry = Value::from("refunds_service");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A `--set` path with its leading alias replaced (`service.pool_size` →
+/// `refunds_service.pool_size`, `provider.business_id` → `refunds_service.business_id`).
+pub(crate) fn canonical_set_path(path: &str) -> String {
+    let mut segs: Vec<String> = path.split('.').map(str::to_string).collect();
+    for (alias, field) in PATH_ALIASES {
+        let matches = segs.len() >= alias.len() && segs.iter().zip(alias).all(|(s, a)| s == a);
+        if matches {
+            let rest = segs.split_off(alias.len());
+            segs = field.iter().map(|s| s.to_string()).chain(rest).collect();
+        }
+    }
+    segs.join(".")
+}
+
+fn get<'a>(doc: &'a Value, path: &[&str]) -> Option<&'a Value> {
+    path.iter().try_fold(doc, |v, seg| v.get(*seg))
+}
+
+fn take(doc: &mut Value, path: &[&str]) -> Option<Value> {
+    let (last, parents) = path.split_last()?;
+    let mut v = doc;
+    for seg in parents {
+        v = v.get_mut(*seg)?;
+    }
+    v.as_object_mut()?.remove(*last)
+}
+
+fn put(doc: &mut Value, path: &[&str], value: Value) {
+    let Some((last, parents)) = path.split_last() else {
+        return;
+    };
+    let mut v = doc;
+    for seg in parents {
+        let Some(obj) = v.as_object_mut() else {
+            return;
+        };
+        v = obj
+            .entry(seg.to_string())
+            .or_insert_with(|| Value::Object(Map::new()));
+    }
+    if let Some(obj) = v.as_object_mut() {
+        obj.insert(last.to_string(), value);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn aliases_move_to_their_fields() {
+        let mut doc = json!({
+            "service": {"pool_size": 3},
+            "provider": {"idempotency_key_retention": "1h", "business_id": "ticket", "kind": "stripe"},
+            "stack": ["model_retry", "executor", "service", "sdk"]
+        });
+        canonicalize(&mut doc).unwrap();
+        assert_eq!(
+            doc,
+            json!({
+                "refunds_service": {"pool_size": 3, "business_id": "ticket"},
+                "stripe": {"idempotency_key_retention": "1h"},
+                "provider": {"kind": "stripe"},
+                "stack": ["model_retry", "executor", "refunds_service", "sdk"]
+            })
+        );
+        let mut both = json!({"service": {}, "refunds_service": {}});
+        let (path, message) = canonicalize(&mut both).unwrap_err();
+        assert_eq!(path, ["service"]);
+        assert!(
+            message.contains("another name of `refunds_service`"),
+            "{message}"
+        );
+        assert_eq!(
+            canonical_set_path("service.pool_size"),
+            "refunds_service.pool_size"
+        );
+        assert_eq!(
+            canonical_set_path("provider.idempotency_key_retention"),
+            "stripe.idempotency_key_retention"
+        );
+        assert_eq!(
+            canonical_set_path("service.business_id"),
+            "refunds_service.business_id"
+        );
+        assert_eq!(canonical_set_path("servicex.a"), "servicex.a");
+    }
+}
