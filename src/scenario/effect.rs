@@ -46,10 +46,10 @@ impl Effect {
         let plural = plural(&noun);
         let operation = match operation {
             Some(op) => op.to_string(),
-            None => KNOWN_EFFECTS
-                .iter()
-                .find(|(n, _)| *n == noun)
-                .map_or_else(|| format!("POST /{}", plural.replace(' ', "_")), |(_, op)| op.to_string()),
+            None => KNOWN_EFFECTS.iter().find(|(n, _)| *n == noun).map_or_else(
+                || format!("POST /{}", plural.replace(' ', "_")),
+                |(_, op)| op.to_string(),
+            ),
         };
         Effect {
             tool: tool.to_string(),

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::budget::RunBudget;
+use super::comments::{allow_comments, strip_comments};
 use super::config::Scenario;
 use super::error::{Location, ScenarioError, POLICY_EXPECTED, SCENARIO_EXPECTED};
 use super::gate_expect::{changes_world, policies_expect, ExpectSource};
@@ -145,7 +146,9 @@ fn deserialize_patched(
     origin: &str,
     applied: &[String],
 ) -> Result<Scenario, ScenarioError> {
-    if let Err((segs, message)) = check_shape(doc) {
+    let mut doc = doc.clone();
+    let doc = &mut doc;
+    if let Err((segs, message)) = strip_comments(doc).and_then(|()| check_shape(doc)) {
         return Err(ScenarioError::Invalid {
             at: Location::new(origin, None),
             path: segs.join("."),
@@ -153,7 +156,7 @@ fn deserialize_patched(
             applied: applied.to_vec(),
         });
     }
-    serde_path_to_error::deserialize(doc).map_err(|e| {
+    serde_path_to_error::deserialize(&*doc).map_err(|e| {
         let (path, message) = data_error(segments(e.path()), e.inner());
         ScenarioError::Invalid {
             at: Location::new(origin, None),
@@ -178,7 +181,9 @@ pub fn load_str(text: &str, origin: &str) -> Result<Scenario, ScenarioError> {
 /// `docs/scenario.schema.json` is checked against it by a unit test (`REFUNDSIM_BLESS=1 cargo
 /// test -p refundsim-unit-tests schema` rewrites it).
 pub fn schema_json() -> String {
-    let schema = schemars::schema_for!(Scenario);
+    let mut schema = serde_json::to_value(schemars::schema_for!(Scenario)).expect("a JSON Schema");
+    // `$comment` is accepted in every object (`src/scenario/comments.rs`); the schema says so.
+    allow_comments(&mut schema);
     let mut s = serde_json::to_string_pretty(&schema).expect("a JSON Schema serializes");
     s.push('\n');
     s
@@ -241,9 +246,10 @@ fn parse(text: &str, origin: &str) -> Result<(Scenario, Value), ScenarioError> {
             expected: SCENARIO_EXPECTED,
         });
     }
-    let value = parse_value(text, origin, "")?;
+    let mut value = parse_value(text, origin, "")?;
     super::dupkeys::check(text).map_err(|e| syntax(origin, text, &e, ""))?;
-    if let Err((segs, message)) = check_shape(&value) {
+    // `$comment` below the top level is for the reader: gone before the shape walk and serde.
+    if let Err((segs, message)) = strip_comments(&mut value).and_then(|()| check_shape(&value)) {
         let line_col = locate(text, &segs).map(|off| offset_to_line_col(text, off));
         return Err(ScenarioError::Invalid {
             at: Location::new(origin, line_col),

@@ -2,6 +2,7 @@
 
 mod bound_rules;
 pub mod budget;
+mod comments;
 mod config;
 mod deliveries;
 mod dupkeys;
@@ -32,12 +33,12 @@ pub use crate::text::short_numbers;
 pub(crate) use crate::text::{dollars, group_thousands};
 pub use budget::{OverBudget, RunBudget, RunWatch};
 pub use config::*;
-pub use effect::Effect;
 pub use deliveries::{
     AckAt, ConsumerDedup, DedupRecord, Deliveries, DuplicateFrom, QueueDelivery, Rebalance,
     RecordAt, KAFKA_DEFAULT_MAX_POLL_INTERVAL, SQS_DEFAULT_MESSAGE_RETENTION,
     SQS_DEFAULT_VISIBILITY_TIMEOUT, SQS_MAX_VISIBILITY_TIMEOUT,
 };
+pub use effect::Effect;
 pub(crate) use error::{echo, shorten_backquoted, shorten_quoted};
 pub use error::{Location, ScenarioError, ValidationError};
 pub use gate_config::{
@@ -55,6 +56,7 @@ pub use limits::{MAX_CENTS, MAX_DURATION, MAX_FIRST_TICKET_ID, MAX_HORIZON, METR
 pub use load::{
     load, load_str, load_text, load_with_expect_source, load_within, not_utf8_at, schema_json,
 };
+pub(crate) use locate::{locate, offset_to_line_col};
 pub use provider::{Provider, ProviderKind, Settle};
 pub use replay::{
     OutsideRefund, PoolCalibration, RecordedCall, RecordedRequest, RecordedTicket, Replay,
