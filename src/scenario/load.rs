@@ -181,9 +181,15 @@ pub fn load_str(text: &str, origin: &str) -> Result<Scenario, ScenarioError> {
 /// `docs/scenario.schema.json` is checked against it by a unit test (`REFUNDSIM_BLESS=1 cargo
 /// test -p refundsim-unit-tests schema` rewrites it).
 pub fn schema_json() -> String {
-    let mut schema = serde_json::to_value(schemars::schema_for!(Scenario)).expect("a JSON Schema");
+    let mut schema = schemars::schema_for!(Scenario);
     // `$comment` is accepted in every object (`src/scenario/comments.rs`); the schema says so.
-    allow_comments(&mut schema);
+    if let Some(map) = schema.as_object_mut() {
+        let mut root = Value::Object(std::mem::take(map));
+        allow_comments(&mut root);
+        if let Value::Object(root) = root {
+            *map = root;
+        }
+    }
     let mut s = serde_json::to_string_pretty(&schema).expect("a JSON Schema serializes");
     s.push('\n');
     s
