@@ -47,6 +47,7 @@ pub mod input;
 pub mod invariants;
 pub mod lint;
 pub mod model;
+pub mod new;
 pub mod output;
 pub mod progress;
 pub mod replay;

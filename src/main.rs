@@ -62,6 +62,9 @@ enum Command {
     /// Static checks of scenarios, policies and tool definitions (exit 1 on an error finding).
     #[command(allow_negative_numbers = true)]
     Lint(cli::lint::LintArgs),
+    /// Write a starting scenario from a tool definition (MCP, Anthropic or OpenAI shape), every
+    /// section spelled out with a `$comment`, ready for `lint` and `check`.
+    New(cli::new::NewArgs),
     /// Search interleavings of a scenario for a safety violation and shrink it to a minimal
     /// scenario file (exit 1 when one is found).
     #[command(allow_negative_numbers = true)]
@@ -165,6 +168,7 @@ fn run() -> anyhow::Result<ExitCode> {
         Command::Check(args) => cli::check::run(args, budget),
         Command::Diff(args) => cli::diff::run(args, budget),
         Command::Lint(args) => cli::lint::run(args),
+        Command::New(args) => cli::new::run(args),
         Command::Explore(args) => cli::explore::run(args, budget),
         Command::Sweep(args) => cli::sweep::run(args, budget),
         Command::Merge(args) => cli::sweep::merge(args),

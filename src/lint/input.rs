@@ -56,13 +56,8 @@ pub(crate) fn read_input(path: &Path) -> Result<LintInput, LintError> {
     match &v {
         Value::Array(items) => tool_list(&file, "", items),
         Value::Object(o) => {
-            if let Some(tools) = o.get("result").and_then(|r| r.get("tools")) {
-                return tool_array(&file, "result.tools", tools);
-            }
-            if o.contains_key("tools")
-                && o.keys().all(|k| matches!(k.as_str(), "tools" | "nextCursor" | "_meta"))
-            {
-                return tool_array(&file, "tools", &o["tools"]);
+            if let Some((at, tools)) = tool_list_in(o) {
+                return tool_array(&file, at, tools);
             }
             if o.contains_key("horizon") || o.contains_key("arrivals") {
                 // Lint simulates nothing: no run budget applies.
@@ -79,6 +74,22 @@ pub(crate) fn read_input(path: &Path) -> Result<LintInput, LintError> {
             "expected a scenario, a policy, a tools/list result or tool definitions (a JSON object or array)",
         )),
     }
+}
+
+/// Where an object holds a list of tools, and that list: `result.tools` of a JSON-RPC
+/// `tools/list` response, or `tools` of an object whose keys are only `tools`, `nextCursor`,
+/// `_meta` (an MCP `tools/list` result). Shared by `lint` and `new`.
+pub(crate) fn tool_list_in(o: &serde_json::Map<String, Value>) -> Option<(&'static str, &Value)> {
+    if let Some(tools) = o.get("result").and_then(|r| r.get("tools")) {
+        return Some(("result.tools", tools));
+    }
+    if o.contains_key("tools")
+        && o.keys()
+            .all(|k| matches!(k.as_str(), "tools" | "nextCursor" | "_meta"))
+    {
+        return Some(("tools", &o["tools"]));
+    }
+    None
 }
 
 /// `path` (shown as `file`) read as JSON: UTF-8 text, a leading byte-order mark skipped.

@@ -53,9 +53,9 @@ use crate::analysis::queueing::pool_oracle;
 pub use error::LintError;
 pub use finding::{lint_text, Finding, LintReport, LintedFile, LintedQueue, Severity};
 pub use input::DEFAULTS_BASE;
-pub(crate) use input::{read_input, LintInput};
+pub(crate) use input::{read_input, tool_list_in, LintInput};
 pub use rules::scenario_rules;
-pub(crate) use tools::tool_rules;
+pub(crate) use tools::{tool_facts, tool_rules};
 
 /// Every rule id, in the order `docs/ci.md` lists them: every finding's `id` is one of these.
 /// A test lints the shipped scenarios and fixtures, requires each rule here to fire on one of

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::budget::RunBudget;
+use super::comments::{allow_comments, strip_comments};
 use super::config::Scenario;
 use super::error::{Location, ScenarioError, POLICY_EXPECTED, SCENARIO_EXPECTED};
 use super::gate_expect::{changes_world, policies_expect, ExpectSource};
@@ -145,26 +146,14 @@ fn deserialize_patched(
     origin: &str,
     applied: &[String],
 ) -> Result<Scenario, ScenarioError> {
-    // A `--set` of a whole section may bring an alias inside it (`--set provider={…}`).
-    let mut owned;
-    let doc = if super::aliases::PATH_ALIASES
-        .iter()
-        .any(|(alias, _)| alias.iter().try_fold(doc, |v, s| v.get(*s)).is_some())
+    // A `--set` of a whole section may bring an alias inside it (`--set provider={…}`), and a
+    // policy or `--set` a `$comment`.
+    let mut doc = doc.clone();
+    let doc = &mut doc;
+    if let Err((segs, message)) = super::aliases::canonicalize(doc)
+        .and_then(|()| strip_comments(doc))
+        .and_then(|()| check_shape(doc))
     {
-        owned = doc.clone();
-        if let Err((segs, message)) = super::aliases::canonicalize(&mut owned) {
-            return Err(ScenarioError::Invalid {
-                at: Location::new(origin, None),
-                path: segs.join("."),
-                message,
-                applied: applied.to_vec(),
-            });
-        }
-        &owned
-    } else {
-        doc
-    };
-    if let Err((segs, message)) = check_shape(doc) {
         return Err(ScenarioError::Invalid {
             at: Location::new(origin, None),
             path: segs.join("."),
@@ -172,7 +161,7 @@ fn deserialize_patched(
             applied: applied.to_vec(),
         });
     }
-    serde_path_to_error::deserialize(doc).map_err(|e| {
+    serde_path_to_error::deserialize(&*doc).map_err(|e| {
         let (path, message) = data_error(segments(e.path()), e.inner());
         ScenarioError::Invalid {
             at: Location::new(origin, None),
@@ -197,7 +186,15 @@ pub fn load_str(text: &str, origin: &str) -> Result<Scenario, ScenarioError> {
 /// `docs/scenario.schema.json` is checked against it by a unit test (`REFUNDSIM_BLESS=1 cargo
 /// test -p refundsim-unit-tests schema` rewrites it).
 pub fn schema_json() -> String {
-    let schema = schemars::schema_for!(Scenario);
+    let mut schema = schemars::schema_for!(Scenario);
+    // `$comment` is accepted in every object (`src/scenario/comments.rs`); the schema says so.
+    if let Some(map) = schema.as_object_mut() {
+        let mut root = Value::Object(std::mem::take(map));
+        allow_comments(&mut root);
+        if let Value::Object(root) = root {
+            *map = root;
+        }
+    }
     let mut s = serde_json::to_string_pretty(&schema).expect("a JSON Schema serializes");
     s.push('\n');
     s
@@ -271,7 +268,8 @@ fn parse(text: &str, origin: &str) -> Result<(Scenario, Value), ScenarioError> {
             applied: Vec::new(),
         });
     }
-    if let Err((segs, message)) = check_shape(&value) {
+    // `$comment` below the top level is for the reader: gone before the shape walk and serde.
+    if let Err((segs, message)) = strip_comments(&mut value).and_then(|()| check_shape(&value)) {
         let line_col = locate(text, &segs).map(|off| offset_to_line_col(text, off));
         return Err(ScenarioError::Invalid {
             at: Location::new(origin, line_col),

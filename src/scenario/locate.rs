@@ -7,7 +7,7 @@ pub(super) fn json_pointer(segs: &[String]) -> String {
         .collect()
 }
 
-pub(super) fn offset_to_line_col(text: &str, offset: usize) -> (usize, usize) {
+pub(crate) fn offset_to_line_col(text: &str, offset: usize) -> (usize, usize) {
     let before = &text.as_bytes()[..offset.min(text.len())];
     let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
     let line_start = before
@@ -19,7 +19,7 @@ pub(super) fn offset_to_line_col(text: &str, offset: usize) -> (usize, usize) {
 
 /// Byte offset of the value at `path` in the JSON `text` (numeric segments index arrays), if the
 /// text spells it out.
-pub(super) fn locate(text: &str, path: &[String]) -> Option<usize> {
+pub(crate) fn locate(text: &str, path: &[String]) -> Option<usize> {
     let b = text.as_bytes();
     let mut i = skip_ws(b, 0);
     for seg in path {

@@ -3,6 +3,7 @@
 pub mod aliases;
 mod bound_rules;
 pub mod budget;
+mod comments;
 mod config;
 mod deliveries;
 mod dupkeys;
@@ -56,6 +57,7 @@ pub use limits::{MAX_CENTS, MAX_DURATION, MAX_FIRST_TICKET_ID, MAX_HORIZON, METR
 pub use load::{
     load, load_str, load_text, load_with_expect_source, load_within, not_utf8_at, schema_json,
 };
+pub(crate) use locate::{locate, offset_to_line_col};
 pub use provider::{Provider, ProviderKind, Settle};
 pub use replay::{
     OutsideRefund, PoolCalibration, RecordedCall, RecordedRequest, RecordedTicket, Replay,

@@ -30,6 +30,7 @@ mod invariants;
 mod latency_script;
 mod lint_fixes;
 mod mcp_client;
+mod new;
 mod otlp_export;
 mod perfetto;
 mod pinned_outcomes;
