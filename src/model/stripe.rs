@@ -21,7 +21,7 @@ use smallvec::SmallVec;
 
 use super::providers::{rules, Keep};
 use crate::id_map::{IdSet, StrMap};
-use crate::scenario::{Provider, ProviderKind};
+use crate::scenario::{EffectLimit, Provider, ProviderKind};
 use crate::sim::SimTime;
 
 pub(crate) use super::providers::{Origin, RefundParams, StripeRequest};
@@ -286,6 +286,10 @@ pub(crate) struct FakeStripe {
     duplicate_rejected_status: Option<u16>,
     /// `provider.balance_insufficient_until`: refunds executing before this instant fail.
     balance_insufficient_until: Option<SimTime>,
+    /// `provider.effect_limit` as resolved for the scenario's effect.
+    effect_limit: EffectLimit,
+    /// `effect_limit: balance`: the balance left, cents.
+    balance_left_cents: u64,
 }
 
 impl FakeStripe {
@@ -311,6 +315,8 @@ impl FakeStripe {
             lock_concurrent: false,
             duplicate_rejected_status: None,
             balance_insufficient_until: None,
+            effect_limit: EffectLimit::Charge,
+            balance_left_cents: 0,
         }
     }
 
@@ -336,6 +342,19 @@ impl FakeStripe {
         self.lock_concurrent = p.lock_concurrent_requests;
         self.duplicate_rejected_status = p.duplicate_rejected_status;
         self.balance_insufficient_until = p.balance_insufficient_until.map(SimTime::from_duration);
+        self.effect_limit = p.effect_limit.unwrap_or(EffectLimit::Charge);
+        self.balance_left_cents = p.balance_cents.unwrap_or(0);
+        self
+    }
+
+    /// The limit on a second effect on one object, as `provider.effect_limit` resolves for the
+    /// scenario's `effect`: its own value, else `charge` for a refund and `none` for any other.
+    pub(crate) fn with_effect(mut self, p: &Provider, effect: &crate::scenario::Effect) -> Self {
+        self.effect_limit = p.effect_limit.unwrap_or(if effect.is_refund() {
+            EffectLimit::Charge
+        } else {
+            EffectLimit::None
+        });
         self
     }
 
@@ -540,7 +559,10 @@ impl FakeStripe {
     /// Finishes an execution at `now` with the refund created in `status` (if the refund rules allow).
     ///
     /// Refund rules, against the money already moving on the charge (refunds whose status
-    /// [moves money](RefundStatus::moves_money); `failed`/`canceled` ones do not count):
+    /// [moves money](RefundStatus::moves_money); `failed`/`canceled` ones do not count), under
+    /// `provider.effect_limit: charge` (a refund's default; with `none` the two charge rules
+    /// below do not apply, and with `balance` an effect larger than the balance left is a 400
+    /// `balance_insufficient`, and one made takes its amount from the balance for good):
     /// - nothing left (fully refunded) → 400 `invalid_request_error`, code
     ///   `charge_already_refunded`;
     /// - `amount` more than what is left → 400 `invalid_request_error`, `param: amount`;
@@ -810,9 +832,27 @@ impl FakeStripe {
     /// The refund rules of the endpoint; creates the refund when they allow it.
     fn execute(&mut self, now: SimTime, req: &StripeRequest, status: RefundStatus) -> Response {
         let p = &req.params;
-        let Some(remaining) = self.remaining_cents(&p.charge) else {
+        let Some(on_charge) = self.remaining_cents(&p.charge) else {
             return Self::no_such_charge(&p.charge);
         };
+        // What a second effect on the object may still take (`provider.effect_limit`).
+        let remaining = match self.effect_limit {
+            EffectLimit::Charge => on_charge,
+            EffectLimit::None | EffectLimit::Balance => u64::MAX,
+        };
+        if self.effect_limit == EffectLimit::Balance && p.amount_cents > self.balance_left_cents {
+            return Response::error(
+                400,
+                ErrorType::InvalidRequestError,
+                Some("balance_insufficient"),
+                None,
+                format!(
+                    "You have insufficient funds in your Stripe account for this transfer. \
+                     Your available balance is {}.",
+                    cents(self.balance_left_cents)
+                ),
+            );
+        }
         if remaining == 0 {
             return Response::error(
                 400,
@@ -848,6 +888,9 @@ impl FakeStripe {
                  sufficient balance available."
                     .to_owned(),
             );
+        }
+        if self.effect_limit == EffectLimit::Balance {
+            self.balance_left_cents -= p.amount_cents;
         }
         self.refunds_created += 1;
         let refund = Refund {
@@ -1179,6 +1222,42 @@ mod tests {
             Body::Error { message, .. } => assert!(message.contains("'order-7'"), "{message}"),
             Body::Refund(_) => panic!("a refund"),
         }
+    }
+
+    /// `provider.effect_limit`: `charge` caps the effects on a charge at its amount (a refund's
+    /// default); `none` lets a second effect through (a charge's default); `balance` takes each
+    /// from one balance and refuses one it cannot cover with 400 `balance_insufficient`.
+    #[test]
+    fn effect_limits_cap_by_charge_by_balance_or_not_at_all() {
+        let charge = crate::scenario::Effect::new("charge_card", Some("charge"), None);
+        let refund = crate::scenario::Effect::refund();
+        let p = Provider::default();
+        let mut capped = FakeStripe::new(DAY, 100).with_effect(&p, &refund);
+        capped.add_charge("ch_1", 500);
+        assert_eq!(call(&mut capped, ms(0), req(None, 500, 1)).status, 200);
+        let second = call(&mut capped, ms(10), req(None, 500, 2));
+        assert_eq!(second.error_code(), Some("charge_already_refunded"));
+        let mut open = FakeStripe::new(DAY, 100).with_effect(&p, &charge);
+        open.add_charge("ch_1", 500);
+        assert_eq!(call(&mut open, ms(0), req(None, 500, 1)).status, 200);
+        assert_eq!(call(&mut open, ms(10), req(None, 500, 2)).status, 200);
+        assert_eq!(open.refunds().len(), 2);
+        let b = Provider {
+            effect_limit: Some(EffectLimit::Balance),
+            balance_cents: Some(900),
+            ..Provider::default()
+        };
+        let mut balance = FakeStripe::new(DAY, 100)
+            .with_provider(&b)
+            .with_effect(&b, &charge);
+        balance.add_charge("ch_1", 500);
+        assert_eq!(call(&mut balance, ms(0), req(None, 500, 1)).status, 200);
+        let short = call(&mut balance, ms(10), req(None, 500, 2));
+        assert_eq!(
+            (short.status, short.error_code()),
+            (400, Some("balance_insufficient"))
+        );
+        assert_eq!(balance.refunds().len(), 1);
     }
 
     /// `provider.balance_insufficient_until`: a refund executing before that instant fails

@@ -252,7 +252,8 @@ impl World {
             SimTime::from_duration(cfg.stripe.idempotency_key_retention),
             cfg.stripe.rate_limit_per_s,
         )
-        .with_provider(&cfg.provider);
+        .with_provider(&cfg.provider)
+        .with_effect(&cfg.provider, &cfg.effect());
         let pool = Rc::new(Pool::new(cfg.refunds_service.pool_size));
         let pool_gauges = PoolGauges::new(
             SimTime::from_duration(cfg.pool_wait_threshold()),

@@ -58,7 +58,7 @@ pub use load::{
     load, load_str, load_text, load_with_expect_source, load_within, not_utf8_at, schema_json,
 };
 pub(crate) use locate::{locate, offset_to_line_col};
-pub use provider::{Provider, ProviderKind, Settle};
+pub use provider::{EffectLimit, Provider, ProviderKind, Settle};
 pub use replay::{
     OutsideRefund, PoolCalibration, RecordedCall, RecordedRequest, RecordedTicket, Replay,
 };

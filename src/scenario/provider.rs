@@ -78,6 +78,30 @@ pub struct Provider {
     /// all. Default: no transitions (a refund keeps the status it was created with).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settle: Option<Settle>,
+    /// The provider's rule for a second effect on the same object: `charge` (Stripe's refund
+    /// rule: the refunds of a charge may not exceed it, 400 `charge_already_refunded` once it is
+    /// spent), `none` (every effect that passes the duplicate rules is made, as a second card
+    /// charge or order is), or `balance` (effects draw on one account balance of
+    /// `balance_cents`, as Stripe payouts do: 400 `balance_insufficient` when it cannot cover
+    /// one). Default: `charge` for a tool whose `effect` is `refund`, `none` for any other.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effect_limit: Option<EffectLimit>,
+    /// `effect_limit: balance` only: the account's available balance at the start, cents.
+    /// Required with `balance`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub balance_cents: Option<u64>,
+}
+
+/// What limits a second effect on the same object (see [`Provider::effect_limit`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum EffectLimit {
+    /// The effects on a charge sum to at most its amount (Stripe's refunds).
+    Charge,
+    /// No limit beyond the duplicate rules (a second charge, order or message is made).
+    None,
+    /// One account balance for every effect (Stripe's payouts, transfers).
+    Balance,
 }
 
 /// How a `pending` refund settles (see [`Provider::settle`]).
@@ -160,6 +184,8 @@ impl Default for Provider {
             retry_after: None,
             lock_concurrent_requests: false,
             settle: None,
+            effect_limit: None,
+            balance_cents: None,
         }
     }
 }

@@ -26,6 +26,26 @@ pub(super) fn validate(p: &Provider) -> Check {
             );
         }
     }
+    match (p.effect_limit, p.balance_cents) {
+        (Some(crate::scenario::provider::EffectLimit::Balance), None) => {
+            return fail(
+                "provider.balance_cents",
+                "missing: `effect_limit: balance` needs the account's balance in cents \
+                 (e.g. 1000000 for $10,000.00)",
+            );
+        }
+        (Some(crate::scenario::provider::EffectLimit::Balance), Some(b)) => {
+            crate::scenario::rules::at_most_cents("provider.balance_cents", b)?;
+        }
+        (_, Some(_)) => {
+            return fail(
+                "provider.balance_cents",
+                "set without `effect_limit: balance`, where nothing reads it; expected \
+                 `\"effect_limit\": \"balance\"` beside it, or no balance_cents",
+            );
+        }
+        _ => {}
+    }
     if let Some(until) = p.balance_insufficient_until {
         at_most("provider.balance_insufficient_until", until, MAX_DURATION)?;
     }
