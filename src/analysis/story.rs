@@ -511,7 +511,7 @@ fn mcp_line(kind: &EventKind) -> Option<String> {
             gap_ns,
         } => format!(
             "{layer}: tools/call sent TWICE: id {request_id} {} after id {original_id}, both \
-             run on the server",
+             reach the server",
             span(*gap_ns)
         ),
         EventKind::McpRequestTimeout {

@@ -60,7 +60,16 @@ pub(crate) fn run(
         bar.finish_and_clear();
     }
     let outcome = outcome?;
-    emit(&outcome)?;
+    // In the words of the scenario's tool (loaded again: cheap, and already known to load).
+    let effect = refundsim::scenario::load_within(
+        &opts.scenario,
+        &opts.policies,
+        &opts.sets,
+        &refundsim::scenario::RunBudget::UNLIMITED,
+    )
+    .map(|s| s.effect())
+    .unwrap_or_else(|_| refundsim::scenario::Effect::refund());
+    emit(effect.say(&outcome.to_string()))?;
     if matches!(outcome, explore::CliOutcome::Aborted { .. }) {
         // Inconclusive: neither "no violation" (0) nor a violation (1).
         return Ok(ExitCode::from(2));

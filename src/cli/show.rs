@@ -25,7 +25,11 @@ pub(crate) fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
     // `show` simulates nothing: no run budget applies.
     let unlimited = scenario::RunBudget::UNLIMITED;
     let sc = scenario::load_within(&args.scenario, &args.policies, &args.sets, &unlimited)?;
-    print_json(&scenario::compiled(&sc))?;
+    let mut shown = serde_json::to_value(scenario::compiled(&sc))?;
+    if !sc.effect().is_refund() {
+        scenario::aliases::speak_neutrally(&mut shown);
+    }
+    print_json(&shown)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -517,7 +517,8 @@ pub enum EventKind {
         reason: Text,
     },
     /// An `mcp_client` layer sent a copy of a tool call with a fresh request id, `gap_ns`
-    /// after the original (`duplicate_send_probability`): both run on the server.
+    /// after the original (`duplicate_send_probability`): both reach the server, which may
+    /// refuse the second.
     McpDuplicateSent {
         /// The layer's name in `stack`.
         layer: String,

@@ -169,14 +169,12 @@ pub(super) fn scenario_text(
                 obj(vec![
                     (
                         "$comment",
-                        s(
-                            "The service behind the tool (`service`, also spelled \
+                        s("The service behind the tool (`service`, also spelled \
                          `refunds_service`): a ledger row per ticket, a pool of connections to the \
                          provider, and the idempotency key it sends. per_ticket writes one key \
                          per ticket, so a repeated call is recognised by the provider; the \
                          incident sent none. stripe_client is the provider's SDK: its network \
-                         retries reuse the call's key.",
-                        ),
+                         retries reuse the call's key."),
                     ),
                     ("pool_size", n(8)),
                     ("idempotency_key", s("per_ticket")),

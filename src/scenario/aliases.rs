@@ -70,6 +70,33 @@ pub(crate) fn canonical_set_path(path: &str) -> String {
     segs.join(".")
 }
 
+/// A scenario document (as `refundsim show` prints it) in the effect-neutral spelling a
+/// non-refund scenario is written in: `service` for `refunds_service` (the section and its
+/// `stack` entry) and `expect` bounds by their neutral metric names
+/// ([`METRIC_ALIASES`](super::effect::METRIC_ALIASES)). Loading it gives the same scenario.
+pub fn speak_neutrally(doc: &mut Value) {
+    let Some(obj) = doc.as_object_mut() else {
+        return;
+    };
+    if let Some(service) = obj.remove("refunds_service") {
+        obj.insert(SERVICE_LAYER_ALIAS.to_string(), service);
+    }
+    if let Some(stack) = obj.get_mut("stack").and_then(Value::as_array_mut) {
+        for entry in stack {
+            if entry.as_str() == Some("refunds_service") {
+                *entry = Value::from(SERVICE_LAYER_ALIAS);
+            }
+        }
+    }
+    if let Some(expect) = obj.get_mut("expect").and_then(Value::as_object_mut) {
+        for (refund, neutral) in super::effect::METRIC_ALIASES {
+            if let Some(b) = expect.remove(refund) {
+                expect.insert(neutral.to_string(), b);
+            }
+        }
+    }
+}
+
 fn get<'a>(doc: &'a Value, path: &[&str]) -> Option<&'a Value> {
     path.iter().try_fold(doc, |v, seg| v.get(*seg))
 }

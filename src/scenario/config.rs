@@ -192,13 +192,19 @@ pub(crate) fn default_tools() -> Vec<ToolDefinition> {
     vec![t]
 }
 
-/// `expect`'s schema: a map of bounds whose keys are the names in [`super::limits::METRICS`], so an
-/// editor checks and completes them.
+/// `expect`'s schema: a map of bounds whose keys are the names in [`super::limits::METRICS`] and
+/// their effect-neutral aliases ([`super::effect::METRIC_ALIASES`]), so an editor checks and
+/// completes them.
 fn expect_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
     let mut schema = <BTreeMap<String, Bound>>::json_schema(generator);
+    let names: Vec<&str> = super::limits::METRICS
+        .iter()
+        .copied()
+        .chain(super::effect::METRIC_ALIASES.iter().map(|(_, n)| *n))
+        .collect();
     schema.insert(
         "propertyNames".to_string(),
-        serde_json::json!({ "enum": super::limits::METRICS }),
+        serde_json::json!({ "enum": names }),
     );
     schema
 }

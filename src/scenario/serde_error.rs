@@ -213,6 +213,11 @@ fn augment(mut message: String) -> String {
     for (rust, words) in [
         ("expected u64", "expected a non-negative integer"),
         ("expected u32", "expected a non-negative integer below 2^32"),
+        (
+            "expected u16",
+            "expected a non-negative integer below 65536",
+        ),
+        ("expected u8", "expected a non-negative integer below 256"),
         ("expected i64", "expected an integer"),
         ("expected f64", "expected a number"),
         ("expected a boolean", "expected true or false"),

@@ -211,7 +211,9 @@ fn the_story_tells_the_reissue_and_the_duplicate() {
 
     let text = story(&["run", DUPLICATE, "--ticket", "1"]);
     assert!(
-        text.contains("00:00:00.029  mcp: tools/call sent TWICE: id 2 5 ms after id 1, both run on the server"),
+        text.contains(
+            "00:00:00.029  mcp: tools/call sent TWICE: id 2 5 ms after id 1, both reach the server"
+        ),
         "{text}"
     );
     let fixed = story(&[
