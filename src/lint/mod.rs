@@ -67,7 +67,7 @@ pub const RULES: &[&str] = &[
     "idempotency-key-missing",
     "idempotency-key-per-attempt",
     "timeout-reports-error",
-    "work-after-refund-past-timeout",
+    "work-after-effect-past-timeout",
     "timeout-below-burst-p99",
     "sdk-retries-without-stable-key",
     "key-retention-too-short",

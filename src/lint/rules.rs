@@ -246,7 +246,7 @@ fn timeout_reports_error(s: &Scenario, tool: &ToolFacts) -> Option<Finding> {
     })
 }
 
-/// `work-after-refund-past-timeout`: the tool run goes on after its refund commits
+/// `work-after-effect-past-timeout`: the tool run goes on after its refund commits
 /// (`refunds_service.work_after_refund`) past the executor's timeout, and the executor reports
 /// a timeout as a failure: every call that commits is told to the model as failed. An error
 /// when the model or the executor retries the tool, a warning otherwise.
@@ -267,7 +267,7 @@ fn work_after_refund_past_timeout(s: &Scenario, tool: &ToolFacts) -> Option<Find
     };
     Some(
         Finding::new(
-            "work-after-refund-past-timeout",
+            "work-after-effect-past-timeout",
             severity,
             "refunds_service.work_after_refund",
             format!(

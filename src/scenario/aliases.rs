@@ -1,7 +1,9 @@
 //! Other names of scenario fields, so a file can speak of its own tool and provider while
 //! every file written before keeps working (issue 30): the service section as `service`
 //! (`refunds_service`), the provider's settings under `provider` (`stripe.*` and
-//! `refunds_service.business_id`). The loader moves each alias to the field it names before
+//! `refunds_service.business_id`), and the fields named after refunds by the effect
+//! (`work_after_effect`, `stripe.faults.effect_pending`/`effect_failed`,
+//! `humans.manual_effect_via`). The loader moves each alias to the field it names before
 //! deserializing — in the file, in each policy and in the result of `--set` — so one field has
 //! one value; a document that sets a field under both names is refused.
 
@@ -9,8 +11,24 @@ use serde_json::{Map, Value};
 
 /// `(alias, field)`: a path a file may use and the field it sets, applied in this order (so
 /// `service.business_id` is first `refunds_service.business_id`).
-pub const PATH_ALIASES: [(&[&str], &[&str]); 3] = [
+pub const PATH_ALIASES: [(&[&str], &[&str]); 7] = [
     (&["service"], &["refunds_service"]),
+    (
+        &["refunds_service", "work_after_effect"],
+        &["refunds_service", "work_after_refund"],
+    ),
+    (
+        &["stripe", "faults", "effect_pending"],
+        &["stripe", "faults", "refund_pending"],
+    ),
+    (
+        &["stripe", "faults", "effect_failed"],
+        &["stripe", "faults", "refund_failed"],
+    ),
+    (
+        &["humans", "manual_effect_via"],
+        &["humans", "manual_refund_via"],
+    ),
     (
         &["provider", "idempotency_key_retention"],
         &["stripe", "idempotency_key_retention"],
@@ -170,5 +188,20 @@ mod tests {
             "refunds_service.business_id"
         );
         assert_eq!(canonical_set_path("servicex.a"), "servicex.a");
+        assert_eq!(
+            canonical_set_path("service.work_after_effect"),
+            "refunds_service.work_after_refund"
+        );
+        let mut doc = json!({"refunds_service": {"work_after_refund": "1s"}, "service": {"work_after_effect": "2s"}});
+        assert!(
+            canonicalize(&mut doc).is_err(),
+            "the section under two names"
+        );
+        let mut doc = json!({"service": {"work_after_effect": "2s"}, "humans": {"manual_effect_via": "tool"}});
+        canonicalize(&mut doc).unwrap();
+        assert_eq!(
+            doc,
+            json!({"refunds_service": {"work_after_refund": "2s"}, "humans": {"manual_refund_via": "tool"}})
+        );
     }
 }

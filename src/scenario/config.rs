@@ -941,7 +941,8 @@ pub struct RefundsService {
     /// credit note, syncing a CRM, a second API call): the effect commits part-way through the
     /// run while the run goes on. A caller that times out in this window is told of a failure
     /// for a refund that exists; a status probe finds it (the ledger already records it).
-    /// Default: 0 (the service answers as soon as the refund is recorded).
+    /// Default: 0 (the service answers as soon as the refund is recorded). Also spelled
+    /// `work_after_effect`.
     #[serde(default, with = "humantime_serde")]
     #[schemars(with = "String")]
     pub work_after_refund: Duration,
@@ -1243,10 +1244,12 @@ pub struct Faults {
     /// Multiplier for a latency spike. Default: 10.
     #[serde(default = "ten")]
     pub latency_spike_factor: f64,
-    /// The refund is created with status `pending` (money still moves).
+    /// The refund is created with status `pending` (money still moves). Also spelled
+    /// `effect_pending`.
     #[serde(default)]
     pub refund_pending: f64,
-    /// The refund is created with status `failed` (no money moves).
+    /// The refund is created with status `failed` (no money moves). Also spelled
+    /// `effect_failed`.
     #[serde(default)]
     pub refund_failed: f64,
     /// The service's request never reaches Stripe: the TCP connection cannot be made (refused
@@ -1300,7 +1303,8 @@ pub struct Humans {
     /// they issue a manual refund (no idempotency key). In `[0, 1]`. Default: 0.8.
     #[serde(default = "default_check")]
     pub check_probability: f64,
-    /// How a human refunds when they do. Default: `dashboard`.
+    /// How a human refunds when they do. Default: `dashboard`. Also spelled
+    /// `manual_effect_via`.
     #[serde(default = "via_dashboard")]
     pub manual_refund_via: ManualRefundVia,
     /// A human who checks also reads the refunds service's status for the ticket and, while it

@@ -144,7 +144,12 @@ impl Effect {
         const KEEP: &str = "\u{1}";
         // File names are kept as written: a replay command must still name its file.
         let (protected, files) = protect_file_names(text);
+        const TOOL: &str = "\u{4}";
         let mut t = protected.replace("refundsim", KEEP);
+        // The tool's own name is kept as written (even one that says refund).
+        if self.tool.contains("efund") {
+            t = t.replace(self.tool.as_str(), TOOL);
+        }
         t = drop_charge_of_ticket(&t);
         let (past, ing) = self.verb_forms();
         let snake = |s: &str| s.replace([' ', '-'], "_");
@@ -156,6 +161,11 @@ impl Effect {
             ),
             ("refunds_service".into(), "service".into()),
             ("issue_refund".into(), self.tool.clone()),
+            // Fields named after refunds, by their other spelling (`--set` takes either).
+            ("work_after_refund".into(), "work_after_effect".into()),
+            ("refund_pending".into(), "effect_pending".into()),
+            ("refund_failed".into(), "effect_failed".into()),
+            ("manual_refund_via".into(), "manual_effect_via".into()),
         ];
         for (refund, neutral) in METRIC_ALIASES.iter().chain(INVARIANT_ALIASES.iter()) {
             pairs.push(((*refund).into(), (*neutral).into()));
@@ -181,7 +191,7 @@ impl Effect {
         if self.id_prefix() != "re_" {
             t = replace_ids(&t, self.id_prefix());
         }
-        let mut t = t.replace(KEEP, "refundsim");
+        let mut t = t.replace(KEEP, "refundsim").replace(TOOL, &self.tool);
         for (i, f) in files.iter().enumerate().rev() {
             t = t.replace(&format!("\u{2}{i}\u{3}"), f);
         }

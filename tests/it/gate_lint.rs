@@ -183,7 +183,7 @@ const LAYER_RULES: &[(&str, &str, &str, &str, &str)] = &[
     (
         "work-after-refund",
         "work-after-refund",
-        "work-after-refund-past-timeout",
+        "work-after-effect-past-timeout",
         "error",
         "refunds_service.work_after_refund",
     ),
@@ -377,7 +377,7 @@ fn every_recipe_is_flagged_and_its_fix_clears_the_finding() {
         ),
         (
             "effect-commits-before-run-ends",
-            "work-after-refund-past-timeout",
+            "work-after-effect-past-timeout",
             "refunds_service.work_after_refund",
         ),
         (

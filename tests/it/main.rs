@@ -37,6 +37,7 @@ mod pinned_outcomes;
 mod probe;
 mod prop_breakers;
 mod prop_deliveries;
+mod prop_effect_words;
 mod prop_exhaustive;
 mod prop_format_equivalence;
 mod prop_hedges;
