@@ -94,11 +94,14 @@ fn outputs(case: &Case, effect: &str, dir: &std::path::Path, html: bool) -> Stri
     all
 }
 
+/// Draws one world from a strategy.
+type Draw = dyn Fn(&mut proptest::test_runner::TestRunner) -> Case;
+
 #[test]
 fn non_refund_worlds_print_no_refund_word() {
     let mut r = sampler(61);
     let dir = tempfile::tempdir().unwrap();
-    let strategies: Vec<Box<dyn Fn(&mut proptest::test_runner::TestRunner) -> Case>> = vec![
+    let strategies: Vec<Box<Draw>> = vec![
         Box::new(|r| world().new_tree(r).unwrap().current()),
         Box::new(|r| world_with_breakers().new_tree(r).unwrap().current()),
         Box::new(|r| world_with_hedges().new_tree(r).unwrap().current()),
