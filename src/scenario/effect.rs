@@ -183,6 +183,16 @@ impl Effect {
             ("Refund".into(), self.noun_capitalized()),
             ("refund".into(), self.noun.clone()),
         ]);
+        if !self.is_stripe_operation() {
+            // Not a Stripe endpoint: the provider is named as such.
+            pairs.extend([
+                ("the Stripe dashboard".into(), "the provider's dashboard".into()),
+                ("Stripe's".into(), "the provider's".into()),
+                ("stripe: ".into(), "provider: ".into()),
+                ("Stripe".into(), "the provider".into()),
+                ("stripe ".into(), "provider ".into()),
+            ]);
+        }
         for (from, to) in &pairs {
             if t.contains(from.as_str()) {
                 t = t.replace(from.as_str(), to);
@@ -196,6 +206,12 @@ impl Effect {
             t = t.replace(&format!("\u{2}{i}\u{3}"), f);
         }
         t
+    }
+
+    /// Whether the operation is a Stripe API endpoint (`… /v1/…`); otherwise the outputs call
+    /// the provider "the provider" rather than Stripe.
+    pub fn is_stripe_operation(&self) -> bool {
+        self.operation.contains(" /v1/")
     }
 
     /// Whether this is a refund (every output then reads exactly as it always has).
@@ -371,6 +387,11 @@ mod tests {
         assert_eq!(Effect::refund().say(text), text);
         let o = Effect::new("place_order", Some("order"), None);
         assert_eq!(o.say("a refund was refunded"), "an order was placed");
+        assert_eq!(
+            o.say("stripe: POST /v1/refunds → 200; checked the Stripe dashboard; Stripe's 200; stripe latency; stripe.faults.refund_pending"),
+            "provider: POST /orders → 200; checked the provider's dashboard; the provider's 200; provider latency; stripe.faults.effect_pending"
+        );
+        assert_eq!(c.say("stripe: x"), "stripe: x", "a Stripe endpoint keeps Stripe");
         assert_eq!(
             o.say("refundsim run my_refunds.json --seed 1: a refund"),
             "refundsim run my_refunds.json --seed 1: an order"
