@@ -55,3 +55,4 @@ mod streaming;
 mod summary_causes;
 mod sweep;
 mod trace_digest;
+mod worlds;
