@@ -194,9 +194,14 @@ impl Effect {
             ]);
         }
         for (from, to) in &pairs {
-            if t.contains(from.as_str()) {
-                t = t.replace(from.as_str(), to);
+            if !t.contains(from.as_str()) {
+                continue;
             }
+            t = if from.starts_with("a ") || from.starts_with("A ") {
+                replace_at_word_start(&t, from, to)
+            } else {
+                t.replace(from.as_str(), to)
+            };
         }
         if self.id_prefix() != "re_" {
             t = replace_ids(&t, self.id_prefix());
@@ -238,6 +243,25 @@ impl Effect {
             .is_some_and(|c| "aeiou".contains(c.to_ascii_lowercase()));
         format!("{} {}", if an { "an" } else { "a" }, self.noun)
     }
+}
+
+/// `text` with each `from` that starts a word replaced by `to`: the article pairs (`a refund`)
+/// must not match inside a word (`extra refunds` is `extra orders`, not `extran orders`).
+fn replace_at_word_start(text: &str, from: &str, to: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(from) {
+        let in_word = rest[..i]
+            .chars()
+            .next_back()
+            .or_else(|| out.chars().next_back())
+            .is_some_and(|c| c.is_alphanumeric() || c == '_');
+        out.push_str(&rest[..i]);
+        out.push_str(if in_word { from } else { to });
+        rest = &rest[i + from.len()..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Whether `noun` is a noun the outputs can use: 1 to [`MAX_NOUN_CHARS`] characters of
@@ -392,6 +416,11 @@ mod tests {
             "provider: POST /orders → 200; checked the provider's dashboard; the provider's 200; provider latency; stripe.faults.effect_pending"
         );
         assert_eq!(c.say("stripe: x"), "stripe: x", "a Stripe endpoint keeps Stripe");
+        assert_eq!(
+            o.say("extra refunds 3; a refund; over-refund"),
+            "extra orders 3; an order; over-order"
+        );
+        assert_eq!(o.say("A refund, data refund"), "An order, data order");
         assert_eq!(
             o.say("refundsim run my_refunds.json --seed 1: a refund"),
             "refundsim run my_refunds.json --seed 1: an order"

@@ -56,3 +56,4 @@ mod streaming;
 mod summary_causes;
 mod sweep;
 mod trace_digest;
+mod worlds;
