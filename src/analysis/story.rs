@@ -641,6 +641,28 @@ fn late_body(ok: bool, refund_id: Option<&str>, error: Option<&str>) -> String {
     }
 }
 
+/// Story lines as `scenario` has them told: in its tool's words
+/// ([`Effect::say`](crate::scenario::Effect::say)), and, when it has no humans, an escalation
+/// that says no one takes it (the event is the model's; who acts on it is the scenario's).
+pub fn for_scenario(scenario: &crate::scenario::Scenario, lines: Vec<String>) -> Vec<String> {
+    let effect = scenario.effect();
+    let humans = scenario.humans.enabled;
+    lines
+        .into_iter()
+        .map(|l| {
+            let l = if humans {
+                l
+            } else {
+                l.replace(
+                    "escalated to a human",
+                    "escalated; no one takes escalations (the scenario has no humans)",
+                )
+            };
+            effect.say(&l)
+        })
+        .collect()
+}
+
 /// Lines of `ticket`'s story, each `HH:MM:SS.mmm  text` from `origin`. Empty when the ticket
 /// never opened.
 pub fn story(history: &History, ticket: u64, origin: Option<SystemTime>) -> Vec<String> {

@@ -310,11 +310,10 @@ fn violation(c: &Case, k: &BoundCheck) -> Violation {
         value: out.report.metrics.get(&k.metric).unwrap_or(f64::NAN),
         story: ticket
             .map(|t| {
-                let effect = c.scenario.effect();
-                crate::run::story_of(&c.scenario, k.seed, t, origin)
-                    .iter()
-                    .map(|l| effect.say(l))
-                    .collect()
+                crate::analysis::story::for_scenario(
+                    &c.scenario,
+                    crate::run::story_of(&c.scenario, k.seed, t, origin),
+                )
             })
             .unwrap_or_default(),
         ticket,

@@ -92,11 +92,14 @@ pub enum ProviderOutcome {
     /// No response: the connection to the provider could not be made, so the request never
     /// reached it (`stripe.faults.connect_failure`, status 0; Envoy's `connect-failure`).
     ConnectFailed,
+    /// 400 `balance_insufficient`: the account's balance cannot cover the effect
+    /// (`provider.effect_limit: balance`, or before `provider.balance_insufficient_until`).
+    BalanceInsufficient,
 }
 
 impl ProviderOutcome {
     /// Every outcome, in declaration order.
-    pub const ALL: [ProviderOutcome; 15] = [
+    pub const ALL: [ProviderOutcome; 16] = [
         ProviderOutcome::Created,
         ProviderOutcome::Replayed,
         ProviderOutcome::DuplicateInProgress,
@@ -112,6 +115,7 @@ impl ProviderOutcome {
         ProviderOutcome::SdkTimeout,
         ProviderOutcome::AbortedByCaller,
         ProviderOutcome::ConnectFailed,
+        ProviderOutcome::BalanceInsufficient,
     ];
 
     /// The snake_case name the trace and reports use.
@@ -132,6 +136,7 @@ impl ProviderOutcome {
             ProviderOutcome::SdkTimeout => "sdk_timeout",
             ProviderOutcome::AbortedByCaller => "aborted_by_caller",
             ProviderOutcome::ConnectFailed => "connect_failed",
+            ProviderOutcome::BalanceInsufficient => "balance_insufficient",
         }
     }
 

@@ -1242,9 +1242,10 @@ mod tests {
         assert_eq!(call(&mut open, ms(0), req(None, 500, 1)).status, 200);
         assert_eq!(call(&mut open, ms(10), req(None, 500, 2)).status, 200);
         assert_eq!(open.refunds().len(), 2);
+        // A balance of exactly two effects: both are made, the third is refused.
         let b = Provider {
             effect_limit: Some(EffectLimit::Balance),
-            balance_cents: Some(900),
+            balance_cents: Some(1000),
             ..Provider::default()
         };
         let mut balance = FakeStripe::new(DAY, 100)
@@ -1252,12 +1253,13 @@ mod tests {
             .with_effect(&b, &charge);
         balance.add_charge("ch_1", 500);
         assert_eq!(call(&mut balance, ms(0), req(None, 500, 1)).status, 200);
-        let short = call(&mut balance, ms(10), req(None, 500, 2));
+        assert_eq!(call(&mut balance, ms(5), req(None, 500, 2)).status, 200);
+        let short = call(&mut balance, ms(10), req(None, 500, 3));
         assert_eq!(
             (short.status, short.error_code()),
             (400, Some("balance_insufficient"))
         );
-        assert_eq!(balance.refunds().len(), 1);
+        assert_eq!(balance.refunds().len(), 2);
     }
 
     /// `provider.balance_insufficient_until`: a refund executing before that instant fails

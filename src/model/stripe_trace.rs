@@ -72,6 +72,7 @@ pub(crate) fn classify(d: &Delivered) -> (u16, ProviderOutcome, Option<String>) 
                         ProviderOutcome::ChargeAlreadyRefunded
                     }
                     (_, _, Some("lock_timeout")) => ProviderOutcome::LockTimeout,
+                    (_, _, Some("balance_insufficient")) => ProviderOutcome::BalanceInsufficient,
                     (429, _, _) => ProviderOutcome::RateLimited,
                     (s, _, _) if s >= 500 => ProviderOutcome::ApiError,
                     _ => ProviderOutcome::InvalidRequest,

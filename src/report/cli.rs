@@ -272,11 +272,10 @@ fn ticket_story(
         .replay
         .as_ref()
         .map_or_else(|| t.to_string(), |r| r.ticket_text(t));
-    let effect = sc.effect();
-    let lines: Vec<String> = crate::analysis::story::story_as(&out.history, t, &shown, origin)
-        .iter()
-        .map(|l| effect.say(l))
-        .collect();
+    let lines = crate::analysis::story::for_scenario(
+        sc,
+        crate::analysis::story::story_as(&out.history, t, &shown, origin),
+    );
     if lines.is_empty() {
         let n = out.report.metrics.tickets;
         let range = if !sc.arrivals.tickets.is_empty() {

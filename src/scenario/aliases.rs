@@ -71,6 +71,34 @@ pub(crate) fn canonicalize(doc: &mut Value) -> Result<(), (Vec<String>, String)>
             }
         }
     }
+    // `expect` bounds by their neutral metric names, and an exploration's expected invariant
+    // by its neutral name, under the names the report keeps (so a policy's bound on
+    // `duplicate_refund_tickets` merges with a file's on `duplicate_effect_tickets`).
+    if let Some(expect) = doc.get_mut("expect").and_then(Value::as_object_mut) {
+        for (refund, neutral) in super::effect::METRIC_ALIASES {
+            if let Some(bound) = expect.remove(neutral) {
+                if expect.contains_key(refund) {
+                    return Err((
+                        vec!["expect".into(), neutral.into()],
+                        format!(
+                            "{neutral:?} is another name of {refund:?}, which is bounded too; \
+                             expected one of the two"
+                        ),
+                    ));
+                }
+                expect.insert(refund.to_string(), bound);
+            }
+        }
+    }
+    if let Some(finds) = doc.pointer_mut("/exploration/finds") {
+        let refund = super::effect::INVARIANT_ALIASES
+            .iter()
+            .find(|(_, neutral)| finds.as_str() == Some(neutral))
+            .map(|(refund, _)| *refund);
+        if let Some(refund) = refund {
+            *finds = Value::from(refund);
+        }
+    }
     Ok(())
 }
 
@@ -84,6 +112,9 @@ pub(crate) fn canonical_set_path(path: &str) -> String {
             let rest = segs.split_off(alias.len());
             segs = field.iter().map(|s| s.to_string()).chain(rest).collect();
         }
+    }
+    if segs.len() >= 2 && segs[0] == "expect" {
+        segs[1] = super::effect::canonical_metric(&segs[1]).to_string();
     }
     segs.join(".")
 }
@@ -189,6 +220,10 @@ mod tests {
         );
         assert_eq!(canonical_set_path("servicex.a"), "servicex.a");
         assert_eq!(
+            canonical_set_path("expect.extra_effects.max"),
+            "expect.extra_refunds.max"
+        );
+        assert_eq!(
             canonical_set_path("service.work_after_effect"),
             "refunds_service.work_after_refund"
         );
@@ -196,6 +231,18 @@ mod tests {
         assert!(
             canonicalize(&mut doc).is_err(),
             "the section under two names"
+        );
+        let mut doc = json!({"expect": {"duplicate_effect_tickets": {"max": 0}}, "exploration": {"finds": "no_lost_effect"}});
+        canonicalize(&mut doc).unwrap();
+        assert_eq!(
+            doc,
+            json!({"expect": {"duplicate_refund_tickets": {"max": 0}}, "exploration": {"finds": "no_lost_refund"}})
+        );
+        let mut both =
+            json!({"expect": {"duplicate_effect_tickets": {}, "duplicate_refund_tickets": {}}});
+        assert_eq!(
+            canonicalize(&mut both).unwrap_err().0,
+            ["expect", "duplicate_effect_tickets"]
         );
         let mut doc = json!({"service": {"work_after_effect": "2s"}, "humans": {"manual_effect_via": "tool"}});
         canonicalize(&mut doc).unwrap();

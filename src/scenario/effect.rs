@@ -138,9 +138,30 @@ impl Effect {
     /// kept. Applied where a scenario's text output is rendered: run and check summaries, stories,
     /// lint findings, the HTML report, Perfetto slices.
     pub fn say(&self, text: &str) -> String {
-        if self.is_refund() || !text.contains("efund") {
+        if self.is_refund() {
             return text.to_string();
         }
+        if text.contains('\n') {
+            return text
+                .split('\n')
+                .map(|l| self.say_line(l))
+                .collect::<Vec<_>>()
+                .join("\n");
+        }
+        self.say_line(text)
+    }
+
+    /// One line of [`Effect::say`], its value column kept where a table put it (a summary row
+    /// `  orders created        6` stays aligned with `  tickets               3`).
+    fn say_line(&self, line: &str) -> String {
+        let provider_words = !self.is_stripe_operation() && line.contains("tripe");
+        if !line.contains("efund") && !provider_words {
+            return line.to_string();
+        }
+        keep_column(line, self.translate(line))
+    }
+
+    fn translate(&self, text: &str) -> String {
         const KEEP: &str = "\u{1}";
         // File names are kept as written: a replay command must still name its file.
         let (protected, files) = protect_file_names(text);
@@ -186,7 +207,10 @@ impl Effect {
         if !self.is_stripe_operation() {
             // Not a Stripe endpoint: the provider is named as such.
             pairs.extend([
-                ("the Stripe dashboard".into(), "the provider's dashboard".into()),
+                (
+                    "the Stripe dashboard".into(),
+                    "the provider's dashboard".into(),
+                ),
                 ("Stripe's".into(), "the provider's".into()),
                 ("stripe: ".into(), "provider: ".into()),
                 ("Stripe".into(), "the provider".into()),
@@ -291,6 +315,44 @@ pub fn plural(noun: &str) -> String {
     } else {
         format!("{noun}s")
     }
+}
+
+/// `said` (a translation of `line`) with its value column where `line` had it: for a row
+/// `  LABEL  VALUE` (two leading spaces, a label, two or more spaces), the spaces after the
+/// label are set so that the value starts at `line`'s column again (at least two).
+fn keep_column(line: &str, said: String) -> String {
+    fn column(l: &str) -> Option<(usize, usize)> {
+        let body = l.strip_prefix("  ")?;
+        if body.starts_with(' ') {
+            return None;
+        }
+        let chars: Vec<char> = l.chars().collect();
+        let mut i = 2;
+        while i + 1 < chars.len() {
+            if chars[i] == ' ' && chars[i + 1] == ' ' {
+                let label_end = i;
+                let mut j = i;
+                while j < chars.len() && chars[j] == ' ' {
+                    j += 1;
+                }
+                return (j < chars.len()).then_some((label_end, j));
+            }
+            i += 1;
+        }
+        None
+    }
+    let (Some((_, value_at)), Some((label_end, new_value_at))) = (column(line), column(&said))
+    else {
+        return said;
+    };
+    if new_value_at == value_at {
+        return said;
+    }
+    let chars: Vec<char> = said.chars().collect();
+    let label: String = chars[..label_end].iter().collect();
+    let value: String = chars[new_value_at..].iter().collect();
+    let pad = value_at.saturating_sub(label_end).max(2);
+    format!("{label}{}{value}", " ".repeat(pad))
 }
 
 /// The story's `approved refund $A of a $B charge` as `approved refund $A`: outside a refund
@@ -415,7 +477,19 @@ mod tests {
             o.say("stripe: POST /v1/refunds → 200; checked the Stripe dashboard; Stripe's 200; stripe latency; stripe.faults.refund_pending"),
             "provider: POST /orders → 200; checked the provider's dashboard; the provider's 200; provider latency; stripe.faults.effect_pending"
         );
-        assert_eq!(c.say("stripe: x"), "stripe: x", "a Stripe endpoint keeps Stripe");
+        assert_eq!(
+            c.say("stripe: x"),
+            "stripe: x",
+            "a Stripe endpoint keeps Stripe"
+        );
+        assert_eq!(
+            o.say("  refunds created     6\n  tickets             3"),
+            "  orders created      6\n  tickets             3"
+        );
+        assert_eq!(
+            o.say("  stripe latency    p50 1 ms"),
+            "  provider latency  p50 1 ms"
+        );
         assert_eq!(
             o.say("extra refunds 3; a refund; over-refund"),
             "extra orders 3; an order; over-order"

@@ -218,7 +218,10 @@ fn html_report_by(
         .finish()
         .into_iter()
         .filter(|(t, _)| listed.binary_search(t).is_ok())
-        .map(|(t, events)| (t, story(&History { events }, t, origin)))
+        .map(|(t, events)| {
+            let lines = story(&History { events }, t, origin);
+            (t, crate::analysis::story::for_scenario(&sc, lines))
+        })
         .collect();
     let effect = sc.effect();
     let mut json = report_value(&sc, &out, None)?;
