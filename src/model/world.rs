@@ -58,6 +58,9 @@ pub(crate) struct LayerLoad {
     pub active: Cell<u64>,
     /// Of those, requests on a retry (try ≥ 1).
     pub retrying: Cell<u64>,
+    /// The layer's `retry_throttling` token count, in thousandths of a token (gRFC A6 keeps
+    /// three decimals); `None` until the first request ends (then it starts at `max_tokens`).
+    pub tokens_milli: Cell<Option<u64>>,
 }
 
 /// Pool gauges kept by the model (they include background load, which is not traced).

@@ -14,8 +14,8 @@
 use super::config::Scenario;
 pub use super::retry_layer::{
     Backoff, BackoffKind, BreakerDefaults, BreakerSettings, Checkpoint, Jitter, LayerKind, Layers,
-    Position, ReportTimeout, RetryBudget, RetryLayer, RetryOn, DEFAULT_JITTER_FACTOR,
-    MCP_DEFAULT_DUPLICATE_GAP, MCP_DEFAULT_REQUEST_TIMEOUT,
+    Position, ReportTimeout, RetryBudget, RetryLayer, RetryOn, RetryThrottling,
+    DEFAULT_JITTER_FACTOR, MCP_DEFAULT_DUPLICATE_GAP, MCP_DEFAULT_REQUEST_TIMEOUT,
 };
 
 /// The built-in layers, top to bottom: the default stack.

@@ -50,7 +50,7 @@ pub use gate_expect::ExpectSource;
 pub use layers::{
     compiled, layers_at, stack_of, Backoff, BackoffKind, BreakerDefaults, BreakerSettings,
     Checkpoint, Jitter, LayerKind, Position, ReportTimeout, RetryBudget, RetryLayer, RetryOn,
-    DEFAULT_JITTER_FACTOR, MCP_DEFAULT_DUPLICATE_GAP, MCP_DEFAULT_REQUEST_TIMEOUT,
+    RetryThrottling, DEFAULT_JITTER_FACTOR, MCP_DEFAULT_DUPLICATE_GAP, MCP_DEFAULT_REQUEST_TIMEOUT,
 };
 pub(crate) use limits::MAX_TRIES_PER_TOOL_CALL;
 pub use limits::{MAX_CENTS, MAX_DURATION, MAX_FIRST_TICKET_ID, MAX_HORIZON, METRICS};

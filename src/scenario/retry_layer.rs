@@ -218,6 +218,22 @@ pub struct RetryBudget {
     pub min_retry_concurrency: u32,
 }
 
+/// gRPC's retry throttling (gRFC A6 "gRPC Retry Design", `retryThrottling`): the layer keeps a
+/// token count starting at `max_tokens`; a request that fails with a class in the layer's
+/// `retry_on` takes 1 token away (not below 0), one that succeeds gives `token_ratio` back (not
+/// above `max_tokens`); while the count is at or below `max_tokens / 2`, the layer neither
+/// retries nor sends another hedged try. A6: "`maxTokens` … must be in the range (0, 1000]",
+/// "`tokenRatio` … must be greater than 0" (up to three decimal places).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct RetryThrottling {
+    /// The token count's ceiling and start, 1 to 1000. Required.
+    pub max_tokens: u32,
+    /// Tokens a success gives back, in (0, 1000]. Required.
+    pub token_ratio: f64,
+}
+
 fn twenty() -> f64 {
     20.0
 }
@@ -317,6 +333,10 @@ pub struct RetryLayer {
     /// An optional retry budget. Default: none (every allowed retry is made).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<RetryBudget>,
+    /// gRPC's retry throttling (gRFC A6, `retryThrottling` in the service config): a token
+    /// count shared by every request through the layer in the run. Default: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_throttling: Option<RetryThrottling>,
     /// What the layer reports upward when its last try timed out: `error` or `unknown`.
     /// Default: `error`.
     #[serde(default = "report_error")]
@@ -505,6 +525,7 @@ impl RetryLayer {
             retriable_status_codes: None,
             backoff: Backoff::default(),
             budget: None,
+            retry_throttling: None,
             on_timeout: ReportTimeout::Error,
             cancellation: Cancellation::None,
             applies_to: AppliesTo::AnyTool,

@@ -519,3 +519,60 @@ fn settings_that_would_do_nothing_are_refused() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("sits above the executor"));
 }
+
+/// gRPC's retry throttling (gRFC A6) on a proxy that retries POSTs: with 4 tokens, the first two
+/// failed tries bring the count to the threshold (2 = 4 / 2) and the layer stops retrying for
+/// the rest of the run, so only the first ticket is refunded twice; without it, all three are.
+#[test]
+fn grpc_retry_throttling_stops_retries_once_half_the_tokens_are_spent() {
+    let f = "scenarios/recipes/proxy-retries-post.json";
+    let bare = crate::common::run_json(&[f]);
+    assert_eq!(
+        (&bare["duplicate_refund_tickets"], &bare["extra_refunds"]),
+        (&3.into(), &6.into())
+    );
+    let throttled = crate::common::run_json(&[
+        f,
+        "--set",
+        r#"layers.sidecar.retry_throttling={"max_tokens":4,"token_ratio":0.1}"#,
+    ]);
+    assert_eq!(
+        (
+            &throttled["duplicate_refund_tickets"],
+            &throttled["extra_refunds"]
+        ),
+        (&1.into(), &1.into())
+    );
+    // Every try here fails (the answers are lost), so no token comes back: with 12 tokens two
+    // tickets spend 3 each (12 → 6, the threshold) and the third is tried once.
+    let twelve = crate::common::run_json(&[
+        f,
+        "--set",
+        r#"layers.sidecar.retry_throttling={"max_tokens":12,"token_ratio":1000}"#,
+    ]);
+    assert_eq!(
+        (
+            &twelve["duplicate_refund_tickets"],
+            &twelve["extra_refunds"]
+        ),
+        (&2.into(), &4.into())
+    );
+    for (set, message) in [
+        (
+            r#"layers.sidecar.retry_throttling={"max_tokens":0,"token_ratio":0.1}"#,
+            "expected 1 to 1000",
+        ),
+        (
+            r#"layers.sidecar.retry_throttling={"max_tokens":10,"token_ratio":0}"#,
+            "expected a number above 0",
+        ),
+    ] {
+        let out = crate::common::refundsim()
+            .args(["run", f, "--set", set])
+            .output()
+            .unwrap();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(message), "{err}");
+    }
+}

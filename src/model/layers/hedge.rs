@@ -111,10 +111,9 @@ pub(crate) async fn hedge<P: Place>(
             None => "delay".to_string(),
             Some((i, value)) => {
                 let (n, _, _) = running.swap_remove(i);
-                match cfg
-                    .status_class(P::status(&value), P::class(&value))
-                    .filter(|c| cfg.retries_on(*c))
-                {
+                let class = cfg.status_class(P::status(&value), P::class(&value));
+                super::throttle_record(cfg, &load, class);
+                match class.filter(|c| cfg.retries_on(*c)) {
                     // A success or a fatal failure: reported; the others are dropped.
                     None => return value,
                     Some(class) => {

@@ -90,6 +90,14 @@ pub(crate) fn decide(layer: &RetryLayer, n: u32, class: Option<RetryOn>, load: &
 /// rule, retries in flight below `max(min_retry_concurrency, budget_percent % of requests in
 /// flight)`.
 pub(crate) fn budget_allows(layer: &RetryLayer, load: &LayerLoad) -> bool {
+    if let Some(t) = &layer.retry_throttling {
+        let max = u64::from(t.max_tokens) * 1000;
+        // gRFC A6: "if the token_count is less than or equal to the threshold
+        // (max_tokens / 2), then RPCs will not be retried".
+        if load.tokens_milli.get().unwrap_or(max) * 2 <= max {
+            return false;
+        }
+    }
     match &layer.budget {
         None => true,
         Some(b) => {
@@ -98,6 +106,23 @@ pub(crate) fn budget_allows(layer: &RetryLayer, load: &LayerLoad) -> bool {
             (load.retrying.get() as f64) < allowed
         }
     }
+}
+
+/// One request through `layer` ended with `class`: under `retry_throttling`, a failure the
+/// layer retries on takes a token away (not below 0), a success gives `token_ratio` back (not
+/// above `max_tokens`), as gRFC A6 counts them; other failures change nothing.
+pub(crate) fn throttle_record(layer: &RetryLayer, load: &LayerLoad, class: Option<RetryOn>) {
+    let Some(t) = &layer.retry_throttling else {
+        return;
+    };
+    let max = u64::from(t.max_tokens) * 1000;
+    let now = load.tokens_milli.get().unwrap_or(max);
+    let next = match class {
+        None => (now + (t.token_ratio * 1000.0).round() as u64).min(max),
+        Some(c) if layer.retries_on(c) => now.saturating_sub(1000),
+        Some(_) => now,
+    };
+    load.tokens_milli.set(Some(next));
 }
 
 /// The delay before retry `n` (1-based) with uniform draw `u` in [0, 1): constant `base`, or
@@ -317,6 +342,7 @@ impl<I: Inner> Policy<I> for LayerPolicy<'_> {
     fn retry(&mut self, n: u32, end: &TryEnd<I::Answer>, inner: &mut I) -> Next {
         let (w, name, cfg) = (self.w, self.layer.name, self.layer.cfg);
         let class = end.class();
+        throttle_record(cfg, &self.load, class);
         let ids = inner.ids();
         let deadline = |w: &World, in_flight: bool| {
             w.record(
@@ -661,6 +687,42 @@ mod tests {
             r#"{"kind": "retry", "backoff": {"kind": "constant", "base": "300ms", "jitter": "none"}}"#,
         );
         assert_eq!(backoff(&constant, 7, 0.9), SimTime::from_millis(300));
+    }
+
+    /// gRFC A6's counting: a retried-on failure takes a token, a success gives `token_ratio`
+    /// back up to `max_tokens`, another failure class nothing; at or below half, no retry.
+    #[test]
+    fn retry_throttling_counts_tokens_as_grpc_does() {
+        let mut l = RetryLayer::new(LayerKind::Proxy);
+        l.retry_on = Some(vec![RetryOn::FiveXx]);
+        l.retry_throttling = Some(crate::scenario::RetryThrottling {
+            max_tokens: 4,
+            token_ratio: 0.5,
+        });
+        let load = LayerLoad::default();
+        assert!(budget_allows(&l, &load), "starts full");
+        throttle_record(&l, &load, Some(RetryOn::FiveXx));
+        throttle_record(&l, &load, Some(RetryOn::TooManyRequests));
+        assert_eq!(
+            load.tokens_milli.get(),
+            Some(3000),
+            "429 is not retried on here"
+        );
+        assert!(budget_allows(&l, &load));
+        throttle_record(&l, &load, Some(RetryOn::FiveXx));
+        assert_eq!(load.tokens_milli.get(), Some(2000));
+        assert!(!budget_allows(&l, &load), "at half: throttled");
+        throttle_record(&l, &load, None);
+        assert_eq!(load.tokens_milli.get(), Some(2500));
+        assert!(budget_allows(&l, &load));
+        for _ in 0..10 {
+            throttle_record(&l, &load, None);
+        }
+        assert_eq!(load.tokens_milli.get(), Some(4000), "capped at max_tokens");
+        for _ in 0..10 {
+            throttle_record(&l, &load, Some(RetryOn::FiveXx));
+        }
+        assert_eq!(load.tokens_milli.get(), Some(0), "not below 0");
     }
 
     #[test]

@@ -353,6 +353,26 @@ fn validate_layer(path: &str, name: &str, l: &RetryLayer) -> Check {
     }
     at_most(&format!("{path}.backoff.base"), l.base(), MAX_DURATION)?;
     at_most(&format!("{path}.backoff.max"), l.max_delay(), MAX_DURATION)?;
+    if let Some(t) = &l.retry_throttling {
+        if !(1..=1000).contains(&t.max_tokens) {
+            return fail(
+                format!("{path}.retry_throttling.max_tokens"),
+                format!(
+                    "invalid value: expected 1 to 1000 (gRFC A6: in (0, 1000]), got {}",
+                    t.max_tokens
+                ),
+            );
+        }
+        if !(t.token_ratio.is_finite() && t.token_ratio > 0.0 && t.token_ratio <= 1000.0) {
+            return fail(
+                format!("{path}.retry_throttling.token_ratio"),
+                format!(
+                    "invalid value: expected a number above 0 (gRFC A6), at most 1000, got {}",
+                    t.token_ratio
+                ),
+            );
+        }
+    }
     if let Some(b) = &l.budget {
         if !(b.budget_percent.is_finite() && (0.0..=100.0).contains(&b.budget_percent)) {
             return fail(
@@ -528,6 +548,7 @@ fn validate_breaker(path: &str, l: &RetryLayer) -> Check {
         ("per_try_timeout", l.per_try_timeout.is_some()),
         ("retry_on", l.retry_on.is_some()),
         ("budget", l.budget.is_some()),
+        ("retry_throttling", l.retry_throttling.is_some()),
         (
             "backoff",
             l.backoff.base.is_some()
