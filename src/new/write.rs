@@ -74,7 +74,10 @@ pub(super) fn scenario_text(
     let from = if tool.path.is_empty() {
         format!("{file} ({})", tool.shape)
     } else {
-        format!("{file} at {} ({})", tool.path, tool.shape)
+        format!(
+            "{file}, the tool at JSON path `{}` ({})",
+            tool.path, tool.shape
+        )
     };
     let doc =
         obj(vec![
@@ -169,8 +172,7 @@ pub(super) fn scenario_text(
                 obj(vec![
                     (
                         "$comment",
-                        s("The service behind the tool (`service`, also spelled \
-                         `refunds_service`): a ledger row per ticket, a pool of connections to the \
+                        s("The service behind the tool: a ledger row per ticket, a pool of connections to the \
                          provider, and the idempotency key it sends. per_ticket writes one key \
                          per ticket, so a repeated call is recognised by the provider; the \
                          incident sent none. stripe_client is the provider's SDK: its network \
@@ -292,8 +294,9 @@ fn arrivals(effect: &str) -> Ordered {
             "$comment",
             s(format!(
                 "Four explicit tickets 300ms apart, each asking for one {effect} of \
-                 amount_cents (charge_amount_cents is what a refund is taken from: twice the \
-                 amount, so a duplicate would succeed and show). Replace them with a recorded \
+                 amount_cents (charge_amount_cents is the object a second effect may be capped \
+                 by, read only under provider.effect_limit: charge, a refund's default: twice \
+                 the amount, so a duplicate would succeed and show). Replace them with a recorded \
                  list, or with a rate schedule ({{\"schedule\": [{{\"duration\": \"10m\", \
                  \"rate_per_s\": 0.5}}]}}) for load."
             )),

@@ -193,6 +193,20 @@ impl Effect {
         }
         pairs.extend([
             ("refund_id".into(), format!("{}_id", snake(&self.noun))),
+            // Labels join the noun with a hyphen (`duplicate-gift-card tickets`).
+            (
+                "duplicate-refund".into(),
+                format!("duplicate-{}", self.noun_hyphenated()),
+            ),
+            (
+                "over-refund".into(),
+                format!("over-{}", self.noun_hyphenated()),
+            ),
+            // The charge a refund is taken from is not what another effect is made on.
+            (
+                "the charge's refunds".into(),
+                format!("the ticket's {}", self.plural),
+            ),
             ("Refunded".into(), capitalize(&past)),
             ("refunded".into(), past),
             ("Refunding".into(), capitalize(&ing)),
@@ -495,6 +509,11 @@ mod tests {
             "extra orders 3; an order; over-order"
         );
         assert_eq!(o.say("A refund, data refund"), "An order, data order");
+        let g = Effect::new("issue_gift_card", Some("gift card"), None);
+        assert_eq!(
+            g.say("duplicate-refund tickets; over-refund; look the charge's refunds up"),
+            "duplicate-gift-card tickets; over-gift-card; look the ticket's gift cards up"
+        );
         assert_eq!(
             o.say("refundsim run my_refunds.json --seed 1: a refund"),
             "refundsim run my_refunds.json --seed 1: an order"
