@@ -167,7 +167,7 @@ fn pick<'t>(
     wanted: Option<&str>,
 ) -> Result<&'t read::FoundTool, NewError> {
     let names = || {
-        tools
+        let names: Vec<String> = tools
             .iter()
             .map(|t| {
                 if t.read_only {
@@ -176,8 +176,12 @@ fn pick<'t>(
                     t.name.clone()
                 }
             })
-            .collect::<Vec<_>>()
-            .join(", ")
+            .collect();
+        // A long list is cut: the first 20 names and how many more.
+        match names.len().checked_sub(20) {
+            Some(more) if more > 0 => format!("{}, … and {more} more", names[..20].join(", ")),
+            _ => names.join(", "),
+        }
     };
     if let Some(name) = wanted {
         return tools

@@ -180,6 +180,11 @@ impl Effect {
                 "refunds-service".into(),
                 format!("{}-service", self.plural.replace(' ', "-")),
             ),
+            // The provider's settings by their `provider.` spelling.
+            (
+                "stripe.idempotency_key_retention".into(),
+                "provider.idempotency_key_retention".into(),
+            ),
             ("refunds_service".into(), "service".into()),
             ("issue_refund".into(), self.tool.clone()),
             // Fields named after refunds, by their other spelling (`--set` takes either).
