@@ -113,6 +113,10 @@ pub struct ScenarioDiff {
     /// No tolerance exceeded, and the candidate safe when it claims to be (unless
     /// `allow_unsafe`).
     pub passed: bool,
+    /// The scenario's effect when it is not a refund: the text output speaks of it. Not in
+    /// the JSON.
+    #[serde(skip)]
+    pub effect: Option<crate::scenario::Effect>,
 }
 
 /// One safety invariant over the candidate's seeds.
@@ -347,6 +351,7 @@ fn scenario_diff(
         candidate_explore,
         candidate_safe,
         candidate_claims_safety,
+        effect: Some(candidate.scenario.effect()).filter(|e| !e.is_refund()),
     }
 }
 

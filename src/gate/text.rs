@@ -193,7 +193,12 @@ pub fn diff_text(r: &DiffReport) -> String {
         r.baseline, r.candidate
     );
     for sc in &r.scenarios {
-        scenario_diff_text(&mut s, sc);
+        let mut one = String::new();
+        scenario_diff_text(&mut one, sc);
+        match &sc.effect {
+            Some(e) => s.push_str(&e.say(&one)),
+            None => s.push_str(&one),
+        }
     }
     match &r.reason {
         Some(reason) => {

@@ -120,16 +120,21 @@ pub(crate) fn canonical_set_path(path: &str) -> String {
 }
 
 /// A scenario document (as `refundsim show` prints it) in the effect-neutral spelling a
-/// non-refund scenario is written in: `service` for `refunds_service` (the section and its
-/// `stack` entry) and `expect` bounds by their neutral metric names
+/// non-refund scenario is written in: every field of [`PATH_ALIASES`] by its alias (`service`
+/// for `refunds_service`, `provider.idempotency_key_retention`, `work_after_effect`…), `service`
+/// in `stack`, and `expect` bounds by their neutral metric names
 /// ([`METRIC_ALIASES`](super::effect::METRIC_ALIASES)). Loading it gives the same scenario.
 pub fn speak_neutrally(doc: &mut Value) {
+    // Every field by its other name, the inverse of `canonicalize` (last alias first, so the
+    // service's own fields move before the section is renamed).
+    for (alias, field) in PATH_ALIASES.iter().rev() {
+        if let Some(value) = take(doc, field) {
+            put(doc, alias, value);
+        }
+    }
     let Some(obj) = doc.as_object_mut() else {
         return;
     };
-    if let Some(service) = obj.remove("refunds_service") {
-        obj.insert(SERVICE_LAYER_ALIAS.to_string(), service);
-    }
     if let Some(stack) = obj.get_mut("stack").and_then(Value::as_array_mut) {
         for entry in stack {
             if entry.as_str() == Some("refunds_service") {
@@ -219,6 +224,24 @@ mod tests {
             "refunds_service.business_id"
         );
         assert_eq!(canonical_set_path("servicex.a"), "servicex.a");
+        // show's spelling loads back to the same document.
+        let original = json!({
+            "refunds_service": {"work_after_refund": "1s", "business_id": "per_ticket", "pool_size": 3},
+            "stripe": {"idempotency_key_retention": "1h", "faults": {"refund_pending": 0.5}},
+            "humans": {"manual_refund_via": "tool"},
+            "stack": ["model_retry", "executor", "refunds_service", "sdk"],
+            "expect": {"duplicate_refund_tickets": {"max": 0}}
+        });
+        let mut shown = original.clone();
+        speak_neutrally(&mut shown);
+        assert!(!shown.to_string().contains("efund"), "{shown}");
+        canonicalize(&mut shown).unwrap();
+        // The provider section the aliases lived in is left empty: Stripe, every default.
+        assert_eq!(
+            shown.as_object_mut().unwrap().remove("provider"),
+            Some(json!({}))
+        );
+        assert_eq!(shown, original);
         assert_eq!(
             canonical_set_path("expect.extra_effects.max"),
             "expect.extra_refunds.max"
