@@ -163,6 +163,44 @@ fn no_output_of_a_world_says_refund() {
             assert!(out.contains("no_lost_effect violated"), "{out}");
             assert_no_refund("explore", &out, d);
         }
+        // `show` prints the world in its own spelling, which runs the same.
+        let shown = text(&["show", &sc], &[0]);
+        // The author's own words (`$comment`, `description`) are theirs to write.
+        let mut fields: Value = serde_json::from_str(&shown).unwrap();
+        for own in ["$comment", "description"] {
+            fields.as_object_mut().unwrap().remove(own);
+        }
+        assert_no_refund(&format!("{name}: show"), &fields.to_string(), d);
+        let shown_file = d.join(format!("{name}-shown.json"));
+        std::fs::write(&shown_file, &shown).unwrap();
+        let again = run_json(&[shown_file.to_str().unwrap()]);
+        assert_eq!(
+            (
+                num(&again, "duplicate_effect_tickets"),
+                num(&again, "extra_effects")
+            ),
+            (
+                num(&bare, "duplicate_effect_tickets"),
+                num(&bare, "extra_effects")
+            ),
+            "{name}: show's spelling runs the same"
+        );
+        let diff = text(
+            &[
+                "diff",
+                &sc,
+                "--baseline",
+                &fx,
+                "--candidate",
+                &fx,
+                "--seeds",
+                "1..2",
+                "--explore-cases",
+                "0",
+            ],
+            &[0, 1],
+        );
+        assert_no_refund(&format!("{name}: diff"), &diff, d);
         let html = d.join(format!("{name}.html"));
         let html_s = html.to_str().unwrap();
         text(&["report", &sc, "--out", html_s], &[0]);
