@@ -416,6 +416,12 @@ pub struct RetryLayer {
     )]
     #[schemars(with = "Option<String>")]
     pub hedging_delay: Option<Duration>,
+    /// Envoy's `hedge_policy.additional_request_chance`: the probability, in [0, 1], that a
+    /// second try is sent at once beside the first (`initial_requests` 1; a larger
+    /// `initial_requests` is `hedging_delay: 0s`). Drawn per request from its own stream, so
+    /// other draws do not move. Default: 0 (Envoy). Only on a `hedge` layer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub additional_request_chance: Option<f64>,
     /// A `circuit_breaker` layer's settings (only on that kind). Default: Polly v8's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub breaker: Option<BreakerSettings>,
@@ -538,6 +544,7 @@ impl RetryLayer {
             duplicate_send_probability: None,
             duplicate_send_gap: None,
             hedging_delay: None,
+            additional_request_chance: None,
             breaker: None,
         }
     }

@@ -275,3 +275,44 @@ fn a_hedge_around_the_tool_duplicates_too() {
     assert_eq!(count(&t, "refund_created"), 6);
     assert_eq!(count(&t, "tool_result"), 3, "one answer per tool call");
 }
+
+/// Envoy's `additional_request_chance`: with the delay out of reach (1 h), only the chance
+/// hedges. Always (1.0) every ticket gets a second try at once and a second refund; never, none;
+/// 0.6 hedges the tickets whose own draw falls under it (2 of 3 here, from a stream of their
+/// own). Validation keeps it on a hedge and in [0, 1].
+#[test]
+fn additional_request_chance_sends_a_second_try_at_once() {
+    let f = "scenarios/recipes/hedged-requests.json";
+    let with = |p: &str| {
+        crate::common::run_json(&[
+            f,
+            "--set",
+            "layers.hedge.hedging_delay=1h",
+            "--set",
+            &format!("layers.hedge.additional_request_chance={p}"),
+        ])
+    };
+    for (p, tickets) in [("1", 3), ("0", 0), ("0.6", 2)] {
+        let r = with(p);
+        assert_eq!(
+            (&r["duplicate_refund_tickets"], &r["extra_refunds"]),
+            (&tickets.into(), &tickets.into()),
+            "chance {p}"
+        );
+    }
+    for (set, message) in [
+        (
+            "layers.hedge.additional_request_chance=1.5",
+            "additional_request_chance",
+        ),
+        (
+            r#"layers.hedge={"kind":"retry","additional_request_chance":0.5}"#,
+            "expected none on a retry layer",
+        ),
+    ] {
+        let out = refundsim().args(["run", f, "--set", set]).output().unwrap();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(message), "{err}");
+    }
+}

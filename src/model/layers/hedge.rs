@@ -1,7 +1,8 @@
 //! A `hedge` layer's own loop, beside [`super::retry_loop`]: a next try sent while the tries
 //! before it are still running.
 //!
-//! Try 0 starts at once. While no answer has come `hedging_delay` after the latest try started,
+//! Try 0 starts at once (and, with probability `additional_request_chance`, try 1 beside it,
+//! as Envoy's `hedge_policy` does). While no answer has come `hedging_delay` after the latest try started,
 //! the next try starts beside it (Polly v8's latency mode, gRPC's `hedgingDelay`, Envoy's
 //! `hedge_on_per_try_timeout`), up to `max_retries` hedged tries. Each answer is read as it
 //! comes, by its retryable class ([`Place::class`]):
@@ -90,6 +91,34 @@ pub(crate) async fn hedge<P: Place>(
     )];
     let (mut started, mut last_start) = (1u32, w.now());
     let mut sending = total > 1;
+    // Envoy's `additional_request_chance`: a second try at once, drawn from a stream of its own
+    // (keyed by the request's tries above) so that no other draw moves.
+    if let Some(p) = cfg.additional_request_chance.filter(|p| *p > 0.0) {
+        let mut key = vec![super::tag(name), u64::from(ids.attempt.unwrap_or(0))];
+        key.extend(super::via_ids(P::via(req)));
+        let mut rng = w.ticket_stream("hedge_additional", P::ticket(req), &key);
+        if sending
+            && crate::model::dist::uniform(&mut rng, 0.0, 1.0) < p
+            && budget_allows(cfg, &load)
+        {
+            w.record(
+                ids,
+                EventKind::LayerHedge {
+                    layer: name.to_string(),
+                    layer_try: 1,
+                    reason: "additional_request_chance".into(),
+                    after_ns: 0,
+                    running: 1,
+                },
+            );
+            running.push((
+                1,
+                InFlight::new(&load, 1),
+                one_try::<P>(w, req, cfg, via_of(1), depth),
+            ));
+            started = 2;
+        }
+    }
     let (mut primary, mut last) = (None, None);
     loop {
         let mut wait = (sending && started < total)

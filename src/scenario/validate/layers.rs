@@ -482,6 +482,16 @@ fn mcp_client_settings(path: &str, l: &RetryLayer) -> Check {
 /// `backoff` or `per_try_timeout` (a hedge waits `hedging_delay` and never gives up on a try).
 fn hedge_fields(path: &str, l: &RetryLayer) -> Check {
     if !defaults(l.kind).hedges {
+        if l.additional_request_chance.is_some() {
+            return fail(
+                format!("{path}.additional_request_chance"),
+                format!(
+                    "`additional_request_chance` is Envoy's chance of a second try sent at once \
+                     by a `hedge` layer; expected none on a {} layer (or `\"kind\": \"hedge\"`)",
+                    defaults(l.kind).name
+                ),
+            );
+        }
         if l.hedging_delay.is_some() {
             return fail(
                 format!("{path}.hedging_delay"),
@@ -509,6 +519,9 @@ fn hedge_fields(path: &str, l: &RetryLayer) -> Check {
         l.hedging_delay(),
         MAX_DURATION,
     )?;
+    if let Some(p) = l.additional_request_chance {
+        crate::scenario::rules::probability(&format!("{path}.additional_request_chance"), p)?;
+    }
     if l.per_try_timeout.is_some() {
         return fail(
             format!("{path}.per_try_timeout"),
