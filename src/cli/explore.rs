@@ -59,16 +59,8 @@ pub(crate) fn run(
     if let Some(bar) = bar.get() {
         bar.finish_and_clear();
     }
-    let outcome = outcome?;
-    // In the words of the scenario's tool (loaded again: cheap, and already known to load).
-    let effect = refundsim::scenario::load_within(
-        &opts.scenario,
-        &opts.policies,
-        &opts.sets,
-        &refundsim::scenario::RunBudget::UNLIMITED,
-    )
-    .map(|s| s.effect())
-    .unwrap_or_else(|_| refundsim::scenario::Effect::refund());
+    let (outcome, effect) = outcome?;
+    // In the words of the scenario's tool.
     emit(effect.say(&outcome.to_string()))?;
     if matches!(outcome, explore::CliOutcome::Aborted { .. }) {
         // Inconclusive: neither "no violation" (0) nor a violation (1).

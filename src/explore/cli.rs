@@ -152,8 +152,21 @@ fn fmt_exhaustive(f: &mut fmt::Formatter<'_>, r: &Exhaustive) -> fmt::Result {
 
 /// Runs `refundsim explore`: `on_case` is called after every run (cases and shrinking) of the
 /// search, not in exhaustive mode. A found minimal scenario is written before this returns.
-pub fn cli_run(opts: &CliOptions, on_case: impl Fn()) -> Result<CliOutcome, CliError> {
+/// Also returns the scenario's effect, whose words the outcome is printed in.
+pub fn cli_run(
+    opts: &CliOptions,
+    on_case: impl Fn(),
+) -> Result<(CliOutcome, scenario::Effect), CliError> {
     let sc = scenario::load_within(&opts.scenario, &opts.policies, &opts.sets, &opts.budget)?;
+    let effect = sc.effect();
+    search_or_enumerate(opts, sc, on_case).map(|o| (o, effect))
+}
+
+fn search_or_enumerate(
+    opts: &CliOptions,
+    sc: Scenario,
+    on_case: impl Fn(),
+) -> Result<CliOutcome, CliError> {
     if opts.exhaustive {
         return run_exhaustive(opts, sc).map(CliOutcome::Exhaustive);
     }

@@ -12,12 +12,7 @@ use super::explore_check::ExploreCheck;
 pub fn check_text(r: &CheckReport) -> String {
     let mut s = String::new();
     for c in &r.cases {
-        let mut one = String::new();
-        case_text(&mut one, c);
-        match &c.effect {
-            Some(e) => s.push_str(&e.say(&one)),
-            None => s.push_str(&one),
-        }
+        s.push_str(&in_words(c.effect.as_ref(), |one| case_text(one, c)));
         s.push('\n');
     }
     let failed = r.cases.iter().filter(|c| !c.passed).count();
@@ -32,7 +27,7 @@ pub fn check_text(r: &CheckReport) -> String {
                 .map(|v| v.headline())
                 .or_else(|| c.explore.as_ref().filter(|e| !e.ok).map(|e| e.headline()))
                 .unwrap_or_else(|| "failed".into());
-            let why = c.effect.as_ref().map_or(why.clone(), |e| e.say(&why));
+            let why = in_words(c.effect.as_ref(), |w| w.push_str(&why));
             format!("; first: {} × {}: {why}", c.scenario_path, c.variant())
         })
         .unwrap_or_default();
@@ -44,6 +39,17 @@ pub fn check_text(r: &CheckReport) -> String {
         r.cases.len() - failed
     );
     s
+}
+
+/// What `write` writes, in the words of a scenario's `effect` when it is not a refund
+/// ([`Effect::say`](crate::scenario::Effect::say)).
+fn in_words(effect: Option<&crate::scenario::Effect>, write: impl FnOnce(&mut String)) -> String {
+    let mut text = String::new();
+    write(&mut text);
+    match effect {
+        Some(e) => e.say(&text),
+        None => text,
+    }
 }
 
 fn seeds_label(seeds: &[u64]) -> String {
@@ -193,12 +199,9 @@ pub fn diff_text(r: &DiffReport) -> String {
         r.baseline, r.candidate
     );
     for sc in &r.scenarios {
-        let mut one = String::new();
-        scenario_diff_text(&mut one, sc);
-        match &sc.effect {
-            Some(e) => s.push_str(&e.say(&one)),
-            None => s.push_str(&one),
-        }
+        s.push_str(&in_words(sc.effect.as_ref(), |one| {
+            scenario_diff_text(one, sc)
+        }));
     }
     match &r.reason {
         Some(reason) => {

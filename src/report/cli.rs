@@ -434,6 +434,8 @@ fn render_text(
             text += &crate::replay::render_counterfactual(c);
         }
     }
+    // The story lines are in the scenario's words already (`ticket_story`).
+    let mut text = sc.effect().say(&text);
     if let Some(lines) = story_lines {
         let t = opts
             .ticket
@@ -450,7 +452,7 @@ fn render_text(
             text += "\n";
         }
     }
-    sc.effect().say(&text)
+    text
 }
 
 /// The text summary `refundsim run` prints for `out`, a run of `sc`: with the reconciliation

@@ -259,17 +259,12 @@ fn parse(text: &str, origin: &str) -> Result<(Scenario, Value), ScenarioError> {
     }
     let mut value = parse_value(text, origin, "")?;
     super::dupkeys::check(text).map_err(|e| syntax(origin, text, &e, ""))?;
-    if let Err((segs, message)) = super::aliases::canonicalize(&mut value) {
-        let line_col = locate(text, &segs).map(|off| offset_to_line_col(text, off));
-        return Err(ScenarioError::Invalid {
-            at: Location::new(origin, line_col),
-            path: segs.join("."),
-            message,
-            applied: Vec::new(),
-        });
-    }
-    // `$comment` below the top level is for the reader: gone before the shape walk and serde.
-    if let Err((segs, message)) = strip_comments(&mut value).and_then(|()| check_shape(&value)) {
+    // Aliases moved to their fields, and `$comment` below the top level (for the reader) gone,
+    // before the shape walk and serde.
+    let prepared = super::aliases::canonicalize(&mut value)
+        .and_then(|()| strip_comments(&mut value))
+        .and_then(|()| check_shape(&value));
+    if let Err((segs, message)) = prepared {
         let line_col = locate(text, &segs).map(|off| offset_to_line_col(text, off));
         return Err(ScenarioError::Invalid {
             at: Location::new(origin, line_col),
