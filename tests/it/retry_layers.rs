@@ -567,12 +567,6 @@ fn grpc_retry_throttling_stops_retries_once_half_the_tokens_are_spent() {
             "expected a number above 0",
         ),
     ] {
-        let out = crate::common::refundsim()
-            .args(["run", f, "--set", set])
-            .output()
-            .unwrap();
-        let err = String::from_utf8(out.stderr).unwrap();
-        assert_eq!(out.status.code(), Some(2), "{err}");
-        assert!(err.contains(message), "{err}");
+        crate::common::refused(&["run", f, "--set", set], message);
     }
 }

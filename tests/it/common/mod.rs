@@ -33,6 +33,19 @@ pub fn command_json(command: &str, args: &[&str]) -> (i32, serde_json::Value) {
     (code, report)
 }
 
+/// Runs `refundsim ARGS`, asserts it refused the input (exit 2) and that its error contains
+/// `message`; returns the error.
+pub fn refused(args: &[&str], message: &str) -> String {
+    let out = refundsim().args(args).output().unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(
+        err.contains(message),
+        "{args:?}: expected {message:?} in: {err}"
+    );
+    err
+}
+
 /// Runs `refundsim run ARGS --json` and parses the report.
 pub fn run_json(args: &[&str]) -> serde_json::Value {
     command_json("run", args).1
