@@ -39,6 +39,7 @@ pub mod cause;
 pub mod erlang;
 pub mod error;
 pub mod explore;
+pub mod fix;
 pub mod gate;
 pub mod history;
 mod id_map;

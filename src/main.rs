@@ -69,6 +69,10 @@ enum Command {
     /// scenario file (exit 1 when one is found).
     #[command(allow_negative_numbers = true)]
     Explore(cli::explore::ExploreArgs),
+    /// Search the policy changes that make a scenario safe (every seed and a bounded explore),
+    /// verify each by simulation, and write the cheapest as a merge patch (exit 1 if none).
+    #[command(allow_negative_numbers = true)]
+    Fix(cli::fix::FixArgs),
     /// Sizing: run a scenario over a grid of field values × seeds; write points.csv, runs.csv,
     /// sweep.json and SVG plots, and pick the cheapest safe point (exit 1 if `--minimize`
     /// finds none).
@@ -170,6 +174,7 @@ fn run() -> anyhow::Result<ExitCode> {
         Command::Lint(args) => cli::lint::run(args),
         Command::New(args) => cli::new::run(args),
         Command::Explore(args) => cli::explore::run(args, budget),
+        Command::Fix(args) => cli::fix::run(args, budget),
         Command::Sweep(args) => cli::sweep::run(args, budget),
         Command::Merge(args) => cli::sweep::merge(args),
         Command::Import(args) => cli::import::run(args, budget),

@@ -13,6 +13,7 @@ use std::process::ExitCode;
 pub(crate) mod check;
 pub(crate) mod diff;
 pub(crate) mod explore;
+pub(crate) mod fix;
 pub(crate) mod import;
 pub(crate) mod lint;
 pub(crate) mod new;

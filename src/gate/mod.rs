@@ -28,6 +28,7 @@ pub use crate::output::write_atomically;
 pub use crate::progress::Progress;
 pub use crate::seeds::SeedRange;
 pub(crate) use bounds::fmt_num;
+pub(crate) use bounds::{check_bounds, invariant_of};
 pub use bounds::{BoundCheck, Rule};
 pub use check::{
     check, check_with_progress, CaseReport, CheckOptions, CheckReport, InvariantCount, Violation,
@@ -36,8 +37,10 @@ pub use diff::{
     diff, diff_with_progress, DiffOptions, DiffReport, MetricDiff, SafetyCount, ScenarioDiff,
 };
 pub use error::GateError;
+pub(crate) use explore_check::explore_check;
 pub use explore_check::{explores, ExploreCheck, Found};
 pub use inputs::scenario_files;
 pub use junit::junit_xml;
+pub(crate) use runs::run_cases;
 pub use text::{check_text, diff_text};
 pub use units::unit_of;

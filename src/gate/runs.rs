@@ -14,7 +14,7 @@ use crate::scenario::{OverBudget, RunBudget, RunWatch, Scenario};
 /// # Errors
 /// [`OverBudget`]: the first run in this order that went past the budget while running (each
 /// run's order is its index), the same at any thread count.
-pub(super) fn run_cases(
+pub(crate) fn run_cases(
     cases: &[(&Scenario, &Invocation, &[u64])],
     budget: RunBudget,
     progress: &dyn Progress,
