@@ -15,6 +15,7 @@ pub(crate) mod diff;
 pub(crate) mod explore;
 pub(crate) mod import;
 pub(crate) mod lint;
+pub(crate) mod lint_server;
 pub(crate) mod new;
 pub(crate) mod process;
 pub(crate) mod progress;
