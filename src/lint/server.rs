@@ -395,3 +395,100 @@ pub fn server_lint_text(r: &ServerLintReport) -> String {
     );
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listing(tools: Value) -> ServerListing {
+        ServerListing {
+            command: "srv".into(),
+            name: "s".into(),
+            version: "1".into(),
+            protocol_version: "2025-11-25".into(),
+            pages: 1,
+            tools: tools.as_array().unwrap().clone(),
+        }
+    }
+
+    fn ids(r: &ServerLintReport) -> Vec<(&'static str, String)> {
+        r.findings.iter().map(|f| (f.id, f.path.clone())).collect()
+    }
+
+    /// Read-only is never flagged; no annotations is MCP's defaults (all three rules);
+    /// additive and not idempotent is only retried; destructive and idempotent is fine.
+    #[test]
+    fn each_hint_decides_its_rule_under_the_incidents_rule() {
+        let tools = serde_json::json!([
+            {"name": "get", "annotations": {"readOnlyHint": true, "idempotentHint": false}},
+            {"name": "bare"},
+            {"name": "add", "annotations": {"destructiveHint": false}},
+            {"name": "put", "annotations": {"idempotentHint": true}},
+        ]);
+        let r = lint_server(&listing(tools), None, &[], &[]).unwrap();
+        assert_eq!(r.policy.source, "the incident's rule (the defaults)");
+        assert_eq!(
+            r.policy.words,
+            "the model may retry any tool once after a failure; no idempotency key"
+        );
+        assert_eq!(
+            ids(&r),
+            [
+                ("tool-annotations-missing", "tools.1.annotations".into()),
+                (
+                    "retry-non-idempotent",
+                    "tools.1.annotations.idempotentHint".into()
+                ),
+                (
+                    "idempotency-key-missing",
+                    "tools.1.annotations.destructiveHint".into()
+                ),
+                (
+                    "retry-non-idempotent",
+                    "tools.2.annotations.idempotentHint".into()
+                ),
+            ]
+        );
+        assert!(r.findings.iter().all(|f| f.file == "MCP server s"));
+        assert_eq!(r.tools[1].annotations, None);
+        assert_eq!(
+            r.tools[2].annotations,
+            Some(vec![("destructiveHint".to_string(), false)])
+        );
+        assert!(r.has_errors());
+    }
+
+    #[test]
+    fn a_per_attempt_key_and_an_executor_retry_are_said() {
+        let tools = serde_json::json!([{"name": "x", "annotations": {"destructiveHint": true}}]);
+        let sets = [
+            "refunds_service.idempotency_key=per_attempt".to_string(),
+            "agent.retry.max_retries=3".to_string(),
+            "executor.retry={}".to_string(),
+        ];
+        let r = lint_server(&listing(tools), None, &[], &sets).unwrap();
+        assert_eq!(
+            r.policy.words,
+            "the model may retry any tool 3 times after a failure; the executor retries every call twice; an idempotency key per attempt (a retry gets a fresh one)"
+        );
+        let got: Vec<&str> = r.findings.iter().map(|f| f.id).collect();
+        assert_eq!(
+            got,
+            [
+                "retry-non-idempotent",
+                "retry-non-idempotent",
+                "idempotency-key-per-attempt"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_tool_that_is_not_a_tool_names_the_server() {
+        let tools = serde_json::json!([{"name": "x", "annotations": {"idempotentHint": "yes"}}]);
+        let e = lint_server(&listing(tools), None, &[], &[]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "MCP server s: tools.0.annotations.idempotentHint: expected true or false"
+        );
+    }
+}
