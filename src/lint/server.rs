@@ -85,8 +85,28 @@ pub struct ListedTool {
     /// Tool name.
     pub name: String,
     /// The hints the server stated (of the four in [`HINTS`]), in that order; `None` when it
-    /// stated none ("no annotations": MCP's defaults apply).
+    /// stated none ("no annotations": MCP's defaults apply). In JSON, an object
+    /// (`{"readOnlyHint": true, …}`) or `null`.
+    #[serde(serialize_with = "hints_as_object")]
     pub annotations: Option<Vec<(String, bool)>>,
+}
+
+/// `[("readOnlyHint", true)]` as `{"readOnlyHint": true}`, in the list's order.
+fn hints_as_object<S: serde::Serializer>(
+    hints: &Option<Vec<(String, bool)>>,
+    ser: S,
+) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    match hints {
+        None => ser.serialize_none(),
+        Some(h) => {
+            let mut m = ser.serialize_map(Some(h.len()))?;
+            for (k, v) in h {
+                m.serialize_entry(k, v)?;
+            }
+            m.end()
+        }
+    }
 }
 
 /// What `lint --mcp-server` found.

@@ -108,7 +108,7 @@ fn the_fixture_servers_tools_under_the_incidents_rule() {
     assert_eq!(r["tools"][1]["annotations"], Value::Null, "no annotations");
     assert_eq!(
         r["tools"][0]["annotations"],
-        serde_json::json!([["readOnlyHint", true], ["openWorldHint", false]])
+        serde_json::json!({"readOnlyHint": true, "openWorldHint": false})
     );
     // lookup_order (read-only) and set_shipping_address (idempotent) are not flagged;
     // add_note (additive, not idempotent) only for the retry.
@@ -349,12 +349,7 @@ fn the_everything_server_from_npm() {
     assert_eq!(r["server"]["name"], "mcp-servers/everything", "{r}");
     let tools = r["tools"].as_array().unwrap();
     assert!(tools.len() >= 10, "{} tools", tools.len());
-    let hint = |t: &Value, k: &str| {
-        t["annotations"]
-            .as_array()
-            .and_then(|a| a.iter().find(|h| h[0] == k))
-            .and_then(|h| h[1].as_bool())
-    };
+    let hint = |t: &Value, k: &str| t["annotations"].get(k).and_then(Value::as_bool);
     let named = |n: &str| tools.iter().find(|t| t["name"] == n);
     let echo = named("echo").expect("an echo tool");
     assert_eq!(hint(echo, "readOnlyHint"), Some(true));
