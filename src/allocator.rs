@@ -80,7 +80,7 @@ unsafe impl GlobalAlloc for Allocator {
 #[inline(always)]
 fn aligned(p: *mut u8, align: usize) -> *mut u8 {
     debug_assert!(
-        (p as usize) % align == 0,
+        (p as usize).is_multiple_of(align),
         "mimalloc block {p:p} not aligned to {align}"
     );
     p

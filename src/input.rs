@@ -98,7 +98,7 @@ impl InputError {
 
 /// `16777216` → `16 MiB (16777216 bytes)`; a limit that is not whole MiB, as bytes.
 fn bytes(n: u64) -> String {
-    if n >= 1 << 20 && n % (1 << 20) == 0 {
+    if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
         format!("{} MiB ({n}-byte)", n >> 20)
     } else {
         format!("{n}-byte")

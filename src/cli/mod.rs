@@ -16,6 +16,7 @@ pub(crate) mod explore;
 pub(crate) mod fix;
 pub(crate) mod import;
 pub(crate) mod lint;
+pub(crate) mod lint_server;
 pub(crate) mod new;
 pub(crate) mod process;
 pub(crate) mod progress;

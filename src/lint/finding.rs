@@ -126,11 +126,11 @@ impl LintReport {
     }
 }
 
-/// The report as text: one block per finding, the queueing oracle of each scenario, then a
-/// count.
-pub fn lint_text(r: &LintReport) -> String {
+/// Findings as text, one block each: `FILE: SEVERITY[ID] PATH: MESSAGE`, then `  fix: HINT`
+/// and, when the fix is a change of fields, `  apply: --set …`.
+pub(crate) fn findings_text(findings: &[Finding]) -> String {
     let mut s = String::new();
-    for f in &r.findings {
+    for f in findings {
         let sev = match f.severity {
             Severity::Error => "error",
             Severity::Warning => "warning",
@@ -146,17 +146,19 @@ pub fn lint_text(r: &LintReport) -> String {
             let _ = writeln!(s, "  apply: {}", sets.join(" "));
         }
     }
+    s
+}
+
+/// The report as text: one block per finding, the queueing oracle of each scenario, then a
+/// count.
+pub fn lint_text(r: &LintReport) -> String {
+    let mut s = findings_text(&r.findings);
     for q in &r.queueing {
         let _ = writeln!(s, "{}: pool queueing (no run; estimates only):", q.file);
         for (k, v) in q.loads.iter().flat_map(oracle_rows) {
             let _ = writeln!(s, "  {k:<42} {v}");
         }
     }
-    let errors = r
-        .findings
-        .iter()
-        .filter(|f| f.severity == Severity::Error)
-        .count();
     let kinds: Vec<String> = r
         .files
         .iter()
@@ -168,15 +170,23 @@ pub fn lint_text(r: &LintReport) -> String {
             }
         })
         .collect();
-    let _ = writeln!(
-        s,
-        "lint {}: {} error(s), {} warning(s) in {}",
+    let _ = writeln!(s, "{}", count_line(&r.findings, &kinds.join(", ")));
+    s
+}
+
+/// The closing line of a report: `lint ok: …` or `lint FAILED: …`, the counts, and what was
+/// linted (`what`).
+pub(crate) fn count_line(findings: &[Finding], what: &str) -> String {
+    let errors = findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .count();
+    format!(
+        "lint {}: {} error(s), {} warning(s) in {what}",
         if errors == 0 { "ok" } else { "FAILED" },
         errors,
-        r.findings.len() - errors,
-        kinds.join(", ")
-    );
-    s
+        findings.len() - errors,
+    )
 }
 
 #[cfg(test)]

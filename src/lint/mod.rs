@@ -27,6 +27,9 @@
 //! over the defaults ([`DEFAULTS_BASE`]); a scenario with `--policy`/`--set`
 //! ([`lint_files_with`]) is linted merged, as `refundsim show` prints it.
 //!
+//! `refundsim lint --mcp-server` lints the tools a live MCP server lists against a scenario's
+//! policy, or the incident's rule by default (`src/lint/server.rs`).
+//!
 //! Besides findings, each scenario or policy gets the pool's queueing oracle (Erlang C and
 //! Allen–Cunneen with their inputs λ, E[S], c, ρ; "unstable" when ρ ≥ 1; see
 //! [`crate::analysis::queueing`]), printed before the closing count and in `--json` as `queueing`.
@@ -43,6 +46,7 @@ mod outcomes;
 mod providers;
 mod redelivery;
 mod rules;
+mod server;
 mod spans;
 mod tools;
 
@@ -55,6 +59,9 @@ pub use finding::{lint_text, Finding, LintReport, LintedFile, LintedQueue, Sever
 pub use input::DEFAULTS_BASE;
 pub(crate) use input::{read_input, tool_list_in, LintInput};
 pub use rules::scenario_rules;
+pub use server::{
+    lint_server, server_lint_text, ListedTool, PolicyUsed, ServerLintReport, ServerListing, HINTS,
+};
 pub(crate) use tools::{tool_facts, tool_rules};
 
 /// Every rule id, in the order `docs/ci.md` lists them: every finding's `id` is one of these.

@@ -127,11 +127,11 @@ fn model_retries(s: &Scenario, tool: &ToolFacts) -> bool {
     r.max_retries > 0 && (r.applies_to == AppliesTo::AnyTool || tool.read_only || tool.idempotent)
 }
 
-fn executor_retries(s: &Scenario) -> bool {
+pub(super) fn executor_retries(s: &Scenario) -> bool {
     s.executor.retry.as_ref().is_some_and(|r| r.max_retries > 0)
 }
 
-fn retry_non_idempotent(s: &Scenario, tool: &ToolFacts) -> Vec<Finding> {
+pub(super) fn retry_non_idempotent(s: &Scenario, tool: &ToolFacts) -> Vec<Finding> {
     let mut out = Vec::new();
     if tool.idempotent {
         return out;

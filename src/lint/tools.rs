@@ -20,6 +20,9 @@ pub(crate) struct ToolFacts {
     pub read_only: bool,
     /// `idempotentHint` (default false).
     pub idempotent: bool,
+    /// `destructiveHint` (default true): the tool may destroy or overwrite, rather than only
+    /// add. Meaningful only when not `readOnlyHint` (MCP ToolAnnotations).
+    pub destructive: bool,
 }
 
 impl ToolFacts {
@@ -37,6 +40,7 @@ impl ToolFacts {
             annotated: a.is_some(),
             read_only: a.is_some_and(|a| a.read_only_hint),
             idempotent: a.is_some_and(|a| a.idempotent_hint),
+            destructive: a.is_none_or(|a| a.destructive_hint),
         }
     }
 }
@@ -76,9 +80,10 @@ pub(crate) fn tool_facts(file: &str, path: &str, v: &Value) -> Result<ToolFacts,
             ))
         }
     };
-    let hint = |key: &str| -> Result<bool, LintError> {
+    // A hint absent (or null) takes MCP's default for it.
+    let hint = |key: &str, default: bool| -> Result<bool, LintError> {
         match ann.and_then(|a| a.get(key)) {
-            None | Some(Value::Null) => Ok(false),
+            None | Some(Value::Null) => Ok(default),
             Some(Value::Bool(b)) => Ok(*b),
             Some(_) => Err(bad(
                 join(path, &format!("annotations.{key}")),
@@ -99,8 +104,9 @@ pub(crate) fn tool_facts(file: &str, path: &str, v: &Value) -> Result<ToolFacts,
             .iter()
             .any(|k| a.contains_key(*k))
         }),
-        read_only: hint("readOnlyHint")?,
-        idempotent: hint("idempotentHint")?,
+        read_only: hint("readOnlyHint", false)?,
+        idempotent: hint("idempotentHint", false)?,
+        destructive: hint("destructiveHint", true)?,
     })
 }
 

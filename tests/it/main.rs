@@ -29,6 +29,7 @@ mod incident;
 mod invariants;
 mod latency_script;
 mod lint_fixes;
+mod lint_mcp_server;
 mod mcp_client;
 mod new;
 mod otlp_export;
