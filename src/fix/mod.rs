@@ -43,6 +43,12 @@ pub use text::fix_text;
 /// the full count (`--explore-cases`, default the scenario's `gate.explore_cases`).
 pub const SEARCH_EXPLORE_CASES: u32 = 256;
 
+/// Most candidates verified for alternatives once the first answer is found.
+pub const ALTERNATIVES_BUDGET: usize = 30;
+
+/// Exploration cases a candidate gets after its first seeds hold, before the other seeds.
+pub const QUICK_EXPLORE_CASES: u32 = 64;
+
 /// Seeds run at a time while the search verifies a candidate (see [`Evidence::stopped_early`]).
 pub const SEED_CHUNK: usize = 8;
 
@@ -161,6 +167,9 @@ pub struct Tried {
     pub cost: f64,
     /// One line: passes, or what fails and the counterexample's signs.
     pub summary: String,
+    /// The counterexample's story, for the steps on an answer's path (empty otherwise).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub story: Vec<String>,
 }
 
 /// A verified answer.
@@ -277,6 +286,7 @@ pub fn fix(opts: &FixOptions) -> Result<FixReport, CliError> {
             changes: Vec::new(),
             cost: 0.0,
             summary: text::summary(&baseline),
+            story: Vec::new(),
         }],
         baseline: baseline.clone(),
         fix: None,
@@ -297,6 +307,7 @@ pub fn fix(opts: &FixOptions) -> Result<FixReport, CliError> {
     let mut order = 0usize;
     let mut answers: Vec<Answer> = Vec::new();
     let mut candidates: BTreeMap<usize, Vec<Move>> = BTreeMap::new();
+    let mut first_answer_at: Option<usize> = None;
     let root_print = fingerprint(&baseline);
     let mut expand =
         |parent: &[Move],
@@ -338,7 +349,8 @@ pub fn fix(opts: &FixOptions) -> Result<FixReport, CliError> {
 
     while let Some(((lower, _, _), (cand, parent_id, parent_print))) = frontier.pop_first() {
         // Alternatives are answers at most one field dearer than the cheapest.
-        let enough = answers.len() > opts.alternatives;
+        let enough = answers.len() > opts.alternatives
+            || first_answer_at.is_some_and(|at| report.tried.len() > at + ALTERNATIVES_BUDGET);
         if enough
             || answers
                 .first()
@@ -358,7 +370,23 @@ pub fn fix(opts: &FixOptions) -> Result<FixReport, CliError> {
         }
         let id = report.tried.len();
         candidates.insert(id, cand.clone());
-        let mut ev = search.evaluate(&cand, search_cases, false)?;
+        let mut ev = match search.evaluate(&cand, search_cases, false) {
+            Ok(ev) => ev,
+            // A combination the scenario format refuses (a field that needs another's value):
+            // not a candidate.
+            Err(CliError::Scenario(e)) => {
+                report.tried.push(Tried {
+                    id,
+                    parent: Some(parent_id),
+                    changes: cand.iter().map(Move::set_arg).collect(),
+                    cost: search.static_cost(&cand),
+                    summary: format!("not a valid scenario: {e}"),
+                    story: Vec::new(),
+                });
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         if ev.passed && search_cases < full_cases {
             ev = search.evaluate(&cand, full_cases, true)?;
         }
@@ -369,6 +397,7 @@ pub fn fix(opts: &FixOptions) -> Result<FixReport, CliError> {
             changes: cand.iter().map(Move::set_arg).collect(),
             cost,
             summary: text::summary(&ev),
+            story: Vec::new(),
         });
         if ev.passed {
             let mut path = vec![id];
@@ -379,6 +408,7 @@ pub fn fix(opts: &FixOptions) -> Result<FixReport, CliError> {
             }
             path.push(0);
             path.reverse();
+            first_answer_at.get_or_insert(id);
             answers.push(search.answer(cand, ev, cost, path));
             answers.sort_by(|a, b| a.cost.total_cmp(&b.cost).then(a.fields.cmp(&b.fields)));
             continue;
@@ -410,6 +440,7 @@ pub fn fix(opts: &FixOptions) -> Result<FixReport, CliError> {
         let ev = search.evaluate(&changes, search_cases, true)?;
         if !ev.passed {
             report.tried[id].summary = text::summary(&ev);
+            report.tried[id].story = ev.counterexample.map(|c| c.story).unwrap_or_default();
         }
     }
     let mut answers = answers.into_iter();
@@ -440,9 +471,12 @@ type ExploreKey = (Option<String>, Option<usize>);
 
 /// How far a failing candidate is from holding, lower is closer: the seeds held and only the
 /// exploration broke something, else the share of the seeds run that failed.
+///
+/// A candidate whose seeds hold but whose exploration breaks counts as failing half its seeds:
+/// a small world that breaks it is a hole of its own, not nearly closed.
 fn badness(ev: &Evidence) -> u64 {
     match ev.failures.first() {
-        None => 0,
+        None => 500,
         Some(f) => 1 + (f.failing_seeds.len() as u64 * 1000) / ev.seeds.max(1) as u64,
     }
 }
@@ -580,6 +614,20 @@ impl Search<'_> {
             if surely_fails && !all_seeds {
                 break;
             }
+            // After the first chunk holds, a short exploration: its small worlds are cheaper
+            // than the other seeds, and many candidates fail there.
+            if !all_seeds && run_seeds.len() == chunk.len() && cases > 0 && !surely_fails {
+                let ex = explore_check(&sc, &how, QUICK_EXPLORE_CASES.min(cases));
+                if !ex.ok {
+                    return Ok(self.explore_evidence(
+                        ex,
+                        run_seeds.len(),
+                        true,
+                        Vec::new(),
+                        BTreeMap::new(),
+                    ));
+                }
+            }
         }
         let stopped_early = run_seeds.len() < self.seeds.len();
         let mut means = BTreeMap::new();
@@ -659,6 +707,18 @@ impl Search<'_> {
             });
         }
         let ex = explore_check(&sc, &how, cases);
+        Ok(self.explore_evidence(ex, run_seeds.len(), stopped_early, failures, means))
+    }
+
+    /// The evidence of a candidate whose seeds held, from its exploration.
+    fn explore_evidence(
+        &self,
+        ex: crate::gate::ExploreCheck,
+        seeds: usize,
+        stopped_early: bool,
+        failures: Vec<MetricFailure>,
+        means: BTreeMap<String, f64>,
+    ) -> Evidence {
         let counterexample = ex.found.as_ref().map(|f| {
             let (signs, story) = match f.ticket {
                 Some(t) => self.ticket_signs(&f.minimal, f.minimal.seed, t),
@@ -676,20 +736,20 @@ impl Search<'_> {
                 story,
             }
         });
-        Ok(Evidence {
+        Evidence {
             passed: ex.ok,
-            seeds: run_seeds.len(),
+            seeds,
             stopped_early,
             failures,
             explore: Some(ExploreSummary {
-                cases,
+                cases: ex.cases,
                 found: ex.found.as_ref().map(|f| f.invariant.clone()),
                 tickets: ex.found.as_ref().map(|f| f.tickets),
                 aborted: ex.aborted.clone(),
             }),
             counterexample,
             means,
-        })
+        }
     }
 
     /// The signs and story of `ticket` in `sc` under `seed`.

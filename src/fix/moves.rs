@@ -169,11 +169,13 @@ pub fn moves(doc: &Value, signs: &BTreeSet<Sign>) -> Vec<Move> {
             if get(doc, &format!("{base}.max_retries")).is_none() {
                 out_push_absent(&mut out.list, doc, &base, "max_retries", json!(0), layer);
             }
-            out.propose(
-                &format!("{base}.applies_to"),
-                json!("idempotent_tools"),
-                &format!("layer {layer} retried a tool that is not marked idempotent"),
-            );
+            if kind == Some("retry") {
+                out.propose(
+                    &format!("{base}.applies_to"),
+                    json!("idempotent_tools"),
+                    &format!("layer {layer} retried a tool that is not marked idempotent"),
+                );
+            }
             if matches!(kind, Some("retry") | Some("proxy")) {
                 let on = get(doc, &format!("{base}.retry_on"));
                 if on != Some(&json!(["connect-failure"])) {
@@ -251,7 +253,7 @@ pub fn moves(doc: &Value, signs: &BTreeSet<Sign>) -> Vec<Move> {
     if has(&Sign::ExecutorTimeout) {
         if let Some(ms) = millis(doc, "executor.timeout") {
             let mut seen = BTreeSet::new();
-            for t in [15_000u64, ms * 4] {
+            for t in [15_000u64.max(ms * 2)] {
                 if t > ms && seen.insert(t) {
                     out.push(Move::new(
                         "executor.timeout",
@@ -263,7 +265,7 @@ pub fn moves(doc: &Value, signs: &BTreeSet<Sign>) -> Vec<Move> {
         }
         if has(&Sign::PoolQueue) {
             if let Some(n) = get(doc, "refunds_service.pool_size").and_then(Value::as_u64) {
-                for m in [n * 2, n * 4] {
+                for m in [n * 2] {
                     out.push(Move::new(
                         "refunds_service.pool_size",
                         json!(m),

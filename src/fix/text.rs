@@ -59,10 +59,15 @@ pub(crate) fn summary(ev: &Evidence) -> String {
                 let _ = write!(out, "explore ({} cases) stopped early: {why}", e.cases);
             }
             (Some(inv), _) => {
+                let seeds = if ev.stopped_early {
+                    format!("the first {} seeds", ev.seeds)
+                } else {
+                    format!("the {} seeds", ev.seeds)
+                };
                 let _ = write!(
                     out,
-                    "the {} seeds hold, but explore ({} cases) breaks {inv}",
-                    ev.seeds, e.cases
+                    "{seeds} hold, but explore ({} cases) breaks {inv}",
+                    e.cases
                 );
             }
             _ => {}
@@ -184,9 +189,25 @@ fn path(out: &mut String, r: &FixReport, a: &Answer) {
                 .join(" + "),
             t.summary
         );
+        // The opening and the end, where the second refund is made.
+        let n = t.story.len();
+        for (i, line) in t.story.iter().enumerate() {
+            if n <= STORY_LINES || i < 3 || i >= n - (STORY_LINES - 4) {
+                let _ = writeln!(out, "      {line}");
+            } else if i == 3 {
+                let _ = writeln!(
+                    out,
+                    "      … ({} lines: --json has them all)",
+                    n - (STORY_LINES - 1)
+                );
+            }
+        }
         before = t.changes.clone();
     }
 }
+
+/// Story lines shown per step of the path.
+const STORY_LINES: usize = 16;
 
 fn cost_text(a: &Answer) -> String {
     if a.cost_parts.is_empty() {
