@@ -1,9 +1,9 @@
 """Drives `refundsim mcp` with the Python MCP SDK's stdio client (a client this project did
 not write), for tests/it/mcp_server.rs.
 
-Usage: python3 tests/mcp/client.py REFUNDSIM_BINARY WORKING_DIR < calls.json
+Usage: python3 tests/mcp/client.py REFUNDSIM_BINARY WORKING_DIR [SERVER_FLAG…] < calls.json
 
-calls.json is a list of [tool, arguments] pairs. The client initialises, lists the tools,
+The server runs as `REFUNDSIM_BINARY mcp SERVER_FLAG…` in WORKING_DIR. calls.json is a list of [tool, arguments] pairs. The client initialises, lists the tools,
 makes every call at once (concurrently, over one session), and prints one JSON object:
 {"server": serverInfo, "tools": [...], "calls": [CallToolResult, ...]}, each as the SDK
 parsed it (so a result the SDK rejects fails here, not in the Rust test).
@@ -18,9 +18,9 @@ from mcp.client.stdio import stdio_client
 
 
 async def main() -> None:
-    binary, cwd = sys.argv[1], sys.argv[2]
+    binary, cwd, flags = sys.argv[1], sys.argv[2], sys.argv[3:]
     calls = json.load(sys.stdin)
-    params = StdioServerParameters(command=binary, args=["mcp"], cwd=cwd)
+    params = StdioServerParameters(command=binary, args=["mcp", *flags], cwd=cwd)
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             init = await session.initialize()

@@ -35,6 +35,8 @@ pub(crate) struct Inputs {
     pub(crate) scenario: PathBuf,
     /// The policy files, in order.
     pub(crate) policies: Vec<PathBuf>,
+    /// Paths given that do not exist, for [`Inputs::error`].
+    missing: Vec<String>,
     /// `PATH=VALUE` overrides, in the order of the `set` object's keys (sorted), after the
     /// tool's own plain fields.
     pub(crate) sets: Vec<String>,
@@ -73,6 +75,14 @@ impl Inputs {
             text.push('\n');
             text
         };
+        let missing = scenario
+            .into_iter()
+            .chain(policies)
+            .filter_map(|s| match s {
+                Source::Path(p) if !std::path::Path::new(p).exists() => Some(p.clone()),
+                _ => None,
+            })
+            .collect();
         let scenario = match scenario {
             None => write(INCIDENT_PATH, INCIDENT)?,
             Some(Source::Path(p)) => PathBuf::from(p),
@@ -91,6 +101,7 @@ impl Inputs {
         Ok(Inputs {
             dir,
             prefix,
+            missing,
             scenario,
             policies,
             sets,
@@ -113,6 +124,29 @@ impl Inputs {
     /// the call is named as the user would name it after saving it (`scenario.json`).
     pub(crate) fn relabel(&self, text: &str) -> String {
         text.replace(&self.prefix, "")
+    }
+
+    /// The library's error `e` for a tool error: relabelled, and, when a path given does not
+    /// exist, saying where relative paths start from (the server's working directory, which
+    /// its client chose).
+    pub(crate) fn error(&self, e: impl std::fmt::Display) -> String {
+        let mut message = self.relabel(&e.to_string());
+        if let Some(p) = self
+            .missing
+            .iter()
+            .find(|p| message.starts_with(p.as_str()))
+        {
+            let cwd = std::env::current_dir()
+                .map(|d| d.display().to_string())
+                .unwrap_or_else(|_| "unknown".into());
+            if std::path::Path::new(p).is_relative() {
+                message += &format!(
+                    " (relative to the server's working directory {cwd}; expected a path from \
+                     there, an absolute path, or the object itself)"
+                );
+            }
+        }
+        message
     }
 
     /// [`Inputs::relabel`] of every string in `v`.

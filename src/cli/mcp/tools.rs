@@ -58,7 +58,7 @@ fn simulate(a: SimulateArgs, budget: RunBudget) -> Result<Answer, String> {
         ..Default::default()
     };
     let run = |opts: &report::cli::CliOptions| -> Result<Value, String> {
-        let out = report::cli::cli_run(opts).map_err(|e| inputs.relabel(&e.to_string()))?;
+        let out = report::cli::cli_run(opts).map_err(|e| inputs.error(e))?;
         serde_json::from_str(&out.stdout).map_err(|e| format!("run --json: {e}"))
     };
     let mut v = run(&opts)?;
@@ -155,7 +155,7 @@ fn check_policy(a: CheckArgs, budget: RunBudget) -> Result<Answer, String> {
     if seeds.is_none() || a.explore_cases.is_none() {
         // The scenario's own gate decides the defaults: refused here when over the bounds.
         let sc = scenario::load_within(&inputs.scenario, &[], &inputs.sets, &RunBudget::UNLIMITED)
-            .map_err(|e| inputs.relabel(&e.to_string()))?;
+            .map_err(|e| inputs.error(e))?;
         let file = inputs.relabel(&inputs.scenario.display().to_string());
         if seeds.is_none() && sc.gate.seeds > MAX_SEEDS {
             return Err(format!(
@@ -180,7 +180,7 @@ fn check_policy(a: CheckArgs, budget: RunBudget) -> Result<Answer, String> {
         explore_cases: a.explore_cases,
         budget,
     };
-    let report = gate::check(&opts).map_err(|e| inputs.relabel(&e.to_string()))?;
+    let report = gate::check(&opts).map_err(|e| inputs.error(e))?;
     let v = serde_json::to_value(&report).map_err(|e| format!("check --json: {e}"))?;
     Ok(Answer {
         structured: inputs.relabel_value(v),
@@ -213,14 +213,14 @@ fn lint_tools(a: LintArgs) -> Result<Answer, String> {
             let path = inputs.write("tools.json", &text)?;
             let mut opts = refundsim::new::NewOptions::new();
             opts.tool = a.tool.clone();
-            let starter = refundsim::new::new_scenario(&path, &opts)
-                .map_err(|e| inputs.relabel(&e.to_string()))?;
+            let starter =
+                refundsim::new::new_scenario(&path, &opts).map_err(|e| inputs.error(e))?;
             inputs.write("scenario.json", &starter.text)?
         }
         (None, _) => inputs.scenario.clone(),
     };
     let report = lint::lint_files_with(&[file], &inputs.policies, &inputs.sets)
-        .map_err(|e| inputs.relabel(&e.to_string()))?;
+        .map_err(|e| inputs.error(e))?;
     let v = serde_json::to_value(&report).map_err(|e| format!("lint --json: {e}"))?;
     Ok(Answer {
         structured: inputs.relabel_value(v),
