@@ -339,3 +339,32 @@ fn the_server_works_from_anywhere_and_bounds_each_call_in_time() {
         text(&calls[2])
     );
 }
+
+/// `server.json` describes this crate for the MCP registry: a crates.io package of this
+/// version, run as `refundsim mcp` over stdio, named where the README says (the registry's
+/// ownership check).
+#[test]
+fn server_json_is_this_crate_run_as_refundsim_mcp() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let s: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("server.json")).unwrap()).unwrap();
+    let version = env!("CARGO_PKG_VERSION");
+    assert_eq!(s["version"], version);
+    assert!(s["description"].as_str().unwrap().chars().count() <= 100);
+    let p = &s["packages"][0];
+    assert_eq!(
+        (&p["registryType"], &p["identifier"], &p["version"]),
+        (&json!("cargo"), &json!("refundsim"), &json!(version))
+    );
+    assert_eq!(p["transport"]["type"], "stdio");
+    assert_eq!(
+        p["packageArguments"],
+        json!([{"type": "positional", "value": "mcp"}])
+    );
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let name = s["name"].as_str().unwrap();
+    assert!(
+        readme.contains(&format!("mcp-name: {name}")),
+        "README names {name}"
+    );
+}

@@ -211,20 +211,43 @@ impl KeyMode {
     }
 }
 
-/// `suggest_fix`: `refundsim fix`'s answer for a scenario.
+/// `suggest_fix`: `refundsim fix`'s answer for a scenario, as `refundsim fix SCENARIO --json`.
 #[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+// Read once `refundsim fix` exists (`tools::suggest_fix`).
+#[allow(dead_code)]
 pub(crate) struct FixArgs {
-    /// The scenario: a path or a scenario object. Default: the incident,
+    /// The scenario to make safe: a path or a scenario object. Default: the incident,
     /// scenarios/carrier-outage.json (built in).
     #[serde(default)]
     pub(crate) scenario: Option<Source>,
-    /// Merge patches applied over the scenario in order, each a path or an object.
+    /// Merge patches applied over the scenario first, in order, each a path or an object; the
+    /// fix goes on top.
     #[serde(default)]
     pub(crate) policies: Vec<Source>,
     /// Overrides applied after the policies: dotted field paths to values.
     #[serde(default)]
     pub(crate) set: BTreeMap<String, Value>,
+    /// Seeds `A..B` every candidate must hold on, at most 200. Default: 1..N, N the
+    /// scenario's `gate.seeds`.
+    #[serde(default)]
+    pub(crate) seeds: Option<String>,
+    /// Cases of the exploration that confirms an answer, at most 4096. Default: the
+    /// scenario's `gate.explore_cases`.
+    #[serde(default)]
+    pub(crate) explore_cases: Option<u32>,
+    /// Cost weights (`--cost FIELD=WEIGHT`): a metric to weight × its mean increase (e.g.
+    /// {"latency_tool_call_p99_ms": 0.001}) or a field to weight × the change of its number
+    /// (ms for a duration, e.g. {"refunds_service.pool_size": 0.5}); each changed field costs
+    /// 1 besides.
+    #[serde(default)]
+    pub(crate) cost: BTreeMap<String, f64>,
+    /// Alternatives to list after the cheapest answer (0 to 20). Default: 3.
+    #[serde(default)]
+    pub(crate) alternatives: Option<u32>,
+    /// Most candidates to verify by simulation before giving up (1 to 200). Default: 120.
+    #[serde(default)]
+    pub(crate) max_candidates: Option<u32>,
 }
 
 /// Deserializes a tool's arguments; errors name the argument at fault (`arguments.seeds`) and
