@@ -176,6 +176,7 @@ pub(crate) fn definitions() -> Vec<Tool> {
             schema_for_type::<LintArgs>(),
         )
         .with_raw_output_schema(lint_out)
+        .with_title("Lint tool definitions and a retry policy")
         .with_annotations(annotations("Lint tool definitions and a retry policy")),
         Tool::new(
             "simulate",
@@ -185,6 +186,7 @@ pub(crate) fn definitions() -> Vec<Tool> {
             schema_for_type::<SimulateArgs>(),
         )
         .with_raw_output_schema(simulate_out)
+        .with_title("Simulate a scenario")
         .with_annotations(annotations("Simulate a scenario")),
         Tool::new(
             "check_policy",
@@ -198,6 +200,7 @@ pub(crate) fn definitions() -> Vec<Tool> {
             schema_for_type::<CheckArgs>(),
         )
         .with_raw_output_schema(check_out)
+        .with_title("Check a policy with the CI gate")
         .with_annotations(annotations("Check a policy with the CI gate")),
         Tool::new(
             "suggest_fix",
@@ -206,6 +209,7 @@ pub(crate) fn definitions() -> Vec<Tool> {
             schema_for_type::<FixArgs>(),
         )
         .with_raw_output_schema(output_schema(json!({}), &[]))
+        .with_title("Suggest a fix")
         .with_annotations(annotations("Suggest a fix")),
     ]
 }
