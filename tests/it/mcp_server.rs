@@ -137,10 +137,11 @@ fn a_real_client_lists_the_tools_and_each_answers_as_the_cli() {
         ("lint_tools", json!({"timeout": 8})),
         ("suggest_fix", json!({})),
         ("suggest_fix", json!({"scenario": 5})),
+        ("check_policy", json!({"set": {"gate.seeds": 500}})),
     ];
     let out = session(&python, root, &[], &calls);
     let calls = out["calls"].as_array().unwrap();
-    assert_eq!(calls.len(), 15);
+    assert_eq!(calls.len(), 16);
     assert_eq!(out["server"]["name"], "refundsim");
 
     // tools/list: the four tools, each read-only, idempotent and closed-world, with both
@@ -232,6 +233,14 @@ fn a_real_client_lists_the_tools_and_each_answers_as_the_cli() {
         text(&calls[6]).contains("at most 200 seeds"),
         "{}",
         text(&calls[6])
+    );
+    assert!(is_error(&calls[15]));
+    assert!(
+        text(&calls[15]).starts_with(
+            "scenarios/carrier-outage.json: gate.seeds: 500 seeds, and this server runs at most 200"
+        ),
+        "{}",
+        text(&calls[15])
     );
     assert!(is_error(&calls[7]));
     assert!(

@@ -132,46 +132,7 @@ fn simulate_text(v: &Value, ticket: Option<&str>) -> String {
 /// bounds.
 fn check_policy(a: CheckArgs, budget: RunBudget) -> Result<Answer, String> {
     let inputs = Inputs::new(a.scenario.as_ref(), &a.policies, &a.set, Vec::new())?;
-    let seeds = a
-        .seeds
-        .as_deref()
-        .map(|s| gate::SeedRange::parse("--seeds", s))
-        .transpose()
-        .map_err(|e| e.to_string())?;
-    if let Some(r) = seeds {
-        if r.last - r.first >= MAX_SEEDS {
-            return Err(format!(
-                "--seeds {r}: expected at most {MAX_SEEDS} seeds per call of this server \
-                 (run `refundsim check` for more)"
-            ));
-        }
-    }
-    if let Some(n) = a.explore_cases.filter(|&n| n > MAX_EXPLORE_CASES) {
-        return Err(format!(
-            "--explore-cases {n}: expected at most {MAX_EXPLORE_CASES} per call of this server \
-             (run `refundsim check` for more)"
-        ));
-    }
-    if seeds.is_none() || a.explore_cases.is_none() {
-        // The scenario's own gate decides the defaults: refused here when over the bounds.
-        let sc = scenario::load_within(&inputs.scenario, &[], &inputs.sets, &RunBudget::UNLIMITED)
-            .map_err(|e| inputs.error(e))?;
-        let file = inputs.relabel(&inputs.scenario.display().to_string());
-        if seeds.is_none() && sc.gate.seeds > MAX_SEEDS {
-            return Err(format!(
-                "{file}: gate.seeds: {} seeds, and this server runs at most {MAX_SEEDS} per \
-                 call; expected `seeds`, e.g. \"1..{MAX_SEEDS}\"",
-                sc.gate.seeds
-            ));
-        }
-        if a.explore_cases.is_none() && sc.gate.explore_cases > MAX_EXPLORE_CASES {
-            return Err(format!(
-                "{file}: gate.explore_cases: {} cases, and this server explores at most \
-                 {MAX_EXPLORE_CASES} per call; expected `explore_cases`, e.g. 1024",
-                sc.gate.explore_cases
-            ));
-        }
-    }
+    let seeds = gate_bounds(&inputs, a.seeds.as_deref(), a.explore_cases)?;
     let opts = gate::CheckOptions {
         scenarios: vec![inputs.scenario.clone()],
         policies: inputs.policies.clone(),
@@ -186,6 +147,58 @@ fn check_policy(a: CheckArgs, budget: RunBudget) -> Result<Answer, String> {
         structured: inputs.relabel_value(v),
         text: inputs.relabel(&gate::check_text(&report)),
     })
+}
+
+/// The seeds and exploration of a gate-like call (`check_policy`, `suggest_fix`), within this
+/// server's bounds: `seeds` parsed as `--seeds`; without `seeds` or `explore_cases`, the
+/// scenario's `gate` (which the defaults come from) is read and refused when over the bounds.
+///
+/// # Errors
+/// The CLI's message for a malformed range, or one naming the bound and how to stay within it.
+fn gate_bounds(
+    inputs: &Inputs,
+    seeds: Option<&str>,
+    explore_cases: Option<u32>,
+) -> Result<Option<gate::SeedRange>, String> {
+    let seeds = seeds
+        .map(|s| gate::SeedRange::parse("--seeds", s))
+        .transpose()
+        .map_err(|e| e.to_string())?;
+    if let Some(r) = seeds {
+        if r.last - r.first >= MAX_SEEDS {
+            return Err(format!(
+                "--seeds {r}: expected at most {MAX_SEEDS} seeds per call of this server \
+                 (run the CLI for more)"
+            ));
+        }
+    }
+    if let Some(n) = explore_cases.filter(|&n| n > MAX_EXPLORE_CASES) {
+        return Err(format!(
+            "--explore-cases {n}: expected at most {MAX_EXPLORE_CASES} per call of this server \
+             (run the CLI for more)"
+        ));
+    }
+    if seeds.is_some() && explore_cases.is_some() {
+        return Ok(seeds);
+    }
+    let sc = scenario::load_within(&inputs.scenario, &[], &inputs.sets, &RunBudget::UNLIMITED)
+        .map_err(|e| inputs.error(e))?;
+    let file = inputs.relabel(&inputs.scenario.display().to_string());
+    if seeds.is_none() && sc.gate.seeds > MAX_SEEDS {
+        return Err(format!(
+            "{file}: gate.seeds: {} seeds, and this server runs at most {MAX_SEEDS} per call; \
+             expected `seeds`, e.g. \"1..{MAX_SEEDS}\"",
+            sc.gate.seeds
+        ));
+    }
+    if explore_cases.is_none() && sc.gate.explore_cases > MAX_EXPLORE_CASES {
+        return Err(format!(
+            "{file}: gate.explore_cases: {} cases, and this server explores at most \
+             {MAX_EXPLORE_CASES} per call; expected `explore_cases`, e.g. 1024",
+            sc.gate.explore_cases
+        ));
+    }
+    Ok(seeds)
 }
 
 /// `refundsim lint SCENARIO --policy … --set … --json`, SCENARIO the one `refundsim new`
