@@ -17,6 +17,9 @@ use crate::common::{command_json, refundsim};
 
 const INCIDENT: &str = "scenarios/carrier-outage.json";
 
+/// A recipe that `fix` mends in one field, in well under a second.
+const FIXABLE: &str = "scenarios/recipes/mcp-duplicated-call.json";
+
 /// The Python with the `mcp` package, or `None` (after saying so) where it is absent.
 fn python() -> Option<String> {
     let python = std::env::var("REFUNDSIM_MCP_PYTHON").unwrap_or_else(|_| "python3".into());
@@ -135,13 +138,19 @@ fn a_real_client_lists_the_tools_and_each_answers_as_the_cli() {
         ("lint_tools", json!({"scenario": INCIDENT})),
         ("lint_tools", json!({"tools": {"nope": 1}})),
         ("lint_tools", json!({"timeout": 8})),
-        ("suggest_fix", json!({})),
+        ("suggest_fix", json!({"seeds": "1..500"})),
         ("suggest_fix", json!({"scenario": 5})),
         ("check_policy", json!({"set": {"gate.seeds": 500}})),
+        (
+            "suggest_fix",
+            json!({"scenario": FIXABLE, "seeds": "1..3", "explore_cases": 16,
+                   "max_candidates": 10, "alternatives": 0}),
+        ),
+        ("suggest_fix", json!({"max_candidates": 1000})),
     ];
     let out = session(&python, root, &[], &calls);
     let calls = out["calls"].as_array().unwrap();
-    assert_eq!(calls.len(), 16);
+    assert_eq!(calls.len(), 18);
     assert_eq!(out["server"]["name"], "refundsim");
 
     // tools/list: the four tools, each read-only, idempotent and closed-world, with both
@@ -296,16 +305,54 @@ fn a_real_client_lists_the_tools_and_each_answers_as_the_cli() {
         text(&calls[12])
     );
 
-    // suggest_fix: a tool error on a bad argument.
+    // suggest_fix: `fix --json` of the same inputs; a tool error on a bad argument.
+    let fix = &calls[16];
+    assert!(!is_error(fix), "{fix}");
+    let out = tempfile::tempdir().unwrap();
+    let patch = out.path().join("fix.json");
+    let (_, cli) = command_json(
+        "fix",
+        &[
+            FIXABLE,
+            "--seeds",
+            "1..3",
+            "--explore-cases",
+            "16",
+            "--max-candidates",
+            "10",
+            "--alternatives",
+            "0",
+            "--out",
+            patch.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(fix["structuredContent"], cli, "suggest_fix = fix --json");
+    assert_eq!(
+        fix["structuredContent"]["fix"]["patch"]["executor"]["request_idempotency"],
+        json!({})
+    );
+    assert!(
+        text(fix).contains("executor.request_idempotency"),
+        "{}",
+        text(fix)
+    );
+    assert!(is_error(&calls[17]));
+    assert!(
+        text(&calls[17]).starts_with("arguments.max_candidates: expected from 1 to 200"),
+        "{}",
+        text(&calls[17])
+    );
     assert!(is_error(&calls[14]));
     assert_eq!(
         text(&calls[14]),
         "arguments.scenario: expected a path (a string) or an object"
     );
-    let fix = &calls[13];
-    if is_error(fix) {
-        assert_eq!(text(fix), "suggest_fix needs refundsim fix, not yet built");
-    }
+    assert!(is_error(&calls[13]));
+    assert!(
+        text(&calls[13]).contains("at most 200 seeds"),
+        "{}",
+        text(&calls[13])
+    );
 }
 
 /// From any working directory the incident is built in and a relative path is read from

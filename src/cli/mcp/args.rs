@@ -214,8 +214,6 @@ impl KeyMode {
 /// `suggest_fix`: `refundsim fix`'s answer for a scenario, as `refundsim fix SCENARIO --json`.
 #[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-// Read once `refundsim fix` exists (`tools::suggest_fix`).
-#[allow(dead_code)]
 pub(crate) struct FixArgs {
     /// The scenario to make safe: a path or a scenario object. Default: the incident,
     /// scenarios/carrier-outage.json (built in).

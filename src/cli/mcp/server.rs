@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use refundsim::scenario::RunBudget;
 
 use super::args::{CheckArgs, FixArgs, LintArgs, SimulateArgs};
-use super::tools::{self, MAX_EXPLORE_CASES, MAX_SEEDS};
+use super::tools::{self, MAX_CANDIDATES, MAX_EXPLORE_CASES, MAX_SEEDS};
 
 /// The server: the run budget each call's runs are admitted against and watched under, and
 /// the wall-clock limit of one call.
@@ -165,6 +165,19 @@ pub(crate) fn definitions() -> Vec<Tool> {
         }),
         &["findings"],
     );
+    let fix_out = output_schema(
+        json!({
+            "scenario": {"type": "string"},
+            "seeds": {"type": "array", "items": {"type": "integer"}},
+            "explore_cases": {"type": "integer"},
+            "baseline": {"type": "object", "description": "the scenario as given, verified"},
+            "fix": {"type": ["object", "null"],
+                    "description": "the cheapest verified answer: its changes, cost and `patch` (a policy), or null"},
+            "alternatives": {"type": "array", "items": {"type": "object"}},
+            "tried": {"type": "array", "items": {"type": "object"}},
+        }),
+        &["scenario", "baseline", "fix"],
+    );
     vec![
         Tool::new(
             "lint_tools",
@@ -204,11 +217,17 @@ pub(crate) fn definitions() -> Vec<Tool> {
         .with_annotations(annotations("Check a policy with the CI gate")),
         Tool::new(
             "suggest_fix",
-            "The cheapest policy that removes the scenario's duplicates, as `refundsim fix \
-             --json`.",
+            format!(
+                "The fewest policy changes that make a scenario (default: the incident) hold \
+                 every safety invariant on every seed and a bounded exploration, found by a \
+                 counterexample-guided search and verified by simulation: the answer as a \
+                 merge patch, alternatives and the evidence, as `refundsim fix --json`. At most \
+                 {MAX_SEEDS} seeds, {MAX_EXPLORE_CASES} explore cases and {MAX_CANDIDATES} \
+                 candidates per call; the incident's search takes minutes."
+            ),
             schema_for_type::<FixArgs>(),
         )
-        .with_raw_output_schema(output_schema(json!({}), &[]))
+        .with_raw_output_schema(fix_out)
         .with_title("Suggest a fix")
         .with_annotations(annotations("Suggest a fix")),
     ]

@@ -17,6 +17,12 @@ pub(crate) const MAX_SEEDS: u64 = 200;
 /// Most cases of one `check_policy` call's bounded exploration.
 pub(crate) const MAX_EXPLORE_CASES: u32 = 4096;
 
+/// Most candidates one `suggest_fix` call verifies (`refundsim fix --max-candidates`).
+pub(crate) const MAX_CANDIDATES: u32 = 200;
+
+/// Most alternatives one `suggest_fix` call lists (`refundsim fix --alternatives`).
+pub(crate) const MAX_ALTERNATIVES: u32 = 20;
+
 /// A tool's answer: the command's `--json` object and a short text rendering of it.
 pub(crate) struct Answer {
     /// What the CLI's `--json` prints for the same inputs.
@@ -39,7 +45,7 @@ pub(crate) fn call(
         "simulate" => simulate(args::parse(arguments)?, budget),
         "check_policy" => check_policy(args::parse(arguments)?, budget),
         "lint_tools" => lint_tools(args::parse(arguments)?),
-        "suggest_fix" => suggest_fix(args::parse(arguments)?),
+        "suggest_fix" => suggest_fix(args::parse(arguments)?, budget),
         other => Err(format!("unknown tool {other:?}")),
     }
 }
@@ -241,7 +247,39 @@ fn lint_tools(a: LintArgs) -> Result<Answer, String> {
     })
 }
 
-/// `refundsim fix`'s answer: not built yet.
-fn suggest_fix(_a: FixArgs) -> Result<Answer, String> {
-    Err("suggest_fix needs refundsim fix, not yet built".into())
+/// `refundsim fix SCENARIO --json`: the cheapest verified policy change, within this server's
+/// seed, exploration and candidate bounds.
+fn suggest_fix(a: FixArgs, budget: RunBudget) -> Result<Answer, String> {
+    let inputs = Inputs::new(a.scenario.as_ref(), &a.policies, &a.set, Vec::new())?;
+    let alternatives = a.alternatives.unwrap_or(3);
+    if alternatives > MAX_ALTERNATIVES {
+        return Err(format!(
+            "arguments.alternatives: expected at most {MAX_ALTERNATIVES}, got {alternatives}"
+        ));
+    }
+    let max_candidates = a.max_candidates.unwrap_or(120);
+    if !(1..=MAX_CANDIDATES).contains(&max_candidates) {
+        return Err(format!(
+            "arguments.max_candidates: expected from 1 to {MAX_CANDIDATES} per call of this \
+             server, got {max_candidates}"
+        ));
+    }
+    let seeds = gate_bounds(&inputs, a.seeds.as_deref(), a.explore_cases)?;
+    let opts = refundsim::fix::FixOptions {
+        policies: inputs.policies.clone(),
+        sets: inputs.sets.clone(),
+        seeds,
+        explore_cases: a.explore_cases,
+        costs: a.cost.iter().map(|(k, w)| format!("{k}={w}")).collect(),
+        alternatives: alternatives as usize,
+        max_candidates: max_candidates as usize,
+        budget,
+        ..refundsim::fix::FixOptions::new(inputs.scenario.clone())
+    };
+    let report = refundsim::fix::fix(&opts).map_err(|e| inputs.error(e))?;
+    let v = serde_json::to_value(&report).map_err(|e| format!("fix --json: {e}"))?;
+    Ok(Answer {
+        structured: inputs.relabel_value(v),
+        text: inputs.relabel(&refundsim::fix::fix_text(&report)),
+    })
 }
