@@ -95,6 +95,9 @@ enum Command {
     /// (exit 1 if an `expect` bound fails; the file is written either way).
     #[command(allow_negative_numbers = true)]
     Report(cli::report::ReportArgs),
+    /// Serve the commands as MCP tools over stdio (lint_tools, simulate, check_policy,
+    /// suggest_fix), for an agent's MCP client (see docs/mcp.md).
+    Mcp(cli::mcp::McpArgs),
 }
 
 fn main() -> ExitCode {
@@ -180,5 +183,6 @@ fn run() -> anyhow::Result<ExitCode> {
         Command::Import(args) => cli::import::run(args, budget),
         Command::Replay(args) => cli::replay::run(args, budget),
         Command::Report(args) => cli::report::run(args, budget),
+        Command::Mcp(args) => cli::mcp::run(args, budget),
     }
 }

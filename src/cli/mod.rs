@@ -17,6 +17,7 @@ pub(crate) mod fix;
 pub(crate) mod import;
 pub(crate) mod lint;
 pub(crate) mod lint_server;
+pub(crate) mod mcp;
 pub(crate) mod new;
 pub(crate) mod process;
 pub(crate) mod progress;

@@ -31,6 +31,7 @@ mod latency_script;
 mod lint_fixes;
 mod lint_mcp_server;
 mod mcp_client;
+mod mcp_server;
 mod new;
 mod otlp_export;
 mod perfetto;
