@@ -300,8 +300,7 @@ pub fn fix(opts: &FixOptions) -> Result<FixReport, CliError> {
     // A*: candidates by cost known before simulation; among equal costs, the children of the
     // parent closest to holding first (seeds held, then fewest failing seeds), then the order
     // found.
-    let mut frontier: BTreeMap<(u64, u64, usize), (Vec<Move>, usize, Fingerprint)> =
-        BTreeMap::new();
+    let mut frontier: Frontier = BTreeMap::new();
     let mut prints: BTreeSet<Fingerprint> = BTreeSet::new();
     let mut seen: BTreeSet<Vec<(String, String)>> = BTreeSet::new();
     let mut order = 0usize;
@@ -309,42 +308,41 @@ pub fn fix(opts: &FixOptions) -> Result<FixReport, CliError> {
     let mut candidates: BTreeMap<usize, Vec<Move>> = BTreeMap::new();
     let mut first_answer_at: Option<usize> = None;
     let root_print = fingerprint(&baseline);
-    let mut expand =
-        |parent: &[Move],
-         parent_id: usize,
-         ev: &Evidence,
-         print: Fingerprint,
-         frontier: &mut BTreeMap<(u64, u64, usize), (Vec<Move>, usize, Fingerprint)>,
-         search: &Search<'_>|
-         -> Result<(), CliError> {
-            let Some(cx) = &ev.counterexample else {
-                return Ok(());
-            };
-            let doc = search.doc_of(parent)?;
-            let signs: BTreeSet<Sign> = cx.signs.iter().cloned().collect();
-            for m in moves::moves(&doc, &signs) {
-                if parent.iter().any(|p| p.path == m.path) {
-                    continue;
-                }
-                let mut child = parent.to_vec();
-                child.push(m);
-                child.sort();
-                let key: Vec<(String, String)> = child
-                    .iter()
-                    .map(|m| (m.path.clone(), m.value.0.clone()))
-                    .collect();
-                if !seen.insert(key) {
-                    continue;
-                }
-                let cost = search.static_cost(&child);
-                frontier.insert(
-                    (scaled(cost), badness(ev), order),
-                    (child, parent_id, print.clone()),
-                );
-                order += 1;
-            }
-            Ok(())
+    let mut expand = |parent: &[Move],
+                      parent_id: usize,
+                      ev: &Evidence,
+                      print: Fingerprint,
+                      frontier: &mut Frontier,
+                      search: &Search<'_>|
+     -> Result<(), CliError> {
+        let Some(cx) = &ev.counterexample else {
+            return Ok(());
         };
+        let doc = search.doc_of(parent)?;
+        let signs: BTreeSet<Sign> = cx.signs.iter().cloned().collect();
+        for m in moves::moves(&doc, &signs) {
+            if parent.iter().any(|p| p.path == m.path) {
+                continue;
+            }
+            let mut child = parent.to_vec();
+            child.push(m);
+            child.sort();
+            let key: Vec<(String, String)> = child
+                .iter()
+                .map(|m| (m.path.clone(), m.value.0.clone()))
+                .collect();
+            if !seen.insert(key) {
+                continue;
+            }
+            let cost = search.static_cost(&child);
+            frontier.insert(
+                (scaled(cost), badness(ev), order),
+                (child, parent_id, print.clone()),
+            );
+            order += 1;
+        }
+        Ok(())
+    };
     expand(&[], 0, &baseline, root_print, &mut frontier, &search)?;
 
     while let Some(((lower, _, _), (cand, parent_id, parent_print))) = frontier.pop_first() {
@@ -460,6 +458,10 @@ fn scaled(cost: f64) -> u64 {
     (cost * 1e6).round().max(0.0) as u64
 }
 
+/// Candidates to verify, by (cost known before simulation ×10⁶, parent's badness, order found):
+/// the changes, the parent's id and the parent's fingerprint.
+type Frontier = BTreeMap<(u64, u64, usize), (Vec<Move>, usize, Fingerprint)>;
+
 /// What a candidate's runs came to: per-seed counts of each failing bound, what the
 /// exploration found, and the counterexample's story.
 type Fingerprint = (
@@ -522,7 +524,12 @@ fn parse_weights(costs: &[String], doc: &Value) -> Result<Vec<Weight>, CliError>
                 return Ok(Weight::Metric(canonical, w));
             }
             let path = crate::scenario::aliases::canonical_set_path(name);
-            if moves::get(doc, &path).is_some() {
+            // A field `show` spells out, or one of a section it has (a layer's fields at their
+            // defaults are left out).
+            let parent = path.rsplit_once('.').map(|(p, _)| p);
+            if moves::get(doc, &path).is_some()
+                || parent.is_some_and(|p| moves::get(doc, p).is_some_and(Value::is_object))
+            {
                 return Ok(Weight::Field(path, w));
             }
             Err(bad(

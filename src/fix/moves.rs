@@ -67,7 +67,7 @@ fn millis(doc: &Value, path: &str) -> Option<u64> {
 }
 
 fn duration_text(ms: u64) -> String {
-    if ms % 1000 == 0 {
+    if ms.is_multiple_of(1000) {
         format!("{}s", ms / 1000)
     } else {
         format!("{ms}ms")
@@ -211,8 +211,12 @@ pub fn moves(doc: &Value, signs: &BTreeSet<Sign>) -> Vec<Move> {
             }
         }
     }
-    if has(&Sign::Redelivery) && dup && doc.get("deliveries").is_some_and(|d| !d.is_null()) {
-        if get(doc, "deliveries.consumer_dedup") != Some(&json!("event_id")) {
+    if has(&Sign::Redelivery)
+        && dup
+        && doc.get("deliveries").is_some_and(|d| !d.is_null())
+        && get(doc, "deliveries.consumer_dedup") != Some(&json!("event_id"))
+    {
+        {
             out.push(Move::new(
                 "deliveries.consumer_dedup",
                 json!("event_id"),
@@ -265,13 +269,11 @@ pub fn moves(doc: &Value, signs: &BTreeSet<Sign>) -> Vec<Move> {
         }
         if has(&Sign::PoolQueue) {
             if let Some(n) = get(doc, "refunds_service.pool_size").and_then(Value::as_u64) {
-                for m in [n * 2] {
-                    out.push(Move::new(
-                        "refunds_service.pool_size",
-                        json!(m),
-                        "calls queued for a connection past the timeout: a larger pool",
-                    ));
-                }
+                out.push(Move::new(
+                    "refunds_service.pool_size",
+                    json!(n * 2),
+                    "calls queued for a connection past the timeout: a larger pool",
+                ));
             }
             out.propose(
                 "refunds_service.deadline_propagation",

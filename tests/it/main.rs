@@ -11,6 +11,7 @@ mod determinism;
 mod docs_match;
 mod explore_cli;
 mod explore_minimal;
+mod fix;
 mod fuzz_import;
 mod fuzz_inputs;
 mod gate_check;
