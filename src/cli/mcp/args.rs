@@ -243,7 +243,7 @@ pub(crate) struct FixArgs {
     /// Alternatives to list after the cheapest answer (0 to 20). Default: 3.
     #[serde(default)]
     pub(crate) alternatives: Option<u32>,
-    /// Most candidates to verify by simulation before giving up (1 to 200). Default: 120.
+    /// Most candidates to verify by simulation before giving up (1 to 200). Default: 80.
     #[serde(default)]
     pub(crate) max_candidates: Option<u32>,
 }

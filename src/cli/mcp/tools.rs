@@ -257,7 +257,8 @@ fn suggest_fix(a: FixArgs, budget: RunBudget) -> Result<Answer, String> {
             "arguments.alternatives: expected at most {MAX_ALTERNATIVES}, got {alternatives}"
         ));
     }
-    let max_candidates = a.max_candidates.unwrap_or(120);
+    let defaults = refundsim::fix::FixOptions::new(std::path::PathBuf::new());
+    let max_candidates = a.max_candidates.unwrap_or(defaults.max_candidates as u32);
     if !(1..=MAX_CANDIDATES).contains(&max_candidates) {
         return Err(format!(
             "arguments.max_candidates: expected from 1 to {MAX_CANDIDATES} per call of this \
