@@ -216,6 +216,10 @@ pub struct FixReport {
     pub tried: Vec<Tried>,
     /// Why the search stopped without an answer, if it did.
     pub gave_up: Option<String>,
+    /// The scenario's effect when it is not a refund: the text speaks of it. Not in the JSON,
+    /// whose names are the documented ones.
+    #[serde(skip)]
+    pub effect: Option<crate::scenario::Effect>,
 }
 
 impl FixReport {
@@ -292,6 +296,7 @@ pub fn fix(opts: &FixOptions) -> Result<FixReport, CliError> {
         fix: None,
         alternatives: Vec::new(),
         gave_up: None,
+        effect: Some(sc.effect()).filter(|e| !e.is_refund()),
     };
     if baseline.passed {
         return Ok(report);

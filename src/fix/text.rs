@@ -102,6 +102,14 @@ fn number(v: f64) -> String {
 
 /// The report as text, in the scenario's words.
 pub fn fix_text(r: &FixReport) -> String {
+    let out = english(r);
+    match &r.effect {
+        Some(e) => e.say(&out),
+        None => out,
+    }
+}
+
+fn english(r: &FixReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
