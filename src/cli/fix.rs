@@ -86,10 +86,21 @@ pub(crate) fn run(a: FixArgs, budget: refundsim::scenario::RunBudget) -> anyhow:
                 check.push_str(&format!(" --policy {}", shell(p)));
             }
             check.push_str(&format!(" --policy {}", shell(&display(&a.out))));
-            text.push_str(&format!(
-                "\nwritten: {} (verify it: {check})\n",
-                display(&a.out)
-            ));
+            if report.gate_budget {
+                text.push_str(&format!(
+                    "\nwritten: {} (verify it: {check})\n",
+                    display(&a.out)
+                ));
+            } else {
+                text.push_str(&format!(
+                    "\nwritten: {}\nwarning: verified on {} seed(s) and {} explore case(s) only, not the gate's \
+                     defaults: `{check}` may still break it; run fix without --seeds and \
+                     --explore-cases for an answer the gate accepts\n",
+                    display(&a.out),
+                    report.seeds.len(),
+                    report.explore_cases
+                ));
+            }
         }
         emit(text)?;
     }

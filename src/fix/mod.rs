@@ -206,6 +206,10 @@ pub struct FixReport {
     pub seeds: Vec<u64>,
     /// Exploration cases that confirm an answer.
     pub explore_cases: u32,
+    /// The seed set and the exploration are the gate's own (`gate.seeds`, `gate.explore_cases`):
+    /// an answer is one `check SCENARIO --policy PATCH` accepts. False after `--seeds` or
+    /// `--explore-cases`: the answer holds on what was asked only.
+    pub gate_budget: bool,
     /// The scenario as given, verified.
     pub baseline: Evidence,
     /// The cheapest answer (`None` when the scenario is already safe, or none was found).
@@ -284,6 +288,7 @@ pub fn fix(opts: &FixOptions) -> Result<FixReport, CliError> {
         sets: opts.sets.clone(),
         seeds,
         explore_cases: full_cases,
+        gate_budget: report_gate_budget(&sc, &search.seeds, full_cases),
         tried: vec![Tried {
             id: 0,
             parent: None,
@@ -450,6 +455,12 @@ pub fn fix(opts: &FixOptions) -> Result<FixReport, CliError> {
     report.fix = answers.next();
     report.alternatives = answers.collect();
     Ok(report)
+}
+
+/// Whether `seeds` and `cases` are what `check` uses for `sc`.
+fn report_gate_budget(sc: &Scenario, seeds: &[u64], cases: u32) -> bool {
+    let gate: Vec<u64> = (1..=sc.gate.seeds).collect();
+    seeds == gate.as_slice() && cases == sc.gate.explore_cases
 }
 
 fn is_subset(small: &[Move], big: &[Move]) -> bool {
@@ -855,13 +866,17 @@ impl Search<'_> {
 
 /// The merge patch that sets each change's field, with a `$comment` saying how it was verified.
 pub fn patch_of(changes: &[Move], seeds: &[u64], cases: u32) -> Value {
+    let explored = if cases == 0 {
+        "no exploration (--explore-cases 0)".to_string()
+    } else {
+        format!("a {cases}-case exploration found nothing")
+    };
     let mut doc = serde_json::json!({
         "$comment": format!(
-            "refundsim fix: {} field{} changed; every safety invariant held on seeds {} and a {}-case exploration found nothing.",
+            "refundsim fix: {} field{} changed; every safety invariant held on seeds {} and {explored}.",
             changes.len(),
             if changes.len() == 1 { "" } else { "s" },
             seed_text(seeds),
-            cases
         )
     });
     for m in changes {

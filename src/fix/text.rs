@@ -12,10 +12,11 @@ pub(crate) fn summary(ev: &Evidence) -> String {
     if ev.passed {
         return match &ev.explore {
             Some(e) => format!(
-                "holds: {} seeds, and explore ({} cases) finds nothing",
-                ev.seeds, e.cases
+                "holds: {}, and explore ({}) finds nothing",
+                plural(ev.seeds, "seed"),
+                plural(e.cases as usize, "case")
             ),
-            None => format!("holds: {} seeds", ev.seeds),
+            None => format!("holds: {}, no exploration", plural(ev.seeds, "seed")),
         };
     }
     let mut out = String::new();
@@ -135,8 +136,8 @@ fn english(r: &FixReport) -> String {
     }
     let _ = writeln!(
         out,
-        "searched: {} candidates verified by simulation",
-        r.tried.len() - 1
+        "searched: {} verified by simulation",
+        plural(r.tried.len() - 1, "candidate")
     );
     match &r.fix {
         None => {
