@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use crate::common::{refundsim, run_json, INCIDENT};
 
 /// Runs `refundsim report ARGS --out OUT`; returns the exit code, stdout and stderr.
-fn report(args: &[&str], out: &Path) -> (i32, String, String) {
+pub(crate) fn report(args: &[&str], out: &Path) -> (i32, String, String) {
     let o = refundsim()
         .arg("report")
         .args(args)
@@ -39,7 +39,7 @@ fn incident_report(dir: &Path) -> (PathBuf, String) {
 }
 
 /// The text between `after` and the next `until`, once `after` is found.
-fn between<'a>(s: &'a str, after: &str, until: &str) -> Option<&'a str> {
+pub(crate) fn between<'a>(s: &'a str, after: &str, until: &str) -> Option<&'a str> {
     let start = s.find(after)? + after.len();
     let len = s[start..].find(until)?;
     Some(&s[start..start + len])
@@ -390,7 +390,7 @@ fn a_sweep_directory_is_embedded_with_its_table_and_plots() {
 
 /// A headless Chromium: `REFUNDSIM_CHROMIUM`, else the first of `chromium`, `chromium-browser`,
 /// `google-chrome` on `PATH`.
-fn find_chromium() -> Option<PathBuf> {
+pub(crate) fn find_chromium() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("REFUNDSIM_CHROMIUM") {
         return Some(PathBuf::from(p));
     }
@@ -404,7 +404,7 @@ fn find_chromium() -> Option<PathBuf> {
 /// Runs Chromium headless on `page` with `args`, at most 90 s; returns (stdout, stderr). Its
 /// output goes to files, not pipes: a helper process that outlives it (crashpad) cannot hold
 /// the test up.
-fn chromium(bin: &Path, profile: &Path, args: &[&str], page: &Path) -> (String, String) {
+pub(crate) fn chromium(bin: &Path, profile: &Path, args: &[&str], page: &Path) -> (String, String) {
     let url = format!("file://{}", page.display());
     let (out, err) = (profile.with_extension("out"), profile.with_extension("err"));
     let file = |p: &Path| std::fs::File::create(p).unwrap();
@@ -446,7 +446,7 @@ fn chromium(bin: &Path, profile: &Path, args: &[&str], page: &Path) -> (String, 
 }
 
 /// Console messages and uncaught errors in Chromium's log (the page logs nothing itself).
-fn console_errors(stderr: &str) -> Vec<&str> {
+pub(crate) fn console_errors(stderr: &str) -> Vec<&str> {
     stderr
         .lines()
         .filter(|l| l.contains(":CONSOLE") || l.contains("Uncaught"))

@@ -53,6 +53,7 @@ mod prop_time_limits;
 mod queueing;
 mod recipes;
 mod recording_wins;
+mod report_screens;
 mod retry_layers;
 mod run_budget;
 mod streaming;

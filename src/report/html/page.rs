@@ -127,7 +127,12 @@ impl Page<'_> {
     pub(super) fn render(&self) -> String {
         let mut h = String::with_capacity(256 * 1024);
         let r = self.report;
-        let title = format!("refundsim report: {} (seed {})", r.scenario, r.seed);
+        let title = format!(
+            "refundsim report: {} · {} · seed {}",
+            r.scenario,
+            self.applied().unwrap_or_else(|| "as written".into()),
+            r.seed
+        );
         let _ = write!(
             h,
             "<!DOCTYPE html>\n<html lang=\"en\" data-js=\"off\">\n<head>\n<meta charset=\"utf-8\">\n\
@@ -146,7 +151,7 @@ impl Page<'_> {
         self.timelines(&mut h);
         self.stories(&mut h);
         if let Some((dir, s)) = self.sweep {
-            sweep_section(&mut h, dir, s);
+            sweep_section(&mut h, dir, s, self.how);
         }
         self.scenario(&mut h);
         h.push_str("</main>\n");
@@ -190,7 +195,7 @@ impl Page<'_> {
         let _ = write!(
             h,
             "<header>\n<h1>refundsim report: <span id=\"scenario-name\">{}</span></h1>\n\
-             <p class=\"description\" id=\"scenario-description\">{}</p>\n\
+             {}<p class=\"description\" id=\"scenario-description\">{}</p>\n\
              <p>seed <span id=\"seed\" data-value=\"{}\">{}</span> · horizon {} · \
              <span id=\"expectations-met\" class=\"{class}\" data-value=\"{}\">{verdict}</span> · \
              <span id=\"invariants-violated\" class=\"{}\" data-value=\"{violated}\">{violated} \
@@ -199,6 +204,7 @@ impl Page<'_> {
              <nav><a href=\"#summary\">Summary</a><a href=\"#timelines\">Over time</a>\
              <a href=\"#stories\">Stories</a>{}<a href=\"#scenario\">Scenario</a></nav>\n</header>\n",
             esc(&r.scenario),
+            self.shows_line(),
             esc(&self.sc.description),
             r.seed,
             r.seed,
@@ -217,14 +223,36 @@ impl Page<'_> {
         );
     }
 
+    /// The policies and `--set`s applied, as the command line gave them (`policies/fixed.json
+    /// --set executor.timeout=15s`); `None` for the scenario as written.
+    fn applied(&self) -> Option<String> {
+        let mut applied: Vec<String> = self.how.policies.clone();
+        applied.extend(self.how.sets.iter().map(|s| format!("--set {s}")));
+        (!applied.is_empty()).then(|| applied.join(" "))
+    }
+
+    /// The header's first line: which scenario file, policy and seed the page shows, read
+    /// before anything else (`<p id="shows">`, each part with its own id).
+    fn shows_line(&self) -> String {
+        let policy = match self.applied() {
+            Some(a) => format!("<code id=\"shows-policy\">{}</code>", esc(&a)),
+            None => "<span id=\"shows-policy\">none (the scenario as written)</span>".into(),
+        };
+        format!(
+            "<p id=\"shows\"><strong>Scenario</strong> <code id=\"shows-scenario\">{}</code> · \
+             <strong>policy</strong> {policy} · <strong>seed</strong> \
+             <span id=\"shows-seed\">{}</span></p>\n",
+            esc(&self.how.scenario_path),
+            self.report.seed
+        )
+    }
+
     /// The policy and `--set`s applied, with the policy's own `$comment` (what it changes and
     /// leaves open), or that the page shows the scenario as written.
     fn policy_line(&self) -> String {
-        let mut applied: Vec<String> = self.how.policies.clone();
-        applied.extend(self.how.sets.iter().map(|s| format!("--set {s}")));
-        if applied.is_empty() {
+        let Some(applied) = self.applied() else {
             return "<p id=\"policy\">policy: none (the scenario as written)</p>\n".into();
-        }
+        };
         let comment = self
             .sc
             .comment
@@ -234,7 +262,7 @@ impl Page<'_> {
             .unwrap_or_default();
         format!(
             "<p id=\"policy\">policy: <code>{}</code>{comment}</p>\n",
-            esc(&applied.join(" "))
+            esc(&applied)
         )
     }
 

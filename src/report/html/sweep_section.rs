@@ -8,6 +8,7 @@ use std::fmt::Write;
 use base64::Engine as _;
 
 use super::escape::{esc, num};
+use crate::run::Invocation;
 use crate::sweep::{Explored, SweepRead, DUPLICATES, TOOL_CALL_P50, TOOL_CALL_P99};
 
 /// `n points`, or `1 point`.
@@ -15,8 +16,9 @@ fn points(n: usize) -> String {
     format!("{n} point{}", if n == 1 { "" } else { "s" })
 }
 
-/// Appends the section for the sweep read from `dir` (as given on the command line).
-pub(super) fn sweep_section(h: &mut String, dir: &str, s: &SweepRead) {
+/// Appends the section for the sweep read from `dir` (as given on the command line), saying
+/// whether it was run with the page's own scenario file, policies and `--set`s (`page`).
+pub(super) fn sweep_section(h: &mut String, dir: &str, s: &SweepRead, page: &Invocation) {
     let i = &s.inputs;
     let seeds = i.seed_last.saturating_sub(i.seed_first) + 1;
     let _ = writeln!(
@@ -29,7 +31,11 @@ pub(super) fn sweep_section(h: &mut String, dir: &str, s: &SweepRead) {
         s.safe_points,
         esc(dir),
         esc(&i.scenario_path),
-        list(" with policies ", &i.policies),
+        if i.policies.is_empty() {
+            " with no policy".to_string()
+        } else {
+            list(" with policies ", &i.policies)
+        },
         list(" with --set ", &i.sets),
         points(s.points.len()),
         if seeds == 1 { "" } else { "s" },
@@ -40,6 +46,7 @@ pub(super) fn sweep_section(h: &mut String, dir: &str, s: &SweepRead) {
         s.safe_points,
         points(s.points.len())
     );
+    same_as_page(h, s, page);
     recommendation(h, s);
     table(h, s);
     h.push_str("<div class=\"plots\">\n");
@@ -53,6 +60,42 @@ pub(super) fn sweep_section(h: &mut String, dir: &str, s: &SweepRead) {
         );
     }
     h.push_str("</div>\n</section>\n");
+}
+
+/// `<p id="sweep-same">` when the sweep ran the page's scenario file with its policies and
+/// `--set`s (in the same order), else a `<p id="sweep-differs">` warning that names both, so a
+/// sweep made without the page's policy is not read as the page's.
+fn same_as_page(h: &mut String, s: &SweepRead, page: &Invocation) {
+    let i = &s.inputs;
+    let same_file = std::path::Path::new(&i.scenario_path)
+        .components()
+        .eq(std::path::Path::new(&page.scenario_path).components());
+    if same_file && i.policies == page.policies && i.sets == page.sets {
+        h.push_str(
+            "<p id=\"sweep-same\" class=\"ok\">Run with this page's scenario file, policies \
+             and --set.</p>\n",
+        );
+        return;
+    }
+    let how = |path: &str, policies: &[String], sets: &[String]| {
+        let policies = if policies.is_empty() {
+            " with no policy".to_string()
+        } else {
+            list(" with ", policies)
+        };
+        format!(
+            "<code>{}</code>{policies}{}",
+            esc(path),
+            list(" and --set ", sets)
+        )
+    };
+    let _ = writeln!(
+        h,
+        "<p id=\"sweep-differs\" class=\"bad\">Not this page's configuration: the page shows {}; \
+         the sweep ran {}. Its numbers are of the sweep's configuration.</p>",
+        how(&page.scenario_path, &page.policies, &page.sets),
+        how(&i.scenario_path, &i.policies, &i.sets)
+    );
 }
 
 fn list(lead: &str, xs: &[String]) -> String {
