@@ -52,7 +52,7 @@ window.addEventListener('load', function () {
     });
   });
   out.sums = { tickets: sums[1], pool_waits: sums[4], responses: sums[7], duplicates: sums[11] };
-  ['shows', 'shows-scenario', 'shows-policy', 'shows-seed', 'sweep-differs', 'sweep-same'].forEach(function (id) {
+  ['shows', 'shows-scenario', 'shows-policy', 'seed', 'sweep-differs', 'sweep-same'].forEach(function (id) {
     var e = document.getElementById(id);
     if (e) out.ids[id] = { text: e.textContent, box: box(e.getBoundingClientRect()) };
   });
@@ -295,7 +295,7 @@ fn check_header(name: &str, g: &Value, scenario: &str, policy: &str, seed: &str)
     let ids = &g["ids"];
     assert_eq!(ids["shows-scenario"]["text"], scenario, "{name}");
     assert_eq!(ids["shows-policy"]["text"], policy, "{name}");
-    assert_eq!(ids["shows-seed"]["text"], seed, "{name}");
+    assert_eq!(ids["seed"]["text"], seed, "{name}");
     let top = boxes(&ids["shows"]["box"])[1];
     assert!(
         top < 200.0,

@@ -196,7 +196,7 @@ impl Page<'_> {
             h,
             "<header>\n<h1>refundsim report: <span id=\"scenario-name\">{}</span></h1>\n\
              {}<p class=\"description\" id=\"scenario-description\">{}</p>\n\
-             <p>seed <span id=\"seed\" data-value=\"{}\">{}</span> · horizon {} · \
+             <p>horizon {} · \
              <span id=\"expectations-met\" class=\"{class}\" data-value=\"{}\">{verdict}</span> · \
              <span id=\"invariants-violated\" class=\"{}\" data-value=\"{violated}\">{violated} \
              invariant{} violated</span></p>\n\
@@ -206,8 +206,6 @@ impl Page<'_> {
             esc(&r.scenario),
             self.shows_line(),
             esc(&self.sc.description),
-            r.seed,
-            r.seed,
             humantime::format_duration(self.sc.horizon),
             r.expectations_met,
             if violated > 0 { "bad" } else { "ok" },
@@ -232,7 +230,8 @@ impl Page<'_> {
     }
 
     /// The header's first line: which scenario file, policy and seed the page shows, read
-    /// before anything else (`<p id="shows">`, each part with its own id).
+    /// before anything else (`<p id="shows">`, with `#shows-scenario`, `#shows-policy` and
+    /// `#seed`).
     fn shows_line(&self) -> String {
         let policy = match self.applied() {
             Some(a) => format!("<code id=\"shows-policy\">{}</code>", esc(&a)),
@@ -241,9 +240,9 @@ impl Page<'_> {
         format!(
             "<p id=\"shows\"><strong>Scenario</strong> <code id=\"shows-scenario\">{}</code> · \
              <strong>policy</strong> {policy} · <strong>seed</strong> \
-             <span id=\"shows-seed\">{}</span></p>\n",
+             <span id=\"seed\" data-value=\"{seed}\">{seed}</span></p>\n",
             esc(&self.how.scenario_path),
-            self.report.seed
+            seed = self.report.seed
         )
     }
 
