@@ -78,16 +78,45 @@ fn gave_up(history: &History, ticket: u64) -> BTreeMap<u64, String> {
     who
 }
 
+/// Which call made each of the ticket's refunds: refund id → call number, from its
+/// `refund_created` events (a human's manual refund has no call and is not listed).
+///
+/// Call numbers count the refunds service's requests over the whole run and refund ids count
+/// Stripe's refunds, so the two drift apart (`call #1910` makes `re_00001911`); a story names
+/// the call beside a refund id so that a reader need not match the numbers.
+fn makers(history: &History, ticket: u64) -> BTreeMap<String, u64> {
+    history
+        .ticket(ticket)
+        .filter_map(|e| match (&e.kind, e.call) {
+            (EventKind::RefundCreated { refund_id, by, .. }, Some(call)) if *by != Caller::Human => {
+                Some((refund_id.clone(), call))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// ` (made by call #N)` after refund `id` when call N made it and N is not `own` (the call the
+/// line is about, which the line names already); else nothing.
+fn made_by(makers: &BTreeMap<String, u64>, id: &str, own: Option<u64>) -> String {
+    match makers.get(id) {
+        Some(call) if Some(*call) != own => format!(" (made by call #{call})"),
+        _ => String::new(),
+    }
+}
+
 /// Event `e` as a line of the log, without its time; `None` for events the log does not show.
 /// `ticket_shown` is the ticket's id as the story prints it, `attempts` each service call's
-/// label ([`label`]), `sdk_tries` each call's latest SDK try and `gave_up` who gave up on each
-/// call that answered late ([`gave_up`]).
+/// label ([`label`]), `sdk_tries` each call's latest SDK try, `gave_up` who gave up on each
+/// call that answered late ([`gave_up`]) and `makers` the call that made each refund
+/// ([`makers`]).
 fn line(
     e: &Event,
     ticket_shown: &str,
     attempts: &BTreeMap<u64, String>,
     sdk_tries: &BTreeMap<u64, u32>,
     gave_up: &BTreeMap<u64, String>,
+    makers: &BTreeMap<String, u64>,
 ) -> Option<String> {
     let call = e.call.unwrap_or(0);
     let which = e
@@ -96,17 +125,18 @@ fn line(
         .cloned()
         .unwrap_or_default();
     let kind = &e.kind;
-    ticket_line(kind)
-        .or_else(|| agent_line(kind, ticket_shown))
+    ticket_line(kind, makers)
+        .or_else(|| agent_line(kind, ticket_shown, makers))
         .or_else(|| service_line(kind, call, &which, gave_up))
-        .or_else(|| stripe_line(e, &which, sdk_tries))
+        .or_else(|| stripe_line(e, &which, sdk_tries, makers))
         .or_else(|| layer_line(kind))
         .or_else(|| mcp_line(kind))
         .or_else(|| human_line(kind))
 }
 
-/// The ticket's own lines: opened, and each delivery of its `ticket.created` webhook.
-fn ticket_line(kind: &EventKind) -> Option<String> {
+/// The ticket's own lines: opened, each delivery of its `ticket.created` webhook, and the
+/// stale-pending sweep (naming the call that made a refund it found, from `makers`).
+fn ticket_line(kind: &EventKind, makers: &BTreeMap<String, u64>) -> Option<String> {
     Some(match kind {
         EventKind::TicketOpened {
             amount_cents,
@@ -162,7 +192,8 @@ fn ticket_line(kind: &EventKind) -> Option<String> {
             ));
             match refund_id {
                 Some(id) => format!(
-                    "stale-pending sweep: pending for {pending}; asked Stripe, found {id} and recorded it"
+                    "stale-pending sweep: pending for {pending}; asked Stripe, found {id}{} and recorded it",
+                    made_by(makers, id, None)
                 ),
                 None => format!(
                     "stale-pending sweep: pending for {pending}, marked FAILED without asking Stripe{}",
@@ -247,8 +278,13 @@ fn consumer_delivery_line(
 
 /// The agent's lines: the model's tool call, the tool executor's timeout and status probe, the
 /// result the model reads, the model's failures and decisions, and the escalation.
-/// `ticket_shown` is the ticket's id as the story prints it.
-fn agent_line(kind: &EventKind, ticket_shown: &str) -> Option<String> {
+/// `ticket_shown` is the ticket's id as the story prints it; a probe that finds a refund names
+/// the call that made it (`makers`).
+fn agent_line(
+    kind: &EventKind,
+    ticket_shown: &str,
+    makers: &BTreeMap<String, u64>,
+) -> Option<String> {
     Some(match kind {
         EventKind::ToolCall { tool, amount_cents } => {
             format!("tool_call {tool}(ticket={ticket_shown}, amount={amount_cents})")
@@ -260,7 +296,7 @@ fn agent_line(kind: &EventKind, ticket_shown: &str) -> Option<String> {
             }
             None => format!(
                 "tool_executor: get_status(ticket={ticket_shown}) → {}",
-                probe_status(status)
+                probe_status(status, makers)
             ),
         },
         EventKind::ToolResult { outcome, shown, .. } => {
@@ -323,9 +359,16 @@ fn service_line(
     })
 }
 
-/// Stripe's lines: its answer to a `POST /v1/refunds`, a refund created (for call `which`, or
-/// by a human) and a pending refund settled. `sdk_tries` is each call's latest SDK try.
-fn stripe_line(e: &Event, which: &str, sdk_tries: &BTreeMap<u64, u32>) -> Option<String> {
+/// Stripe's lines: its answer to a `POST /v1/refunds`, a refund created (by call number N for
+/// call `which`, or by a human) and a pending refund settled. `sdk_tries` is each call's latest
+/// SDK try; `makers` the call that made each refund, named beside a refund id that another
+/// call made (a replayed answer) and on a settled refund.
+fn stripe_line(
+    e: &Event,
+    which: &str,
+    sdk_tries: &BTreeMap<u64, u32>,
+    makers: &BTreeMap<String, u64>,
+) -> Option<String> {
     Some(match &e.kind {
         EventKind::StripeResponse {
             status,
@@ -333,7 +376,13 @@ fn stripe_line(e: &Event, which: &str, sdk_tries: &BTreeMap<u64, u32>) -> Option
             refund_id,
             via,
             ..
-        } => stripe_response(e, sdk_tries, via, *status, *outcome, refund_id.as_deref()),
+        } => {
+            let line = stripe_response(e, sdk_tries, via, *status, *outcome, refund_id.as_deref());
+            match refund_id {
+                Some(id) => line + &made_by(makers, id, e.call),
+                None => line,
+            }
+        }
         EventKind::RefundCreated {
             refund_id,
             amount_cents,
@@ -346,8 +395,14 @@ fn stripe_line(e: &Event, which: &str, sdk_tries: &BTreeMap<u64, u32>) -> Option
             } else {
                 format!("for the {which}")
             };
+            // The call that made it, by number: refund ids and call numbers count different
+            // things and drift apart (`call #1910` makes `re_00001911`).
+            let by_call = match e.call {
+                Some(call) if *by != Caller::Human => format!(" by call #{call}"),
+                _ => String::new(),
+            };
             format!(
-                "stripe: refund {refund_id} created, {} {status} ({who})",
+                "stripe: refund {refund_id} created{by_call}, {} {status} ({who})",
                 dollars(*amount_cents)
             )
         }
@@ -357,7 +412,8 @@ fn stripe_line(e: &Event, which: &str, sdk_tries: &BTreeMap<u64, u32>) -> Option
             moves_money,
             ..
         } => format!(
-            "stripe: refund {refund_id} settled {status}{}",
+            "stripe: refund {refund_id}{} settled {status}{}",
+            made_by(makers, refund_id, None),
             if *moves_money {
                 ""
             } else {
@@ -622,12 +678,14 @@ fn executor_timeout(after_ns: u64, action: OnTimeout) -> String {
     }
 }
 
-/// `get_status`'s answer as the log shows it.
-fn probe_status(status: &TicketStatus) -> String {
+/// `get_status`'s answer as the log shows it, a refund found with the call that made it.
+fn probe_status(status: &TicketStatus, makers: &BTreeMap<String, u64>) -> String {
     match status {
         TicketStatus::None => "none".to_string(),
         TicketStatus::Pending => "pending".to_string(),
-        TicketStatus::Refunded { refund_id } => format!("refunded {refund_id}"),
+        TicketStatus::Refunded { refund_id } => {
+            format!("refunded {refund_id}{}", made_by(makers, refund_id, None))
+        }
         TicketStatus::Unknown => "unknown".to_string(),
     }
 }
@@ -691,12 +749,13 @@ pub(crate) fn story_as(
     // The SDK try of each call's latest Stripe request, for labelling its response.
     let mut sdk_tries: BTreeMap<u64, u32> = BTreeMap::new();
     let gave_up = gave_up(history, ticket);
+    let makers = makers(history, ticket);
     let mut lines = Vec::new();
     for e in history.ticket(ticket) {
         if let (Some(call), EventKind::StripeRequest { sdk_try, .. }) = (e.call, &e.kind) {
             sdk_tries.insert(call, *sdk_try);
         }
-        if let Some(l) = line(e, shown, &attempts, &sdk_tries, &gave_up) {
+        if let Some(l) = line(e, shown, &attempts, &sdk_tries, &gave_up, &makers) {
             // The second handler's lines (a duplicate delivery's agent run) are marked.
             let mark = match e.attempt {
                 Some(a) if a >= crate::model::deliveries::DUPLICATE_ATTEMPT_BASE => format!(

@@ -54,6 +54,12 @@ pub(crate) struct RunArgs {
     /// recording gave it (`T-100000`; see `replay.ticket_labels`).
     #[arg(long, value_name = "ID")]
     ticket: Option<String>,
+    /// With --ticket: print only the ticket's story, without the summary, ready to paste into
+    /// a postmortem. The exit code is still `run`'s: 1 when an `expect` bound failed (said on
+    /// stderr, since the summary that shows it is not printed), so a script's `$?` keeps its
+    /// meaning.
+    #[arg(long, requires = "ticket", conflicts_with = "json")]
+    story_only: bool,
 }
 
 pub(crate) fn run(a: RunArgs, budget: refundsim::scenario::RunBudget) -> anyhow::Result<ExitCode> {
@@ -72,6 +78,7 @@ pub(crate) fn run(a: RunArgs, budget: refundsim::scenario::RunBudget) -> anyhow:
             otlp_capture: a.otlp_capture,
             stripe_list: a.stripe_list,
             ticket: a.ticket,
+            story_only: a.story_only,
             budget,
         },
         observer,
@@ -79,5 +86,11 @@ pub(crate) fn run(a: RunArgs, budget: refundsim::scenario::RunBudget) -> anyhow:
     bar.finish_and_clear();
     let outcome = outcome?;
     emit(&outcome.stdout)?;
+    if a.story_only && !outcome.expectations_met {
+        eprintln!(
+            "note: an expect bound or the replay check failed (exit 1); run without \
+             --story-only for the summary"
+        );
+    }
     Ok(exit(outcome.expectations_met))
 }

@@ -45,6 +45,10 @@ pub struct CliOptions {
     /// Add this ticket's story to the report: its id (`48213`), or the text id a recording
     /// gave it (`T-100000`, found in `replay.ticket_labels`).
     pub ticket: Option<String>,
+    /// Print only the ticket's story (its lines, no summary): what `--story-only` asks. Needs
+    /// `ticket`; ignored with `json` (whose `story` field has the same lines). The outcome's
+    /// `expectations_met` is computed as without it, so the exit code does not change.
+    pub story_only: bool,
     /// The run budget the scenario is admitted against and the run is watched under.
     pub budget: scenario::RunBudget,
 }
@@ -117,6 +121,9 @@ fn cli_run_by(
     }
     let stdout = if opts.json {
         render_json(&sc, &out, story_lines.as_deref())?
+    } else if let Some(lines) = story_lines.as_deref().filter(|_| opts.story_only) {
+        // `--story-only`: the lines alone, in the scenario's words already (`ticket_story`).
+        lines.iter().map(|l| format!("{l}\n")).collect()
     } else {
         render_text(opts, &sc, &out, origin, story_lines.as_deref())
     };
