@@ -125,6 +125,10 @@ pub struct Violation {
     pub seeds: usize,
     /// The metric on that seed.
     pub value: f64,
+    /// Aggregate rules (`mean ≥ 20`, `p90 ≤ 9000`): the mean or p90 over the seeds that the
+    /// rule was checked on; absent for per-seed rules.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aggregate: Option<f64>,
     /// The offending ticket, when the metric counts tickets that break an invariant.
     pub ticket: Option<u64>,
     /// That ticket's story (empty without a ticket).
@@ -134,22 +138,29 @@ pub struct Violation {
 }
 
 impl Violation {
-    /// One line for a CI page: `duplicate_refund_tickets ≤ 0 per seed: 4 of 30 seeds; worst
-    /// seed 28: 3`, or `… mean ≥ 20: mean over 30 seeds; worst seed 4: 0` for an aggregate.
+    /// One line for a CI page, the same in `check`'s text, its JUnit `message` and `diff`'s
+    /// reason: the rule, on how many of the seeds run it failed, and the worst seed with its
+    /// value: `duplicate_refund_tickets ≤ 0 per seed failed on 4 of 30 seeds; worst seed 28:
+    /// 3`; for an aggregate rule its value over the seeds instead of a count, `… mean ≥ 20
+    /// failed: mean 12.5 over 30 seeds; worst seed 4: 0`.
     pub fn headline(&self) -> String {
-        let v = super::bounds::fmt_num(self.value);
-        if self.seeds <= 1 {
-            format!("{} {}: seed {} has {v}", self.metric, self.rule, self.seed)
-        } else if self.failing_seeds > 0 {
-            format!(
-                "{} {}: {} of {} seeds; worst seed {}: {v}",
-                self.metric, self.rule, self.failing_seeds, self.seeds, self.seed
-            )
-        } else {
-            format!(
-                "{} {}: over {} seeds; worst seed {}: {v}",
-                self.metric, self.rule, self.seeds, self.seed
-            )
+        let fmt = super::bounds::fmt_num;
+        let seeds = crate::text::plural(self.seeds, "seed", "seeds");
+        let worst = format!("worst seed {}: {}", self.seed, fmt(self.value));
+        match self.aggregate {
+            Some(a) => {
+                let what = self.rule.split(' ').next().unwrap_or("value");
+                format!(
+                    "{} {} failed: {what} {} over {seeds}; {worst}",
+                    self.metric,
+                    self.rule,
+                    fmt(a)
+                )
+            }
+            None => format!(
+                "{} {} failed on {} of {seeds}; {worst}",
+                self.metric, self.rule, self.failing_seeds
+            ),
         }
     }
 }
@@ -308,6 +319,7 @@ fn violation(c: &Case, k: &BoundCheck) -> Violation {
         rule: k.describe(),
         seed: k.seed,
         value: out.report.metrics.get(&k.metric).unwrap_or(f64::NAN),
+        aggregate: matches!(k.rule, Rule::MeanMin | Rule::MeanMax | Rule::P90Max).then_some(k.value),
         story: ticket
             .map(|t| {
                 crate::analysis::story::for_scenario(

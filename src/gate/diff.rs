@@ -374,9 +374,13 @@ fn failure_reason(s: &ScenarioDiff, allow_unsafe: bool, require_safe: bool) -> S
                     .worst
                     .map(|(seed, v)| format!("; worst seed {seed}: {}", super::fmt_num(v)))
                     .unwrap_or_default();
+                // Worded as `check`'s headline ([`super::Violation::headline`]): the rule,
+                // on how many of the seeds run it failed, the worst seed and its value.
                 format!(
-                    "{} on {} of {} seeds{worst}",
-                    c.metric, c.violating_seeds, c.seeds
+                    "{} ≤ 0 failed on {} of {}{worst}",
+                    c.metric,
+                    c.violating_seeds,
+                    crate::text::plural(c.seeds as usize, "seed", "seeds")
                 )
             })
             .next();

@@ -52,8 +52,11 @@ fn testcase(c: &CaseReport) -> TestCase {
     case
 }
 
-/// The first failed rule (how many seeds, the worst one) and its replay command; else the
-/// exploration's verdict and its replay.
+/// The first failed rule ([`Violation::headline`]: on how many of the seeds run it failed, the
+/// worst seed and its value) and its replay command; else the exploration's verdict and its
+/// replay.
+///
+/// [`Violation::headline`]: super::check::Violation::headline
 fn message(c: &CaseReport) -> String {
     if let Some(v) = c.violations.first() {
         return format!("{}; replay: {}", v.headline(), v.replay);
@@ -110,6 +113,7 @@ mod tests {
                     rule: "≤ 0 per seed".into(),
                     seed: 1,
                     value: 3.0,
+                    aggregate: None,
                     ticket: Some(7),
                     story: vec!["a <story> line\u{1}".into()],
                     replay: "refundsim run x --seed 1".into(),

@@ -18,6 +18,7 @@ mod explore_check;
 mod inputs;
 mod junit;
 mod runs;
+mod table;
 mod text;
 mod units;
 

@@ -7,6 +7,7 @@ use super::bounds::{fmt_num, BoundCheck, Rule};
 use super::check::{CaseReport, CheckReport, Violation};
 use super::diff::{DiffReport, MetricDiff, ScenarioDiff};
 use super::explore_check::ExploreCheck;
+use super::table::{left, right, table};
 
 /// `check`'s report as text.
 pub fn check_text(r: &CheckReport) -> String {
@@ -71,13 +72,15 @@ fn case_text(s: &mut String, c: &CaseReport) {
         if c.passed { "ok" } else { "FAILED" }
     );
     let _ = writeln!(s, "  expect: {}", c.expect_source.describe());
-    let _ = writeln!(
-        s,
-        "  {:<26} {:<32} {:>10} {:>14}  verdict",
-        "metric", "rule", "value", "failing seeds"
-    );
-    for k in &c.checks {
-        check_row(s, k, c.seeds.len());
+    // Columns as wide as their widest cell (a metric name may be long): see `table`.
+    let header = ["metric", "rule", "value", "failing seeds", "verdict"].map(String::from);
+    let rows: Vec<Vec<String>> = std::iter::once(header.to_vec())
+        .chain(c.checks.iter().map(|k| check_row(k, c.seeds.len())))
+        .collect();
+    // The minimum widths are the table's widths before they followed the content.
+    let columns = [left(0, 26), left(1, 32), right(1, 10), right(1, 14), left(2, 0)];
+    for line in table("  ", &columns, &rows) {
+        let _ = writeln!(s, "{line}");
     }
     let inv: Vec<String> = c
         .invariants
@@ -128,7 +131,8 @@ fn explore_text(s: &mut String, e: &ExploreCheck) {
     }
 }
 
-fn check_row(s: &mut String, k: &BoundCheck, n: usize) {
+/// One rule's cells: metric, rule, value, failing seeds (`k/n`), verdict.
+fn check_row(k: &BoundCheck, n: usize) -> Vec<String> {
     let failing = match k.rule {
         Rule::Min | Rule::Max | Rule::Conservation => format!("{}/{n}", k.failing_seeds.len()),
         _ => "-".into(),
@@ -139,15 +143,13 @@ fn check_row(s: &mut String, k: &BoundCheck, n: usize) {
         _ if n > 1 => format!("worst {}", fmt_num(k.value)),
         _ => fmt_num(k.value),
     };
-    let _ = writeln!(
-        s,
-        "  {:<26} {:<32} {:>10} {:>14}  {}",
-        k.metric,
+    vec![
+        k.metric.clone(),
         k.describe(),
         value,
         failing,
-        verdict(k)
-    );
+        verdict(k).to_string(),
+    ]
 }
 
 /// `ok`, `FAILED`, or `reproduced` for a lower bound on a metric that counts harm: the case
@@ -224,21 +226,37 @@ fn scenario_diff_text(s: &mut String, sc: &ScenarioDiff) {
         if sc.passed { "ok" } else { "FAILED" }
     );
     safety_text(s, sc);
-    // The widest metric name sets the first column (`pool_wait_over_threshold_fraction` is 33).
-    let w = sc
-        .metrics
-        .iter()
-        .map(|m| m.metric.len())
-        .max()
-        .unwrap_or(0)
-        .max(26);
-    let _ = writeln!(
-        s,
-        "  {:<w$} {:>5} {:>12} {:>12} {:>12} {:>25} {:>10}  verdict",
-        "metric", "unit", "baseline", "candidate", "difference", "95% CI", "tolerance"
-    );
-    for m in &sc.metrics {
-        diff_row(s, m, w);
+    // Every column as wide as its widest cell, in characters (`table`): a long metric name
+    // (`pool_wait_over_threshold_fraction`, 33), a wide interval or a tolerance in dollars
+    // moves the columns after it, never one row alone. Names are put in the scenario's words
+    // before they are measured, so the translation of the whole text leaves them as laid out.
+    let header = [
+        "metric",
+        "unit",
+        "baseline",
+        "candidate",
+        "difference",
+        "95% CI",
+        "tolerance",
+        "verdict",
+    ]
+    .map(String::from);
+    let rows: Vec<Vec<String>> = std::iter::once(header.to_vec())
+        .chain(sc.metrics.iter().map(|m| diff_row(m, sc.effect.as_ref())))
+        .collect();
+    // The minimum widths are the table's widths before they followed the content.
+    let columns = [
+        left(0, 26),
+        right(1, 5),
+        right(1, 12),
+        right(1, 12),
+        right(1, 12),
+        right(1, 25),
+        right(1, 10),
+        left(2, 0),
+    ];
+    for line in table("  ", &columns, &rows) {
+        let _ = writeln!(s, "{line}");
     }
     for m in sc.metrics.iter().filter(|m| !m.ok) {
         if let Some((seed, cmd)) = &m.worst {
@@ -321,18 +339,17 @@ fn unit_label(unit: &str) -> &'static str {
     }
 }
 
-/// One metric's row; `w` is the metric column's width.
-fn diff_row(s: &mut String, m: &MetricDiff, w: usize) {
+/// One metric's cells, its name in the words of `effect` when it is not a refund.
+fn diff_row(m: &MetricDiff, effect: Option<&crate::scenario::Effect>) -> Vec<String> {
     let u = m.unit;
     let ci = format!(
         "[{}, {}]",
         shown(u, m.difference.low),
         shown(u, m.difference.high)
     );
-    let line = format!(
-        "  {:<w$} {:>5} {:>12} {:>12} {:>12} {:>25} {:>10}  {}",
-        m.metric,
-        unit_label(u),
+    vec![
+        effect.map_or_else(|| m.metric.clone(), |e| e.say(&m.metric)),
+        unit_label(u).to_string(),
         shown(u, m.baseline_mean),
         shown(u, m.candidate_mean),
         shown(u, m.difference.mean),
@@ -347,6 +364,6 @@ fn diff_row(s: &mut String, m: &MetricDiff, w: usize) {
         } else {
             "FAILED"
         }
-    );
-    let _ = writeln!(s, "{}", line.trim_end());
+        .to_string(),
+    ]
 }

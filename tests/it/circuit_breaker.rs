@@ -39,7 +39,7 @@ fn the_story_shows_the_breaker_opening_and_stranding_the_payment() {
             "00:00:08.385  breaker: circuit open, call refused at once (circuit-open), nothing sent; open 59.951s more",
             "00:00:08.385  tool_result: { error: \"CircuitBreaker 'breaker' is OPEN and does not permit further calls\" } [fail]",
             "00:00:08.410  escalated to a human",
-            "00:00:10.356  stripe: refund re_00000004 created, $25.00 succeeded (for the FIRST call)",
+            "00:00:10.356  stripe: refund re_00000004 created by call #4, $25.00 succeeded (for the FIRST call)",
             "00:01:11.793  human: issued a manual refund from the dashboard (no idempotency key)",
             "00:01:21.793  stripe: refund re_00000007 created, $25.00 succeeded (manual refund by a human)",
         ],

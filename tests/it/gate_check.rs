@@ -119,7 +119,7 @@ fn a_failed_bound_exits_1_with_seed_rule_story_and_replay_in_text_and_junit() {
     let replay =
         format!("refundsim run scenarios/carrier-outage.json --seed 157 --policy {policy}");
     assert!(
-        text.contains("  FAILED duplicate_refund_tickets ≤ 0 per seed: seed 157 has 43\n"),
+        text.contains("  FAILED duplicate_refund_tickets ≤ 0 per seed failed on 1 of 1 seed; worst seed 157: 43\n"),
         "{text}"
     );
     assert!(text.contains(&format!("    replay: {replay}\n")), "{text}");
@@ -140,7 +140,7 @@ fn a_failed_bound_exits_1_with_seed_rule_story_and_replay_in_text_and_junit() {
     let f = cases[1].failure.as_ref().expect("the strict policy fails");
     assert_eq!(
         f.message,
-        format!("duplicate_refund_tickets ≤ 0 per seed: seed 157 has 43; replay: {replay}")
+        format!("duplicate_refund_tickets ≤ 0 per seed failed on 1 of 1 seed; worst seed 157: 43; replay: {replay}")
     );
     assert!(f.text.contains(&format!("replay: {replay}")), "{}", f.text);
     assert!(
@@ -471,4 +471,66 @@ fn latency_percentiles_are_expect_bounds() {
     );
     let (code, _) = check_json(&[INCIDENT, "--policy", &loose]);
     assert_eq!(code, 0);
+}
+
+/// Issue 32: a CI page says on how many of the seeds run a rule failed, the worst seed and its
+/// value, in the same words in the text, the JUnit `message` and the summary line; an
+/// aggregate rule says its mean instead of a count. The incident under a policy that wants no
+/// duplicate and a mean of at most 1, on seeds 1..10: duplicates on 8 of them, most (137) on
+/// seed 10; mean 57.2.
+#[test]
+fn ci_messages_say_k_of_n_seeds_and_the_worst_seed_with_its_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = temp_policy(
+        &dir,
+        "strict-mean.json",
+        r#"{"expect":{"duplicate_refund_tickets":{"min":null,"violating_seeds_max":null,"mean_min":null,"max":0,"mean_max":1}}}"#,
+    );
+    let junit = dir.path().join("out.xml");
+    let out = refundsim()
+        .args([
+            "check",
+            INCIDENT,
+            "--policy",
+            &policy,
+            "--seeds",
+            "1..10",
+            "--explore-cases",
+            "0",
+            "--junit",
+        ])
+        .arg(&junit)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let per_seed = "duplicate_refund_tickets ≤ 0 per seed failed on 8 of 10 seeds; worst seed 10: 137";
+    let mean = "duplicate_refund_tickets mean ≤ 1 failed: mean 57.2 over 10 seeds; worst seed 10: 137";
+    assert!(text.contains(&format!("\n  FAILED {per_seed}\n")), "{text}");
+    assert!(text.contains(&format!("\n  FAILED {mean}\n")), "{text}");
+    assert!(
+        text.ends_with(&format!(
+            "check FAILED: 2 scenario × policy cases, 1 passed, 1 failed; first: \
+             scenarios/carrier-outage.json × {policy}: {per_seed}\n"
+        )),
+        "{text}"
+    );
+    // The table's failing-seeds column agrees with the headline's count.
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("  duplicate_refund_tickets") && l.ends_with(" 8/10  FAILED")),
+        "{text}"
+    );
+
+    let xml: Testsuites =
+        quick_xml::de::from_str(&std::fs::read_to_string(&junit).unwrap()).unwrap();
+    let f = xml.suites[0].cases[1]
+        .failure
+        .as_ref()
+        .expect("the policy fails");
+    let replay =
+        format!("refundsim run scenarios/carrier-outage.json --seed 10 --policy {policy}");
+    assert_eq!(f.message, format!("{per_seed}; replay: {replay}"));
+    assert!(f.message.contains(" of 10 seeds") && f.message.contains("worst seed 10: 137"));
+    assert!(f.text.contains(&format!("{mean}\nreplay: {replay}\n")), "{}", f.text);
 }

@@ -38,12 +38,12 @@ fn a_12s_timeout_without_a_key_fails_on_the_default_seeds_with_counts_in_text_an
     ]);
     assert_eq!(code, 1, "{text}");
     assert!(text.contains(" — seeds 1..30 (30) — FAILED\n"), "{text}");
-    let line = "FAILED duplicate_refund_tickets ≤ 0 per seed: 4 of 30 seeds; worst seed 10: 28";
+    let line = "FAILED duplicate_refund_tickets ≤ 0 per seed failed on 4 of 30 seeds; worst seed 10: 28";
     assert!(text.contains(line), "{text}");
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert!(
         xml.contains(&format!(
-            "message=\"duplicate_refund_tickets ≤ 0 per seed: 4 of 30 seeds; worst seed 10: 28; replay: refundsim run scenarios/carrier-outage.json --seed 10 --policy {cand}\""
+            "message=\"duplicate_refund_tickets ≤ 0 per seed failed on 4 of 30 seeds; worst seed 10: 28; replay: refundsim run scenarios/carrier-outage.json --seed 10 --policy {cand}\""
         )),
         "{xml}"
     );
@@ -166,7 +166,7 @@ fn diff_fails_an_unsafe_candidate_and_says_why_on_its_last_line() {
     assert_eq!(code, 1, "{text}");
     let last = text.lines().last().unwrap();
     assert!(
-        last.starts_with("diff FAILED: scenarios/carrier-outage.json: candidate unsafe: duplicate_refund_tickets on 4 of 30 seeds; worst seed 10: 28; explore (1024 cases, seed 1): at_most_one_refund_per_ticket violated"),
+        last.starts_with("diff FAILED: scenarios/carrier-outage.json: candidate unsafe: duplicate_refund_tickets ≤ 0 failed on 4 of 30 seeds; worst seed 10: 28; explore (1024 cases, seed 1): at_most_one_refund_per_ticket violated"),
         "{last}"
     );
     // --allow-unsafe: the comparison alone (fewer duplicates than the incident) decides.

@@ -257,7 +257,7 @@ fn the_candidate_is_judged_safe_or_not_apart_from_the_comparison() {
     assert!(v["reason"]
         .as_str()
         .unwrap()
-        .starts_with("scenarios/carrier-outage.json: candidate unsafe: duplicate_refund_tickets on 2 of 3 seeds; worst seed 3: 89"));
+        .starts_with("scenarios/carrier-outage.json: candidate unsafe: duplicate_refund_tickets ≤ 0 failed on 2 of 3 seeds; worst seed 3: 89"));
 }
 
 #[test]
@@ -341,4 +341,73 @@ fn set_applies_to_both_sides_and_their_replay_commands() {
         f(&row(&v, "duplicate_refund_tickets")["baseline_mean"]),
         want
     );
+}
+
+/// Issue 32: the table's columns line up whatever their cells hold. The longest metric name
+/// (`pool_wait_over_threshold_fraction`, 33 characters, past the first column's usual 26) and
+/// a tolerance in dollars wider than its column (`≤ $10000.00`, 11 characters, `≤` 3 bytes)
+/// widen their whole column: every cell of a column ends (right-aligned) or starts (the name,
+/// the verdict) at the header's character offset.
+#[test]
+fn every_row_has_its_columns_at_the_headers_character_offsets() {
+    let dir = tempfile::tempdir().unwrap();
+    let none = empty_policy(&dir);
+    let out = refundsim()
+        .args([
+            "diff",
+            INCIDENT,
+            "--baseline",
+            &none,
+            "--candidate",
+            "policies/key-only.json",
+            "--seeds",
+            "1..3",
+            "--explore-cases",
+            "0",
+            "--tolerance",
+            "over_refund_cents=1000000",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let lines: Vec<Vec<char>> = text.lines().map(|l| l.chars().collect()).collect();
+    let header_at = lines
+        .iter()
+        .position(|l| l.starts_with(&"  metric ".chars().collect::<Vec<_>>()))
+        .expect("a header");
+    let header: String = lines[header_at].iter().collect();
+    // Where each header word ends (right-aligned columns) or starts (the verdict).
+    let end_of = |word: &str| header.find(word).map(|b| header[..b].chars().count() + word.chars().count()).unwrap();
+    let ends: Vec<usize> = ["unit", "baseline", "candidate", "difference", "95% CI", "tolerance"]
+        .iter()
+        .map(|w| end_of(w))
+        .collect();
+    let verdict_at = end_of("verdict") - "verdict".len();
+    let rows: Vec<&Vec<char>> = lines[header_at + 1..]
+        .iter()
+        .take_while(|l| l.starts_with(&[' ', ' ']) && l.get(2).is_some_and(|c| *c != ' '))
+        .collect();
+    assert_eq!(rows.len(), 39, "one row per metric\n{text}");
+    let long = "pool_wait_over_threshold_fraction";
+    assert!(text.contains(&format!("\n  {long} ")), "{text}");
+    assert!(text.contains(" ≤ $10000.00  ok\n"), "{text}");
+    for row in rows {
+        let shown: String = row.iter().collect();
+        for &e in &ends {
+            assert!(
+                row[e - 1] != ' ' && row.get(e).is_none_or(|c| *c == ' '),
+                "a cell does not end at offset {e}:\n{shown}\n{header}"
+            );
+        }
+        let has_verdict = row.len() > verdict_at;
+        if has_verdict {
+            assert!(
+                row[verdict_at - 1] == ' ' && row[verdict_at] != ' ',
+                "the verdict is not at offset {verdict_at}:\n{shown}\n{header}"
+            );
+        } else {
+            assert_eq!(row.len(), ends[ends.len() - 1], "{shown}\n{header}");
+        }
+    }
 }

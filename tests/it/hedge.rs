@@ -117,7 +117,7 @@ fn the_story_tells_the_hedge() {
     let text = String::from_utf8(out.stdout).unwrap();
     for line in [
         "00:00:02.024  hedge: no answer after 2.000s, hedging (try 2), the earlier try still running",
-        "00:00:05.044  stripe: refund re_00000002 created, $42.00 succeeded (for the FIRST call, hedge try 2)",
+        "00:00:05.044  stripe: refund re_00000002 created by call #2, $42.00 succeeded (for the FIRST call, hedge try 2)",
     ] {
         assert!(text.contains(line), "{line:?} not in\n{text}");
     }

@@ -86,3 +86,107 @@ fn incident_summary_and_story_snapshots() {
     let story = text.split_once("\nticket ").map(|(_, s)| s).unwrap();
     insta::assert_snapshot!("incident_story", story);
 }
+
+/// Issue 32: `--story-only` prints the ticket's story alone (the same lines `--ticket` prints
+/// after the summary), and exits as `run` does: 1 when an `expect` bound failed, said on
+/// stderr since the summary is not printed.
+#[test]
+fn story_only_prints_the_story_alone_and_keeps_runs_exit_code() {
+    let out = refundsim()
+        .args(["run", INCIDENT, "--ticket", "49410"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let full = String::from_utf8(out.stdout).unwrap();
+    let story = full.split_once("\nticket 49410:\n").unwrap().1;
+    let out = refundsim()
+        .args(["run", INCIDENT, "--ticket", "49410", "--story-only"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stderr.is_empty());
+    let only = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(only, story);
+    assert!(only.starts_with("16:38:15.723  ticket opened (burst)"), "{only}");
+    assert_eq!(only.lines().count(), 14, "{only}");
+
+    // A policy that wants no duplicate: `run` exits 1, and so does `--story-only`.
+    let dir = tempfile::tempdir().unwrap();
+    let strict = dir.path().join("strict.json");
+    std::fs::write(&strict, r#"{"expect":{"duplicate_refund_tickets":{"min":null,"violating_seeds_max":null,"mean_min":null,"max":0}}}"#).unwrap();
+    let strict = strict.to_str().unwrap();
+    for story_only in [false, true] {
+        let mut cmd = refundsim();
+        cmd.args(["run", INCIDENT, "--policy", strict, "--ticket", "49410"]);
+        if story_only {
+            cmd.arg("--story-only");
+        }
+        let out = cmd.output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "--story-only {story_only}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(
+            err.contains("note: an expect bound or the replay check failed (exit 1)"),
+            story_only,
+            "{err}"
+        );
+    }
+
+    // Usage: it needs --ticket, and --json has the story in its `story` field already.
+    for args in [&["--story-only"][..], &["--story-only", "--ticket", "1", "--json"]] {
+        let out = refundsim()
+            .args(["run", INCIDENT])
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(out.stdout.is_empty());
+    }
+}
+
+/// Issue 32: call numbers count the service's requests and refund ids Stripe's refunds, so
+/// they drift apart (call #1910 makes `re_00001911`); each refund's line names the call that
+/// made it, and a refund another call made is named with its maker where it shows up again.
+#[test]
+fn stories_name_the_call_that_made_each_refund() {
+    let out = refundsim()
+        .args(["run", INCIDENT, "--ticket", "49410", "--story-only"])
+        .output()
+        .unwrap();
+    let story = String::from_utf8(out.stdout).unwrap();
+    for want in [
+        "16:38:23.932  stripe: refund re_00001911 created by call #1910, $58.34 succeeded (for the FIRST call)\n",
+        "16:38:23.932  stripe: POST /v1/refunds for call #1910 → 200 created re_00001911\n",
+        "16:38:27.308  stripe: refund re_00001923 created by call #1923, $58.34 succeeded (for the SECOND call)\n",
+    ] {
+        assert!(story.contains(want), "{want}\n{story}");
+    }
+    // Every refund created names its call, and that call's 200 carries the same refund id.
+    for line in story.lines().filter(|l| l.contains(" created by call #")) {
+        let id = line.split("refund ").nth(1).unwrap().split(' ').next().unwrap();
+        let call = line.split("by call #").nth(1).unwrap().split(',').next().unwrap();
+        assert!(
+            story.contains(&format!("POST /v1/refunds for call #{call} → 200 created {id}\n")),
+            "{line}\n{story}"
+        );
+    }
+    // With a key, the retry's 200 replays the first call's refund: named with its maker.
+    let out = refundsim()
+        .args([
+            "run",
+            INCIDENT,
+            "--policy",
+            "policies/key-only.json",
+            "--ticket",
+            "49417",
+            "--story-only",
+        ])
+        .output()
+        .unwrap();
+    let story = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        story.contains(
+            "16:38:27.351  stripe: POST /v1/refunds for call #1925 → 200 replayed re_00001918 (made by call #1918)\n"
+        ),
+        "{story}"
+    );
+}

@@ -197,10 +197,10 @@ fn the_story_tells_the_reissue_and_the_duplicate() {
     };
     let text = story(&["run", REISSUE, "--ticket", "1"]);
     let order = [
-        "00:00:00.444  stripe: refund re_00000001 created, $42.00 succeeded (for the FIRST call)",
+        "00:00:00.444  stripe: refund re_00000001 created by call #1, $42.00 succeeded (for the FIRST call)",
         "00:00:00.444  mcp: response stream of tools/call id 1 BROKEN after the tool ran; response lost",
         "00:00:00.444  mcp: tools/call RE-ISSUED as id 2 (was id 1), as the spec requires after a broken stream",
-        "00:00:00.864  stripe: refund re_00000002 created, $42.00 succeeded (for the FIRST call, mcp try 2)",
+        "00:00:00.864  stripe: refund re_00000002 created by call #2, $42.00 succeeded (for the FIRST call, mcp try 2)",
         "00:00:00.864  tool_result: { status: \"refunded\", refund_id: \"re_00000002\" }",
     ];
     let at: Vec<usize> = order

@@ -87,7 +87,7 @@ fn abort_in_flight_closes_the_connection_but_stripe_still_commits() {
     let order = [
         "00:00:02.024  stripe: POST /v1/refunds for call #1 → no response, aborted_by_caller",
         "00:00:02.086  tool_executor: get_status(ticket=1) → none",
-        "00:00:03.044  stripe: refund re_00000001 created, $42.00 succeeded (for the FIRST call)",
+        "00:00:03.044  stripe: refund re_00000001 created by call #1, $42.00 succeeded (for the FIRST call)",
     ];
     let at: Vec<usize> = order
         .iter()
@@ -386,7 +386,7 @@ fn duplicate_deliveries_start_a_second_handler_unless_deduped() {
     for l in [
         "00:00:00.000  webhook: ticket.created evt_1 delivered, agent started",
         "00:00:30.000  webhook: ticket.created evt_1 delivered AGAIN (at-least-once), a second agent handler started",
-        "00:00:30.439  [handler 2] stripe: refund re_00000002 created, $42.00 succeeded (for the FIRST call)",
+        "00:00:30.439  [handler 2] stripe: refund re_00000002 created by call #2, $42.00 succeeded (for the FIRST call)",
     ] {
         assert!(text.contains(l), "{l}\n{text}");
     }
@@ -445,7 +445,7 @@ fn duplicate_deliveries_start_a_second_handler_unless_deduped() {
     for l in [
         "00:00:00.269  [handler 2] stripe: POST /v1/refunds for call #2 → 409 idempotency_key_in_use",
         "00:00:00.269  [handler 2] refunds_service: retriable-4xx, retrying (try 2) after 0.000s",
-        "00:00:02.269  [handler 2] stripe: refund re_00000002 created, $42.00 succeeded (for the FIRST call)",
+        "00:00:02.269  [handler 2] stripe: refund re_00000002 created by call #2, $42.00 succeeded (for the FIRST call)",
     ] {
         assert!(text.contains(l), "{l}\n{text}");
     }
@@ -534,7 +534,7 @@ fn a_connect_failure_is_retried_and_nothing_reached_stripe() {
     let order = [
         "00:00:00.038  stripe: POST /v1/refunds for call #1 → could not connect, nothing sent (connect_failed)",
         "00:00:00.038  egress: connect-failure, retrying (try 2) after 0.016s",
-        "00:00:00.454  stripe: refund re_00000001 created, $42.00 succeeded (for the FIRST call)",
+        "00:00:00.454  stripe: refund re_00000001 created by call #1, $42.00 succeeded (for the FIRST call)",
         "00:00:00.454  stripe: POST /v1/refunds for call #1 (egress try 2) → no response, connection_lost",
         "00:00:00.454  tool_result: { error: \"stripe connection_lost (HTTP 0)\" } [fail]",
     ];
@@ -545,7 +545,7 @@ fn a_connect_failure_is_retried_and_nothing_reached_stripe() {
             .unwrap_or_else(|| panic!("missing or out of order: {line}\n{text}"));
         at += found + line.len();
     }
-    assert_eq!(text.matches("created, $").count(), 1, "{text}");
+    assert_eq!(text.matches(" created by call #").count(), 1, "{text}");
     assert_eq!(text.matches("retrying (try").count(), 1, "{text}");
 }
 
@@ -570,7 +570,7 @@ fn the_stale_pending_sweep_rotates_the_key_unless_it_asks_the_provider() {
     let broken = story(None);
     for line in [
         "00:16:00.000  stale-pending sweep: pending for 15m 59s, marked FAILED without asking Stripe; the service writes a new key for the next request",
-        "00:31:53.731  stripe: refund re_00000004 created, $42.00 succeeded (for the HUMAN'S call)",
+        "00:31:53.731  stripe: refund re_00000004 created by call #4, $42.00 succeeded (for the HUMAN'S call)",
     ] {
         assert!(broken.contains(line), "missing: {line}\n{broken}");
     }
@@ -578,8 +578,8 @@ fn the_stale_pending_sweep_rotates_the_key_unless_it_asks_the_provider() {
         "policies/recipes/stale-pending-marked-failed.fix.json",
     ));
     for line in [
-        "00:16:00.000  stale-pending sweep: pending for 15m 59s; asked Stripe, found re_00000001 and recorded it",
-        "00:31:53.361  stripe: POST /v1/refunds for call #4 → 200 replayed re_00000001",
+        "00:16:00.000  stale-pending sweep: pending for 15m 59s; asked Stripe, found re_00000001 (made by call #1) and recorded it",
+        "00:31:53.361  stripe: POST /v1/refunds for call #4 → 200 replayed re_00000001 (made by call #1)",
     ] {
         assert!(fixed.contains(line), "missing: {line}\n{fixed}");
     }
@@ -648,7 +648,7 @@ fn redelivery_stories_show_receives_rebalances_and_deleted_records() {
         "00:00:30.000  evt_1 as msg_1_0 REDELIVERED (receive #2, visibility timeout 30 s expired), another agent handler started",
         "00:01:00.000  evt_1 as msg_1_0 REDELIVERED (receive #3, visibility timeout 30 s expired), another agent handler started",
         "00:01:30.000  msg_1_0 moved to the dead-letter queue after 3 receives",
-        "00:01:40.424  [handler 3] stripe: refund re_00000004 created, $42.00 succeeded (for the FIRST call)",
+        "00:01:40.424  [handler 3] stripe: refund re_00000004 created by call #4, $42.00 succeeded (for the FIRST call)",
     ] {
         assert!(text.contains(l), "{l}\n{text}");
     }
@@ -717,7 +717,7 @@ fn effect_commits_before_run_ends_story_shows_the_run_going_on() {
     for l in [
         "00:00:01.044  refunds-service: refund re_00000001 recorded in the ledger; the run goes on 20000ms before answering (work after the refund)",
         "00:00:15.024  tool_result: { error: \"timeout after 15000ms\" } [fail]",
-        "00:00:16.109  stripe: refund re_00000002 created, $42.00 succeeded (for the SECOND call)",
+        "00:00:16.109  stripe: refund re_00000002 created by call #2, $42.00 succeeded (for the SECOND call)",
         "00:00:21.044  [async, arrives after executor gave up] refunds-service response for the FIRST call: { status: \"refunded\", refund_id: \"re_00000001\" }",
     ] {
         assert!(text.contains(l), "{l}\n{text}");
@@ -731,7 +731,7 @@ fn effect_commits_before_run_ends_story_shows_the_run_going_on() {
         "1",
     ]);
     assert!(
-        fixed.contains("00:00:15.086  tool_executor: get_status(ticket=1) → refunded re_00000001"),
+        fixed.contains("00:00:15.086  tool_executor: get_status(ticket=1) → refunded re_00000001 (made by call #1)"),
         "{fixed}"
     );
     assert!(!fixed.contains("re_00000002"), "{fixed}");
