@@ -88,7 +88,9 @@ fn makers(history: &History, ticket: u64) -> BTreeMap<String, u64> {
     history
         .ticket(ticket)
         .filter_map(|e| match (&e.kind, e.call) {
-            (EventKind::RefundCreated { refund_id, by, .. }, Some(call)) if *by != Caller::Human => {
+            (EventKind::RefundCreated { refund_id, by, .. }, Some(call))
+                if *by != Caller::Human =>
+            {
                 Some((refund_id.clone(), call))
             }
             _ => None,

@@ -319,7 +319,8 @@ fn violation(c: &Case, k: &BoundCheck) -> Violation {
         rule: k.describe(),
         seed: k.seed,
         value: out.report.metrics.get(&k.metric).unwrap_or(f64::NAN),
-        aggregate: matches!(k.rule, Rule::MeanMin | Rule::MeanMax | Rule::P90Max).then_some(k.value),
+        aggregate: matches!(k.rule, Rule::MeanMin | Rule::MeanMax | Rule::P90Max)
+            .then_some(k.value),
         story: ticket
             .map(|t| {
                 crate::analysis::story::for_scenario(

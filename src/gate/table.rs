@@ -77,7 +77,11 @@ mod tests {
     fn columns_start_at_the_same_character_offset_whatever_the_cells() {
         let rows = vec![
             vec!["metric".to_string(), "value".into(), "verdict".into()],
-            vec!["a_long.dotted.metric_name_p99_ms".into(), "≤ $1.00".into(), "ok".into()],
+            vec![
+                "a_long.dotted.metric_name_p99_ms".into(),
+                "≤ $1.00".into(),
+                "ok".into(),
+            ],
             vec!["x".into(), "12345678901".into(), String::new()],
         ];
         let lines = table("  ", &[left(0, 10), right(1, 3), left(2, 0)], &rows);

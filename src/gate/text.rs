@@ -78,7 +78,13 @@ fn case_text(s: &mut String, c: &CaseReport) {
         .chain(c.checks.iter().map(|k| check_row(k, c.seeds.len())))
         .collect();
     // The minimum widths are the table's widths before they followed the content.
-    let columns = [left(0, 26), left(1, 32), right(1, 10), right(1, 14), left(2, 0)];
+    let columns = [
+        left(0, 26),
+        left(1, 32),
+        right(1, 10),
+        right(1, 14),
+        left(2, 0),
+    ];
     for line in table("  ", &columns, &rows) {
         let _ = writeln!(s, "{line}");
     }

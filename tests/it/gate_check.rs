@@ -504,8 +504,10 @@ fn ci_messages_say_k_of_n_seeds_and_the_worst_seed_with_its_value() {
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert_eq!(out.status.code(), Some(1), "{text}");
-    let per_seed = "duplicate_refund_tickets ≤ 0 per seed failed on 8 of 10 seeds; worst seed 10: 137";
-    let mean = "duplicate_refund_tickets mean ≤ 1 failed: mean 57.2 over 10 seeds; worst seed 10: 137";
+    let per_seed =
+        "duplicate_refund_tickets ≤ 0 per seed failed on 8 of 10 seeds; worst seed 10: 137";
+    let mean =
+        "duplicate_refund_tickets mean ≤ 1 failed: mean 57.2 over 10 seeds; worst seed 10: 137";
     assert!(text.contains(&format!("\n  FAILED {per_seed}\n")), "{text}");
     assert!(text.contains(&format!("\n  FAILED {mean}\n")), "{text}");
     assert!(
@@ -528,9 +530,12 @@ fn ci_messages_say_k_of_n_seeds_and_the_worst_seed_with_its_value() {
         .failure
         .as_ref()
         .expect("the policy fails");
-    let replay =
-        format!("refundsim run scenarios/carrier-outage.json --seed 10 --policy {policy}");
+    let replay = format!("refundsim run scenarios/carrier-outage.json --seed 10 --policy {policy}");
     assert_eq!(f.message, format!("{per_seed}; replay: {replay}"));
     assert!(f.message.contains(" of 10 seeds") && f.message.contains("worst seed 10: 137"));
-    assert!(f.text.contains(&format!("{mean}\nreplay: {replay}\n")), "{}", f.text);
+    assert!(
+        f.text.contains(&format!("{mean}\nreplay: {replay}\n")),
+        "{}",
+        f.text
+    );
 }

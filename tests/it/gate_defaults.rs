@@ -38,7 +38,8 @@ fn a_12s_timeout_without_a_key_fails_on_the_default_seeds_with_counts_in_text_an
     ]);
     assert_eq!(code, 1, "{text}");
     assert!(text.contains(" — seeds 1..30 (30) — FAILED\n"), "{text}");
-    let line = "FAILED duplicate_refund_tickets ≤ 0 per seed failed on 4 of 30 seeds; worst seed 10: 28";
+    let line =
+        "FAILED duplicate_refund_tickets ≤ 0 per seed failed on 4 of 30 seeds; worst seed 10: 28";
     assert!(text.contains(line), "{text}");
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert!(

@@ -378,11 +378,23 @@ fn every_row_has_its_columns_at_the_headers_character_offsets() {
         .expect("a header");
     let header: String = lines[header_at].iter().collect();
     // Where each header word ends (right-aligned columns) or starts (the verdict).
-    let end_of = |word: &str| header.find(word).map(|b| header[..b].chars().count() + word.chars().count()).unwrap();
-    let ends: Vec<usize> = ["unit", "baseline", "candidate", "difference", "95% CI", "tolerance"]
-        .iter()
-        .map(|w| end_of(w))
-        .collect();
+    let end_of = |word: &str| {
+        header
+            .find(word)
+            .map(|b| header[..b].chars().count() + word.chars().count())
+            .unwrap()
+    };
+    let ends: Vec<usize> = [
+        "unit",
+        "baseline",
+        "candidate",
+        "difference",
+        "95% CI",
+        "tolerance",
+    ]
+    .iter()
+    .map(|w| end_of(w))
+    .collect();
     let verdict_at = end_of("verdict") - "verdict".len();
     let rows: Vec<&Vec<char>> = lines[header_at + 1..]
         .iter()

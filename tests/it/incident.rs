@@ -107,7 +107,10 @@ fn story_only_prints_the_story_alone_and_keeps_runs_exit_code() {
     assert!(out.stderr.is_empty());
     let only = String::from_utf8(out.stdout).unwrap();
     assert_eq!(only, story);
-    assert!(only.starts_with("16:38:15.723  ticket opened (burst)"), "{only}");
+    assert!(
+        only.starts_with("16:38:15.723  ticket opened (burst)"),
+        "{only}"
+    );
     assert_eq!(only.lines().count(), 14, "{only}");
 
     // A policy that wants no duplicate: `run` exits 1, and so does `--story-only`.
@@ -132,7 +135,10 @@ fn story_only_prints_the_story_alone_and_keeps_runs_exit_code() {
     }
 
     // Usage: it needs --ticket, and --json has the story in its `story` field already.
-    for args in [&["--story-only"][..], &["--story-only", "--ticket", "1", "--json"]] {
+    for args in [
+        &["--story-only"][..],
+        &["--story-only", "--ticket", "1", "--json"],
+    ] {
         let out = refundsim()
             .args(["run", INCIDENT])
             .args(args)
@@ -162,10 +168,24 @@ fn stories_name_the_call_that_made_each_refund() {
     }
     // Every refund created names its call, and that call's 200 carries the same refund id.
     for line in story.lines().filter(|l| l.contains(" created by call #")) {
-        let id = line.split("refund ").nth(1).unwrap().split(' ').next().unwrap();
-        let call = line.split("by call #").nth(1).unwrap().split(',').next().unwrap();
+        let id = line
+            .split("refund ")
+            .nth(1)
+            .unwrap()
+            .split(' ')
+            .next()
+            .unwrap();
+        let call = line
+            .split("by call #")
+            .nth(1)
+            .unwrap()
+            .split(',')
+            .next()
+            .unwrap();
         assert!(
-            story.contains(&format!("POST /v1/refunds for call #{call} → 200 created {id}\n")),
+            story.contains(&format!(
+                "POST /v1/refunds for call #{call} → 200 created {id}\n"
+            )),
             "{line}\n{story}"
         );
     }
