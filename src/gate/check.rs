@@ -144,7 +144,8 @@ impl Violation {
     /// 3`; for an aggregate rule its value over the seeds instead of a count, `… mean ≥ 20
     /// failed: mean 12.5 over 30 seeds; worst seed 4: 0`.
     pub fn headline(&self) -> String {
-        let fmt = super::bounds::fmt_num;
+        // Values in the metric's unit (cents as dollars).
+        let fmt = |v: f64| super::text::shown(super::unit_of(&self.metric), v);
         let seeds = crate::text::plural(self.seeds, "seed", "seeds");
         let worst = format!("worst seed {}: {}", self.seed, fmt(self.value));
         match self.aggregate {

@@ -156,6 +156,13 @@ pub struct MetricDiff {
     /// When not ok: the candidate seed with the largest value (paired: largest increase), and
     /// its replay command.
     pub worst: Option<(u64, String)>,
+    /// When not ok: that seed's value, in the metric's unit: paired, its increase over the
+    /// baseline on the same seed; unpaired, the candidate's value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worst_value: Option<f64>,
+    /// Whether the seeds were paired (the same seeds on both sides): how to read `worst_value`.
+    #[serde(skip)]
+    pub paired: bool,
 }
 
 /// Parses `METRIC=VALUE` (a metric of `METRICS`, a finite number).
@@ -405,7 +412,7 @@ fn failure_reason(s: &ScenarioDiff, allow_unsafe: bool, require_safe: bool) -> S
             super::fmt_num(m.tolerance.unwrap_or(0.0)),
             m.worst
                 .as_ref()
-                .map(|(seed, _)| format!("; worst seed {seed}"))
+                .map(|(seed, _)| format!("; worst seed {seed}{}", m.worst_text()))
                 .unwrap_or_default()
         ),
         None => format!("{}: failed", s.scenario_path),
@@ -438,6 +445,24 @@ fn safety(c: &[RunReport], candidate: &Invocation) -> Vec<SafetyCount> {
         .collect()
 }
 
+impl MetricDiff {
+    /// The worst seed's value as text read after `worst seed N`: `: +17 over the baseline`
+    /// (paired), `: 17` (unpaired), in the metric's unit; empty without one.
+    pub fn worst_text(&self) -> String {
+        match self.worst_value {
+            Some(v) if self.paired => {
+                let sign = if v >= 0.0 { "+" } else { "" };
+                format!(
+                    ": {sign}{} over the baseline",
+                    super::text::shown(self.unit, v)
+                )
+            }
+            Some(v) => format!(": {}", super::text::shown(self.unit, v)),
+            None => String::new(),
+        }
+    }
+}
+
 fn metric_diff(
     metric: &str,
     b: &[RunReport],
@@ -456,11 +481,11 @@ fn metric_diff(
         (welch(&bv, &cv), cv.clone())
     };
     let ok = tolerance.is_none_or(|t| difference.mean <= t);
-    let worst = (!ok).then(|| {
-        let i =
-            (0..effect.len()).fold(0, |best, i| if effect[i] > effect[best] { i } else { best });
-        (c[i].seed, candidate.command(c[i].seed))
+    let worst_index = (!ok).then(|| {
+        (0..effect.len()).fold(0, |best, i| if effect[i] > effect[best] { i } else { best })
     });
+    let worst = worst_index.map(|i| (c[i].seed, candidate.command(c[i].seed)));
+    let worst_value = worst_index.and_then(|i| effect.get(i).copied());
     MetricDiff {
         metric: metric.to_string(),
         unit: unit_of(metric),
@@ -470,6 +495,8 @@ fn metric_diff(
         tolerance,
         ok,
         worst,
+        worst_value,
+        paired: paired_seeds,
     }
 }
 

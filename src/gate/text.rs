@@ -143,11 +143,13 @@ fn check_row(k: &BoundCheck, n: usize) -> Vec<String> {
         Rule::Min | Rule::Max | Rule::Conservation => format!("{}/{n}", k.failing_seeds.len()),
         _ => "-".into(),
     };
+    // In the metric's unit: over_refund_cents reads `$2444.06`, not `244406`.
+    let v = shown(super::unit_of(&k.metric), k.value);
     let value = match k.rule {
-        Rule::MeanMin | Rule::MeanMax => format!("mean {}", fmt_num(k.value)),
-        Rule::P90Max => format!("p90 {}", fmt_num(k.value)),
-        _ if n > 1 => format!("worst {}", fmt_num(k.value)),
-        _ => fmt_num(k.value),
+        Rule::MeanMin | Rule::MeanMax => format!("mean {v}"),
+        Rule::P90Max => format!("p90 {v}"),
+        _ if n > 1 => format!("worst {v}"),
+        _ => v,
     };
     vec![
         k.metric.clone(),
@@ -268,10 +270,11 @@ fn scenario_diff_text(s: &mut String, sc: &ScenarioDiff) {
         if let Some((seed, cmd)) = &m.worst {
             let _ = writeln!(
                 s,
-                "  FAILED {}: mean difference {} > tolerance {}; worst seed {seed}: {cmd}",
+                "  FAILED {}: mean difference {} > tolerance {}; worst seed {seed}{}; replay: {cmd}",
                 m.metric,
                 shown(m.unit, m.difference.mean),
-                shown(m.unit, m.tolerance.unwrap_or(0.0))
+                shown(m.unit, m.tolerance.unwrap_or(0.0)),
+                m.worst_text()
             );
         }
     }
@@ -318,7 +321,7 @@ fn safety_text(s: &mut String, sc: &ScenarioDiff) {
 }
 
 /// A value in its unit: cents as dollars (`$12.34`), the others as numbers.
-fn shown(unit: &str, v: f64) -> String {
+pub(crate) fn shown(unit: &str, v: f64) -> String {
     if unit == "cents" {
         let d = v / 100.0;
         if d < 0.0 {
