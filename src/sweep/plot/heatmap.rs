@@ -130,11 +130,8 @@ fn draw_cells(
         }
         if safe {
             let inset = INSET.min(w / 4).min(ht / 4);
-            root.draw(&Rectangle::new(
-                [(x0 + inset, y0 + inset), (x1 - inset, y1 - inset)],
-                SAFE.stroke_width(4),
-            ))
-            .map_err(err)?;
+            let (l, r, t, b) = (x0 + inset, x1 - inset, y0 + inset, y1 - inset);
+            outline(root, (l, t), (r, b))?;
         }
     }
     Ok(())
@@ -198,19 +195,23 @@ fn draw_safe_key(root: &super::Area, s: &Sweep) -> Result<(), String> {
         requirement_note(s),
         s.points.len()
     );
-    let lines = wrap(&note, 112);
+    let lines = wrap(&note, 118);
     let y = SIZE.1 as i32 - 24 - 18 * (lines.len() as i32 - 1).min(1);
     root.draw(&Rectangle::new([(20, y - 9), (46, y + 9)], WHITE.filled()))
         .map_err(err)?;
-    root.draw(&Rectangle::new(
-        [(20, y - 9), (46, y + 9)],
-        SAFE.stroke_width(4),
-    ))
-    .map_err(err)?;
+    outline(root, (20, y - 9), (46, y + 9))?;
     for (k, line) in lines.into_iter().enumerate() {
         let style = font(16).pos(Pos::new(HPos::Left, VPos::Center));
         root.draw(&Text::new(line, (56, y + 18 * k as i32), style))
             .map_err(err)?;
     }
     Ok(())
+}
+
+/// A safe cell's outline: a closed path, [`SAFE`] and 4 pixels wide, around the rectangle from
+/// `(l, t)` to `(r, b)` (a path, as plotters' SVG rectangle has no stroke width).
+fn outline(root: &super::Area, (l, t): (i32, i32), (r, b): (i32, i32)) -> Result<(), String> {
+    let corners = vec![(l, t), (r, t), (r, b), (l, b), (l, t)];
+    root.draw(&PathElement::new(corners, SAFE.stroke_width(4)))
+        .map_err(err)
 }
