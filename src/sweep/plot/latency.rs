@@ -211,7 +211,7 @@ fn draw_panel(
         .x_label_area_size(26)
         .y_label_area_size(56);
     if !panel.label.is_empty() {
-        builder.caption(&panel.label, font(15));
+        builder.caption(caption(&panel.label, area), font(15));
     }
     let mut chart: Chart = builder
         .build_cartesian_2d(0f64..n as f64, 0f64..ymax)
@@ -242,4 +242,18 @@ fn draw_panel(
         }
     }
     Ok(())
+}
+
+/// A panel's caption: its label (`f=v, g=w`), or only its values (`v, w`: the subtitle names
+/// the fields, in order) when the label would be wider than the panel.
+fn caption(label: &str, area: &Area) -> String {
+    let (xr, _) = area.get_pixel_range();
+    if text_width(label, 15) + 16 <= xr.end - xr.start {
+        return label.to_string();
+    }
+    let values: Vec<&str> = label
+        .split(", ")
+        .map(|kv| kv.split_once('=').map_or(kv, |(_, v)| v))
+        .collect();
+    values.join(", ")
 }
