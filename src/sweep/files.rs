@@ -1,4 +1,4 @@
-//! The output directory: `points.csv`, `runs.csv`, `sweep.json` and the plots of a whole sweep;
+//! The output directory: `summary.csv`, `points.csv`, `runs.csv`, `sweep.json` and the plots of a whole sweep;
 //! `runs.csv` and `sweep.json` of a shard. Each file is written whole or not at all, and only
 //! once every input has been checked and every run made.
 
@@ -11,6 +11,7 @@ use super::exec::Sweep;
 use super::inputs::Inputs;
 use super::plot::plots;
 use super::shard::Shard;
+use super::summary::summary_csv;
 use super::table::Explored;
 use super::table::{points_csv, runs_csv, Stat};
 use super::vet::{Skipped, EXPLORE_CASES, EXPLORE_SEED, MAX_EXPLORED};
@@ -126,6 +127,7 @@ pub fn write_dir(dir: &Path, s: &Sweep) -> Result<Vec<PathBuf>, SweepError> {
     let values_of = |p| s.inputs.values(p);
     let mut files: Vec<(String, String)> = Vec::new();
     if s.shard.is_none() {
+        files.push(("summary.csv".into(), summary_csv(s)));
         files.push((
             "points.csv".into(),
             points_csv(&paths, &s.inputs.metrics, &s.points),
@@ -156,7 +158,7 @@ pub fn write_dir(dir: &Path, s: &Sweep) -> Result<Vec<PathBuf>, SweepError> {
     std::fs::create_dir_all(dir)
         .map_err(|e| out_err(dir, format!("cannot create the directory: {e}")))?;
     // An earlier sweep's outputs that this one does not write (a 2-field sweep's heatmaps under
-    // a 1-field re-run, a whole sweep's points.csv under a shard) would be read as this sweep's:
+    // a 1-field re-run, a whole sweep's points.csv and summary.csv under a shard) would be read as this sweep's:
     // in a directory an earlier sweep wrote (it has sweep.json), they are removed first.
     if dir.join("sweep.json").is_file() {
         let keep: Vec<&str> = files.iter().map(|(name, _)| name.as_str()).collect();
@@ -164,7 +166,7 @@ pub fn write_dir(dir: &Path, s: &Sweep) -> Result<Vec<PathBuf>, SweepError> {
             .map_err(|e| out_err(dir, format!("cannot read the directory: {e}")))?;
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            let ours = name == "points.csv" || name.ends_with(".svg");
+            let ours = name == "points.csv" || name == "summary.csv" || name.ends_with(".svg");
             if ours && !keep.contains(&name.as_str()) {
                 std::fs::remove_file(entry.path()).map_err(|e| {
                     out_err(&entry.path(), format!("cannot remove a stale file: {e}"))

@@ -22,7 +22,9 @@
 //! - **Common random numbers.** Every point runs on the same seeds; a seed gives every point the
 //!   same tickets, amounts and latency draws, so the differences between points are the varied
 //!   fields' effect, not sampling noise (the pairing `diff` uses).
-//! - **Outputs** ([`write_dir`]): `points.csv` (per point: the varied values, `seeds`,
+//! - **Outputs** ([`write_dir`]): `summary.csv` (per point, the columns a person asks for
+//!   first: the varied values, seeds, P(any duplicate), duplicate tickets, service response
+//!   p50 and p99, safe, recommended), `points.csv` (per point: the varied values, `seeds`,
 //!   `p_duplicate` — the fraction of seeds with a duplicate refund ticket —, `safe`, then
 //!   `METRIC.mean`, `.p50`, `.p90`, `.max` over seeds for every report metric, see
 //!   [`metric_names`]), `runs.csv` (per (point, seed): every metric), `sweep.json` (the
@@ -46,6 +48,7 @@ mod plot;
 mod read;
 mod require;
 mod shard;
+mod summary;
 mod table;
 mod text;
 mod vet;

@@ -222,7 +222,8 @@ pub(crate) fn num(x: f64) -> String {
     format!("{x}")
 }
 
-fn csv_text(header: Vec<String>, rows: impl Iterator<Item = Vec<String>>) -> String {
+/// CSV text of `header` then `rows` (the `csv` crate's quoting, `\n` line ends).
+pub(crate) fn csv_text(header: Vec<String>, rows: impl Iterator<Item = Vec<String>>) -> String {
     let mut w = csv::Writer::from_writer(Vec::new());
     // Writing to memory cannot fail; a failure would be a csv bug, and would show as a short file.
     let _ = w.write_record(&header);

@@ -59,5 +59,6 @@ mod run_budget;
 mod streaming;
 mod summary_causes;
 mod sweep;
+mod sweep_plots;
 mod trace_digest;
 mod worlds;

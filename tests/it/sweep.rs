@@ -22,6 +22,7 @@ const SMALL: &[&str] = &[
 ];
 
 const FILES: &[&str] = &[
+    "summary.csv",
     "points.csv",
     "runs.csv",
     "sweep.json",
