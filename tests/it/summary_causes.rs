@@ -105,7 +105,11 @@ fn the_html_header_says_reproduced_names_the_policy_and_lists_the_causes() {
         html.contains("class=\"bad\" data-value=\"true\">incident reproduced (duplicate_refund_tickets)</span>"),
         "the header"
     );
-    assert!(html.contains("<p id=\"policy\">policy: none (the scenario as written)</p>"));
+    assert!(html.contains("<span id=\"shows-policy\">none (the scenario as written)</span>"));
+    assert!(
+        !html.contains("<p id=\"policy\">"),
+        "said once, on the header's first line"
+    );
     assert!(html.contains("<li data-invariant=\"at_most_one_refund_per_ticket\"><strong>at_most_one_refund_per_ticket</strong>: 43 tickets refunded more than once"));
     let html = page(
         &[INCIDENT, "--policy", "policies/keys-and-probe.json"],

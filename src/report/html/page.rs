@@ -247,10 +247,11 @@ impl Page<'_> {
     }
 
     /// The policy and `--set`s applied, with the policy's own `$comment` (what it changes and
-    /// leaves open), or that the page shows the scenario as written.
+    /// leaves open); empty for the scenario as written.
     fn policy_line(&self) -> String {
+        // Without one, the header's first line already says "none (the scenario as written)".
         let Some(applied) = self.applied() else {
-            return "<p id=\"policy\">policy: none (the scenario as written)</p>\n".into();
+            return String::new();
         };
         let comment = self
             .sc
