@@ -19,6 +19,7 @@ if [ -n "${REFUNDSIM:-}" ]; then B=$REFUNDSIM; else
 fi
 out=${GALLERY_OUT:-docs/gallery}
 mkdir -p "$out"
+out=$(cd "$out" && pwd) # absolute: Chromium is given absolute paths
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 incident=scenarios/carrier-outage.json
@@ -43,7 +44,9 @@ if [ "${GALLERY_TEXT_ONLY:-}" = 1 ]; then exit 0; fi
 
 # 4. A sweep: its plots and the narrow summary.csv.
 verdict $B sweep "$incident" --set horizon=40m --vary executor.timeout=5s,8s,10s,15s,20s,30s \
-  --vary refunds_service.pool_size=2..5 --seeds 1..6 --out "$tmp/sweep" >"$out/sweep.txt"
+  --vary refunds_service.pool_size=2..5 --seeds 1..6 --out "$tmp/sweep" >"$tmp/sweep.txt"
+# The temporary directory's name, as the command line gave it: `sweep`.
+sed "s|$tmp/sweep|sweep|g" "$tmp/sweep.txt" >"$out/sweep.txt"
 cp "$tmp/sweep/p_duplicate.svg" "$tmp/sweep/duplicates.svg" \
   "$tmp/sweep/latency-executor.timeout.svg" "$out/"
 if [ -f "$tmp/sweep/summary.csv" ]; then cp "$tmp/sweep/summary.csv" "$out/"; fi
@@ -58,8 +61,14 @@ $B report "$incident" --out "$tmp/incident.html" >/dev/null
 shot() { # PAGE PNG HEIGHT
   "$chromium" --headless --disable-gpu --no-sandbox --disable-dev-shm-usage --hide-scrollbars \
     --user-data-dir="$tmp/profile" --window-size=1200,"$3" --virtual-time-budget=5000 \
-    --screenshot="$PWD/$2" "file://$1" 2>/dev/null
+    --screenshot="$2" "file://$1" 2>"$tmp/chromium.log" || true
+  if [ ! -s "$2" ]; then
+    echo "Chromium wrote no $2:" >&2
+    cat "$tmp/chromium.log" >&2
+    exit 1
+  fi
 }
+rm -f "$out/report-header.png" "$out/report-charts.png"
 shot "$tmp/incident.html" "$out/report-header.png" 820
 # The charts alone: the same page with every other part hidden (inline styles are allowed by
 # the page's Content-Security-Policy).

@@ -29,10 +29,25 @@ pub(crate) struct ReportArgs {
     out: PathBuf,
 }
 
+/// `1 story`, `2 stories`.
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 pub(crate) fn run(
     a: ReportArgs,
     budget: refundsim::scenario::RunBudget,
 ) -> anyhow::Result<ExitCode> {
+    if a.out.as_os_str() == "-" {
+        // `-` is stdout for `run --trace`; a report is a file to attach, written whole or not at
+        // all, so say so rather than write a file named `-`.
+        return Err(refundsim::error::CliError::Input(
+            "--out -: report writes a self-contained HTML file, not to stdout; give a path, e.g. \
+             --out report.html"
+                .into(),
+        )
+        .into());
+    }
     let bar = virtual_time_bar();
     let opts = report::html::HtmlOptions {
         scenario: a.scenario,
@@ -47,12 +62,16 @@ pub(crate) fn run(
     let made = made?;
     let r = &made.report;
     emit(made.effect.say(&format!(
-        "wrote {}: {} (seed {}), {} duplicate-refund tickets, {} stories shown\n",
+        "wrote {}: {} (seed {}), {}, {} shown\n",
         display(&a.out),
         r.scenario,
         r.seed,
-        r.duplicate_refund_tickets(),
-        made.stories.len()
+        plural(
+            r.duplicate_refund_tickets(),
+            "duplicate-refund ticket",
+            "duplicate-refund tickets"
+        ),
+        plural(made.stories.len() as u64, "story", "stories")
     )))?;
     Ok(exit(r.expectations_met))
 }

@@ -525,3 +525,22 @@ fn the_page_in_a_headless_browser_shows_the_numbers_without_errors() {
         "red {reddish}, blue {bluish}"
     );
 }
+
+#[test]
+fn out_dash_is_refused_rather_than_written_as_a_file_named_dash() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = refundsim()
+        .current_dir(dir.path())
+        .args(["report"])
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(INCIDENT))
+        .args(["--out", "-"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--out -: report writes a self-contained HTML file"),
+        "{err}"
+    );
+    assert!(!dir.path().join("-").exists());
+}

@@ -435,4 +435,29 @@ fn the_pages_read_right_in_a_browser() {
     let html = std::fs::read_to_string(same).unwrap();
     assert!(html.contains("<p id=\"sweep-same\""), "same configuration");
     assert!(!html.contains("id=\"sweep-differs\""));
+    // The same file named by its absolute path is the same configuration.
+    let absolute = Path::new(env!("CARGO_MANIFEST_DIR")).join(INCIDENT);
+    let same = page(
+        d,
+        "same-absolute",
+        &[
+            absolute.to_str().unwrap(),
+            "--set",
+            "horizon=22m",
+            "--sweep",
+            sweep,
+        ],
+    );
+    let html = std::fs::read_to_string(same).unwrap();
+    assert!(
+        html.contains("<p id=\"sweep-same\""),
+        "the same file, named otherwise"
+    );
+    // A recording sets no expect bound: the header says so, not a green "every bound holds".
+    let html = std::fs::read_to_string(&replay).unwrap();
+    assert!(
+        html.contains("class=\"muted\" data-value=\"true\">no expect bound</span>"),
+        "{}",
+        between(&html, "id=\"expectations-met\"", "</span>").unwrap_or("")
+    );
 }

@@ -141,7 +141,7 @@ fn spec(id: &str, s: &Series, cx: &ChartContext) -> Spec {
     match id {
         "timeline-load" => Spec {
             caption: format!(
-                "Tickets opened and executor timeouts per {}",
+                "Tickets opened, executor timeouts and model retries per {}",
                 humantime::format_duration(s.width.as_duration())
             ),
             y_desc: "count",

@@ -189,6 +189,9 @@ impl Page<'_> {
             // The scenario demonstrates a failure and it happened: not a green "ok".
             verdict_text = format!("incident reproduced ({})", reproduced.join(", "));
             ("bad", verdict_text.as_str())
+        } else if r.expectations.is_empty() {
+            // Nothing asserted: not a green verdict (the invariants beside it say what broke).
+            ("muted", "no expect bound")
         } else {
             ("ok", "every expect bound holds")
         };

@@ -36,7 +36,7 @@ pub(super) fn sweep_section(h: &mut String, dir: &str, s: &SweepRead, page: &Inv
         } else {
             list(" with policies ", &i.policies)
         },
-        list(" with --set ", &i.sets),
+        list(" and --set ", &i.sets),
         points(s.points.len()),
         if seeds == 1 { "" } else { "s" },
         i.seed_first,
@@ -67,9 +67,16 @@ pub(super) fn sweep_section(h: &mut String, dir: &str, s: &SweepRead, page: &Inv
 /// sweep made without the page's policy is not read as the page's.
 fn same_as_page(h: &mut String, s: &SweepRead, page: &Invocation) {
     let i = &s.inputs;
-    let same_file = std::path::Path::new(&i.scenario_path)
-        .components()
-        .eq(std::path::Path::new(&page.scenario_path).components());
+    // The same file however it was named (`scenarios/x.json`, `./scenarios/x.json`, an
+    // absolute path): resolved when both exist from here, else compared by components.
+    let (a, b) = (
+        std::path::Path::new(&i.scenario_path),
+        std::path::Path::new(&page.scenario_path),
+    );
+    let same_file = match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a.components().eq(b.components()),
+    };
     if same_file && i.policies == page.policies && i.sets == page.sets {
         h.push_str(
             "<p id=\"sweep-same\" class=\"ok\">Run with this page's scenario file, policies \
