@@ -320,14 +320,16 @@ fn safety_text(s: &mut String, sc: &ScenarioDiff) {
     }
 }
 
-/// A value in its unit: cents as dollars (`$12.34`), the others as numbers.
+/// A value in its unit: cents as dollars (`$12.34`, `$11,331.09`), the others as numbers.
 pub(crate) fn shown(unit: &str, v: f64) -> String {
     if unit == "cents" {
-        let d = v / 100.0;
-        if d < 0.0 {
-            format!("-${:.2}", -d)
+        // Dollars as `run` and the HTML page write them: `$11,331.09`.
+        let c = v.abs().round() as u64;
+        let text = format!("${}.{:02}", crate::text::group_thousands(c / 100), c % 100);
+        if v < 0.0 && text != "$0.00" {
+            format!("-{text}")
         } else {
-            format!("${d:.2}")
+            text
         }
     } else if unit == "fraction" {
         // A fraction in [0, 1]: enough digits that 0.003 and 0.005 are not rounded together.

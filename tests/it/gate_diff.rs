@@ -280,7 +280,7 @@ fn text_shows_units_money_in_dollars_and_latency_in_ms() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.contains("  candidate in itself: UNSAFE (on its seeds, safety invariants violated: at_most_one_refund_per_ticket 3/3, no_over_refund 3/3, no_lost_refund 0/3, conservation 0/3); its expect states what it leaves open, so the comparison alone decides\n"), "{text}");
-    // over_refund_cents on seeds 2, 3, 4: 342937, 1586106, 1470284 cents, mean $11331.09
+    // over_refund_cents on seeds 2, 3, 4: 342937, 1586106, 1470284 cents, mean $11,331.09
     // (tests/pinned/carrier-outage.csv).
     let money = text
         .lines()
@@ -288,7 +288,13 @@ fn text_shows_units_money_in_dollars_and_latency_in_ms() {
         .unwrap();
     assert_eq!(
         money.split_whitespace().take(5).collect::<Vec<_>>(),
-        ["over_refund_cents", "$", "$11331.09", "$11331.09", "$0.00"],
+        [
+            "over_refund_cents",
+            "$",
+            "$11,331.09",
+            "$11,331.09",
+            "$0.00"
+        ],
         "{money}"
     );
     let p99 = text
@@ -345,7 +351,7 @@ fn set_applies_to_both_sides_and_their_replay_commands() {
 
 /// Issue 32: the table's columns line up whatever their cells hold. The longest metric name
 /// (`pool_wait_over_threshold_fraction`, 33 characters, past the first column's usual 26) and
-/// a tolerance in dollars wider than its column (`≤ $10000.00`, 11 characters, `≤` 3 bytes)
+/// a tolerance in dollars wider than its column (`≤ $10,000.00`, 12 characters, `≤` 3 bytes)
 /// widen their whole column: every cell of a column ends (right-aligned) or starts (the name,
 /// the verdict) at the header's character offset.
 #[test]
@@ -403,7 +409,7 @@ fn every_row_has_its_columns_at_the_headers_character_offsets() {
     assert_eq!(rows.len(), 39, "one row per metric\n{text}");
     let long = "pool_wait_over_threshold_fraction";
     assert!(text.contains(&format!("\n  {long} ")), "{text}");
-    assert!(text.contains(" ≤ $10000.00  ok\n"), "{text}");
+    assert!(text.contains(" ≤ $10,000.00  ok\n"), "{text}");
     for row in rows {
         let shown: String = row.iter().collect();
         for &e in &ends {
