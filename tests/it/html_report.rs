@@ -390,7 +390,7 @@ fn a_sweep_directory_is_embedded_with_its_table_and_plots() {
 
 /// A headless Chromium: `REFUNDSIM_CHROMIUM`, else the first of `chromium`, `chromium-browser`,
 /// `google-chrome` on `PATH`.
-pub(crate) fn find_chromium() -> Option<PathBuf> {
+fn find_chromium() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("REFUNDSIM_CHROMIUM") {
         return Some(PathBuf::from(p));
     }
@@ -399,6 +399,49 @@ pub(crate) fn find_chromium() -> Option<PathBuf> {
         .iter()
         .flat_map(|name| std::env::split_paths(&path).map(move |d| d.join(name)))
         .find(|p| p.is_file())
+}
+
+/// The headless Chromium for a browser test, or `None` (the test then skips, saying so) when
+/// there is none; with `REFUNDSIM_REQUIRE_BROWSER=1` (CI) a missing browser fails the test.
+pub(crate) fn browser() -> Option<PathBuf> {
+    let bin = find_chromium();
+    if bin.is_none() {
+        assert!(
+            std::env::var("REFUNDSIM_REQUIRE_BROWSER").as_deref() != Ok("1"),
+            "REFUNDSIM_REQUIRE_BROWSER=1 but no chromium, chromium-browser or google-chrome on \
+             PATH (or REFUNDSIM_CHROMIUM)"
+        );
+        println!("skipping: chromium not found");
+    }
+    bin
+}
+
+/// A screenshot's pixels, RGB, row by row.
+pub(crate) struct Shot {
+    pub(crate) width: usize,
+    pub(crate) height: usize,
+    pub(crate) rgb: Vec<[u8; 3]>,
+}
+
+impl Shot {
+    /// Decodes the PNG Chromium wrote at `path` (RGB or RGBA).
+    pub(crate) fn read(path: &Path) -> Shot {
+        let decoder =
+            png::Decoder::new(std::io::BufReader::new(std::fs::File::open(path).unwrap()));
+        let mut reader = decoder.read_info().unwrap();
+        let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+        let info = reader.next_frame(&mut buf).unwrap();
+        let px = info.color_type.samples();
+        let rgb = buf[..info.buffer_size()]
+            .chunks(px)
+            .map(|p| [p[0], p[1], p[2]])
+            .collect();
+        Shot {
+            width: info.width as usize,
+            height: info.height as usize,
+            rgb,
+        }
+    }
 }
 
 /// Runs Chromium headless on `page` with `args`, at most 90 s; returns (stdout, stderr). Its
@@ -455,15 +498,7 @@ pub(crate) fn console_errors(stderr: &str) -> Vec<&str> {
 
 #[test]
 fn the_page_in_a_headless_browser_shows_the_numbers_without_errors() {
-    let Some(bin) = find_chromium() else {
-        assert!(
-            std::env::var("REFUNDSIM_REQUIRE_BROWSER").as_deref() != Ok("1"),
-            "REFUNDSIM_REQUIRE_BROWSER=1 but no chromium, chromium-browser or google-chrome on \
-             PATH (or REFUNDSIM_CHROMIUM)"
-        );
-        println!("skipping: chromium not found");
-        return;
-    };
+    let Some(bin) = browser() else { return };
     let dir = tempfile::tempdir().unwrap();
     let (page, _) = incident_report(dir.path());
     let json = run_json(&[INCIDENT]);
@@ -497,14 +532,10 @@ fn the_page_in_a_headless_browser_shows_the_numbers_without_errors() {
     let shot = format!("--screenshot={}", png.display());
     let (_, log) = chromium(&bin, &profile, &[&shot, "--window-size=1200,2000"], &page);
     assert_eq!(console_errors(&log), Vec::<&str>::new());
-    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&png).unwrap()));
-    let mut reader = decoder.read_info().unwrap();
-    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
-    let info = reader.next_frame(&mut buf).unwrap();
-    assert_eq!((info.width, info.height), (1200, 2000));
-    let px = info.color_type.samples();
-    let pixels: Vec<&[u8]> = buf[..info.buffer_size()].chunks(px).collect();
-    let white = pixels.iter().filter(|p| p[..3] == [255, 255, 255]).count();
+    let shot = Shot::read(&png);
+    assert_eq!((shot.width, shot.height), (1200, 2000));
+    let pixels = &shot.rgb;
+    let white = pixels.iter().filter(|p| **p == [255, 255, 255]).count();
     let inked = pixels.len() - white;
     assert!(
         inked * 50 > pixels.len(),

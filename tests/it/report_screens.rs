@@ -20,7 +20,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::html_report::{between, chromium, console_errors, find_chromium, report};
+use super::html_report::{between, browser, chromium, console_errors, report, Shot};
+use super::sweep::SMALL;
 use crate::common::{refundsim, INCIDENT};
 
 /// Width of the browser window, CSS pixels (the page is at most 1100 wide).
@@ -68,32 +69,7 @@ window.addEventListener('load', function () {
 });
 </script>"#;
 
-/// A screenshot's pixels, RGB.
-struct Shot {
-    width: usize,
-    height: usize,
-    rgb: Vec<[u8; 3]>,
-}
-
 impl Shot {
-    fn read(path: &Path) -> Shot {
-        let decoder =
-            png::Decoder::new(std::io::BufReader::new(std::fs::File::open(path).unwrap()));
-        let mut reader = decoder.read_info().unwrap();
-        let mut buf = vec![0; reader.output_buffer_size().unwrap()];
-        let info = reader.next_frame(&mut buf).unwrap();
-        let px = info.color_type.samples();
-        let rgb = buf[..info.buffer_size()]
-            .chunks(px)
-            .map(|p| [p[0], p[1], p[2]])
-            .collect();
-        Shot {
-            width: info.width as usize,
-            height: info.height as usize,
-            rgb,
-        }
-    }
-
     /// Pixels inside `b` (page pixels, inset by 3 to leave the axes out) for which `f` holds.
     fn count(&self, b: [f64; 4], f: impl Fn([u8; 3]) -> bool) -> usize {
         let (x0, y0) = ((b[0] + 3.0).ceil() as usize, (b[1] + 3.0).ceil() as usize);
@@ -303,23 +279,13 @@ fn check_header(name: &str, g: &Value, scenario: &str, policy: &str, seed: &str)
     );
 }
 
-/// A small sweep of the incident, with no policy, into `dir/sweep`.
+/// `sweep.rs`'s small sweep of the incident (no policy, `--set horizon=22m`), into `dir/sweep`.
 fn small_sweep(dir: &Path) -> PathBuf {
     let sweep = dir.join("sweep");
     let o = refundsim()
-        .args([
-            "sweep",
-            INCIDENT,
-            "--set",
-            "horizon=22m",
-            "--vary",
-            "executor.timeout=8s,15s",
-            "--vary",
-            "refunds_service.pool_size=3..4",
-            "--seeds",
-            "1..2",
-            "--out",
-        ])
+        .arg("sweep")
+        .args(SMALL)
+        .arg("--out")
         .arg(&sweep)
         .output()
         .unwrap();
@@ -340,15 +306,7 @@ fn page(dir: &Path, name: &str, args: &[&str]) -> PathBuf {
 
 #[test]
 fn the_pages_read_right_in_a_browser() {
-    let Some(bin) = find_chromium() else {
-        assert!(
-            std::env::var("REFUNDSIM_REQUIRE_BROWSER").as_deref() != Ok("1"),
-            "REFUNDSIM_REQUIRE_BROWSER=1 but no chromium, chromium-browser or google-chrome on \
-             PATH (or REFUNDSIM_CHROMIUM)"
-        );
-        println!("skipping: chromium not found");
-        return;
-    };
+    let Some(bin) = browser() else { return };
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     // A recording written from the OpenTelemetry GenAI conventions (not by refundsim): one

@@ -9,7 +9,7 @@ use common::*;
 
 /// The incident's first two spikes only (22 minutes), on a 2 × 2 grid: the 8 s timeout with
 /// pool 3 duplicates on some seeds, every other point on none.
-const SMALL: &[&str] = &[
+pub(crate) const SMALL: &[&str] = &[
     INCIDENT,
     "--set",
     "horizon=22m",
